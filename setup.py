@@ -1,0 +1,60 @@
+"""Install simreal_ros with pip (``pip install -e '.[ros,test]'``) or colcon (ament_python)."""
+
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'simreal_ros'
+
+
+def tree(directory: str) -> list[tuple[str, list[str]]]:
+    """Map every file below ``directory`` to ``share/simreal_ros/<same path>``."""
+    out = []
+    for root, _dirs, files in os.walk(directory):
+        paths = [os.path.join(root, f) for f in files if not f.endswith('.pyc')]
+        if paths:
+            out.append((os.path.join('share', PACKAGE, root), paths))
+    return out
+
+
+ROS_WHEELS = [  # ROS 2 Kilted from PyPI; left out of install_requires for system-ROS installs
+    'ros-rclpy', 'ros-rmw-fastrtps-cpp', 'ros-std-msgs', 'ros-std-srvs', 'ros-sensor-msgs',
+    'ros-geometry-msgs', 'ros-trajectory-msgs', 'ros-diagnostic-msgs', 'ros-rosgraph-msgs',
+    'ros-builtin-interfaces',
+]
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
+    package_data={PACKAGE: ['py.typed']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        (os.path.join('share', PACKAGE), ['package.xml']),
+        (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
+        *tree('config'),
+        *tree('urdf'),
+    ],
+    python_requires='>=3.10',
+    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2'],
+    extras_require={
+        'ros': ROS_WHEELS,
+        'test': ['pytest>=7', 'hypothesis>=6', 'yourdfpy>=0.0.56', 'colcon-core',
+                 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML'],
+    },
+    zip_safe=True,
+    maintainer='simreal_ros maintainers',
+    maintainer_email='maintainers@simreal-ros.dev',
+    description='MuJoCo sim bridge, real drivers and sim-to-real gap tools over identical '
+                'ROS 2 topics.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'simreal = simreal_ros.cli:main',
+            'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
+            'simreal_excite = simreal_ros.nodes.excite:main',
+        ],
+    },
+)

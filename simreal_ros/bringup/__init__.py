@@ -1,0 +1,1 @@
+"""The launch planner (mode + config -> node specs) and the built-in launcher."""

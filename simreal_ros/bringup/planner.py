@@ -1,0 +1,201 @@
+"""The launch planner: (backend, robot, options) -> the list of nodes to start.
+
+This is the single source of truth for what runs in each mode. ``simreal launch`` starts the
+plan as processes; ``launch/bringup.launch.py`` turns the same plan into ``launch_ros`` actions.
+Both accept the same ``name:=value`` arguments, listed in :data:`ARGUMENTS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from typing import Any, Callable, Mapping
+
+from simreal_ros.core.bridge_config import TIMING_MODES, SimBridgeConfig
+from simreal_ros.errors import ConfigError, PlanError
+
+BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
+EXCITE_PATTERNS = ('chirp', 'multisine', 'steps', 'waypoints')
+PACKAGE = 'simreal_ros'
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One launch argument: default (as text), description, allowed values."""
+
+    default: str
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+ARGUMENTS: dict[str, Argument] = {
+    'backend': Argument('sim', 'what the robot is', BACKENDS),
+    'robot': Argument('simreal_arm', 'robot spec: shipped name or path to YAML'),
+    'namespace': Argument('', 'namespace of the whole graph ("" = root)'),
+    'timing': Argument('realtime', 'sim bridge timing mode', TIMING_MODES),
+    'rate': Argument('200', 'joint_states rate of the sim bridge (Hz, sim time)'),
+    'sim_time': Argument('false', 'publish /clock and stamp in sim time (realtime mode)',
+                         ('true', 'false')),
+    'scene': Argument('', 'scene: shipped name (tabletop, empty) or path; "" = robot only'),
+    'overlay': Argument('', 'model overlay of the (primary) sim: name or path'),
+    'overlay_b': Argument('', 'model overlay of the sim2sim secondary (sim_b)'),
+    'randomization': Argument('', 'domain randomization ranges applied at each ~/reset'),
+    'seed': Argument('0', 'seed of every random process in the plan'),
+    'paused': Argument('false', 'start the sim paused', ('true', 'false')),
+    'lockstep_timeout': Argument('0', 'lockstep: seconds to wait for a command (0 = forever)'),
+    'excite': Argument('', 'add the excitation source with this pattern',
+                       ('',) + EXCITE_PATTERNS),
+    'duration': Argument('10', 'excitation duration (s); the launch ends after it'),
+    'amplitude': Argument('0.3', 'excitation amplitude around home (rad)'),
+    'excite_rate': Argument('100', 'excitation command rate (Hz)'),
+    'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
+    'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+}
+
+#: Nodes this version ships: kind -> (console script, module).
+NODES: dict[str, tuple[str, str]] = {
+    'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
+    'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
+}
+
+#: Nodes that modes need but that this version does not ship yet.
+NOT_YET_SHIPPED: dict[str, str] = {
+    'dynamixel_driver': 'the Dynamixel servo bus driver',
+}
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Everything needed to start one node, with ``ros2 launch`` or ``simreal launch``."""
+
+    kind: str
+    name: str
+    namespace: str = ''
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    required: bool = True
+    exit_ends_launch: bool = False
+
+    @property
+    def executable(self) -> str:
+        """Console script name (``ros2 run simreal_ros <executable>``)."""
+        return NODES[self.kind][0]
+
+    @property
+    def module(self) -> str:
+        """Python module with ``main()``."""
+        return NODES[self.kind][1]
+
+    @property
+    def fqn(self) -> str:
+        """Fully qualified node name."""
+        return f'{self.namespace.rstrip("/")}/{self.name}' if self.namespace else f'/{self.name}'
+
+
+def _ns(*parts: str) -> str:
+    joined = '/'.join(p.strip('/') for p in parts if p.strip('/'))
+    return f'/{joined}' if joined else ''
+
+
+def _parse(args: Mapping[str, str]) -> dict[str, str]:
+    unknown = sorted(set(args) - set(ARGUMENTS))
+    if unknown:
+        raise PlanError(f'unknown launch argument {unknown[0]!r}; known: '
+                        f'{", ".join(sorted(ARGUMENTS))}')
+    out = {k: a.default for k, a in ARGUMENTS.items()}
+    out.update({k: str(v) for k, v in args.items()})
+    for k, a in ARGUMENTS.items():
+        if a.choices and out[k] not in a.choices:
+            shown = [c for c in a.choices if c] or a.choices
+            raise PlanError(f'{k}:={out[k]!r} is not valid; choose one of {list(shown)}')
+    return out
+
+
+def _typed(args: Mapping[str, str], key: str, conv: Callable[[str], Any], what: str) -> Any:
+    try:
+        v = conv(args[key])
+    except ValueError:
+        raise PlanError(f'{key}:={args[key]!r} is not valid; expected {what}') from None
+    if isinstance(v, float) and not math.isfinite(v):
+        raise PlanError(f'{key}:={args[key]!r} is not valid; expected a finite {what}')
+    return v
+
+
+def _require(kind: str, why: str) -> None:
+    if kind not in NODES:
+        what = NOT_YET_SHIPPED.get(kind, kind)
+        raise PlanError(f'{why} needs {what} (node {kind!r}), which this version of '
+                        f'simreal_ros does not ship yet; available backends now: sim, sim2sim')
+
+
+def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
+            commands_from: str | None, publish_clock: bool) -> NodeSpec:
+    params = {
+        'robot': a['robot'], 'scene': a['scene'], 'overlay': overlay,
+        'randomization': a['randomization'], 'seed': _typed(a, 'seed', int, 'an integer'),
+        'timing_mode': a['timing'],
+        'publish_rate_hz': _typed(a, 'rate', float, 'a number (Hz)'),
+        'sim_time': a['sim_time'] == 'true', 'publish_clock': publish_clock,
+        'start_paused': a['paused'] == 'true',
+        'lockstep_timeout_s': _typed(a, 'lockstep_timeout', float, 'a number of seconds'),
+    }
+    try:
+        SimBridgeConfig.from_mapping(params)
+    except ConfigError as exc:
+        raise PlanError(f'sim bridge settings: {exc}') from None
+    remaps: tuple[tuple[str, str], ...] = ()
+    if commands_from is not None:
+        remaps = (('joint_commands', f'{commands_from}/joint_commands'),
+                  ('forward_position_controller/commands',
+                   f'{commands_from}/forward_position_controller/commands'))
+    return NodeSpec('sim_bridge', name, namespace, params, remaps)
+
+
+def plan(args: Mapping[str, str]) -> list[NodeSpec]:
+    """Return the nodes for the given ``name:=value`` arguments (see :data:`ARGUMENTS`)."""
+    a = _parse(args)
+    backend = a['backend']
+    root = _ns(a['namespace'])
+    nodes: list[NodeSpec] = []
+    if backend == 'sim':
+        _require('sim_bridge', 'backend:=sim')
+        nodes.append(_bridge(a, 'sim_bridge', root, a['overlay'], None, True))
+    elif backend == 'sim2sim':
+        _require('sim_bridge', 'backend:=sim2sim')
+        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_a'), a['overlay'], root or '', True))
+        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_b'), a['overlay_b'], root or '',
+                             False))
+    elif backend in ('real', 'twin'):
+        if not a['port']:
+            raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
+                            f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
+        _require('dynamixel_driver', f'backend:={backend}')
+    if a['excite']:
+        _require('excite', f'excite:={a["excite"]}')
+        params = {
+            'robot': a['robot'], 'pattern': a['excite'],
+            'duration_s': _typed(a, 'duration', float, 'a number of seconds'),
+            'amplitude': _typed(a, 'amplitude', float, 'a number (rad)'),
+            'rate_hz': _typed(a, 'excite_rate', float, 'a number (Hz)'),
+            'seed': _typed(a, 'seed', int, 'an integer'),
+            'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true',
+            'sync_to_states': a['timing'] == 'lockstep',
+        }
+        if params['duration_s'] <= 0 or params['rate_hz'] <= 0:
+            raise PlanError('duration:= and excite_rate:= must be > 0')
+        remaps = ((('joint_states', f'{_ns(root, "sim_a")}/joint_states'),)
+                  if backend == 'sim2sim' else ())
+        nodes.append(NodeSpec('excite', 'excite', root, params, remaps, exit_ends_launch=True))
+    return nodes
+
+
+def parse_cli_args(tokens: list[str]) -> dict[str, str]:
+    """Parse ``name:=value`` tokens (the ``ros2 launch`` form) into a mapping."""
+    out: dict[str, str] = {}
+    for tok in tokens:
+        name, sep, value = tok.partition(':=')
+        if not sep or not name:
+            raise PlanError(f'launch arguments have the form name:=value, got {tok!r}')
+        out[name] = value
+    return out

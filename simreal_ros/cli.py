@@ -1,0 +1,144 @@
+"""The ``simreal`` command (also ``python -m simreal_ros``).
+
+Sub-commands take ``name:=value`` arguments like ``ros2 launch``; every one has ``--help`` and
+exits non-zero with a one-line reason on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+from typing import Any, Sequence
+
+from simreal_ros.errors import SimrealError
+
+
+def _launch_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    from simreal_ros.bringup.planner import ARGUMENTS
+    epilog = 'launch arguments (name:=value):\n' + '\n'.join(
+        f'  {k:<17} {a.description}' + (f' {{{"|".join(c for c in a.choices if c)}}}'
+                                          if a.choices else '')
+        + f' [default: {a.default!r}]' for k, a in ARGUMENTS.items())
+    p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('args', nargs='*', metavar='name:=value')
+    p.add_argument('--discovery', default=None,
+                   help='ROS_AUTOMATIC_DISCOVERY_RANGE for the nodes: localhost (default '
+                        'unless already set) or subnet for a multi-machine robot')
+    p.add_argument('--domain-id', type=int, default=None, help='ROS_DOMAIN_ID for the nodes')
+    return p
+
+
+def _plan_and_env(ns: argparse.Namespace, defaults: dict[str, str] | None = None
+                  ) -> tuple[list[Any], dict[str, str]]:
+    from simreal_ros.bringup.planner import parse_cli_args, plan
+    from simreal_ros.core.netenv import ros_env
+    args = {**(defaults or {}), **parse_cli_args(ns.args)}
+    return plan(args), ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
+
+
+def cmd_launch(ns: argparse.Namespace) -> int:
+    """Plan and start (or with --dry-run, print) the node graph."""
+    from simreal_ros.bringup.launcher import Launcher, node_command
+    nodes, env = _plan_and_env(ns)
+    if ns.dry_run:
+        from pathlib import Path
+        print(f'# ROS_AUTOMATIC_DISCOVERY_RANGE={env["ROS_AUTOMATIC_DISCOVERY_RANGE"]} '
+              f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}')
+        for spec in nodes:
+            print(json.dumps({'node': spec.fqn, 'executable': spec.executable,
+                              'parameters': spec.parameters,
+                              'remappings': [list(r) for r in spec.remappings],
+                              'required': spec.required,
+                              'exit_ends_launch': spec.exit_ends_launch}))
+            print('  ' + ' '.join(node_command(spec, Path('<params.yaml>'))))
+        return 0
+    return Launcher(nodes, env).run()
+
+
+def cmd_excite(ns: argparse.Namespace) -> int:
+    """Run the excitation node in this process."""
+    from simreal_ros.bringup.planner import parse_cli_args
+    from simreal_ros.nodes import excite
+    allowed = set(excite.PARAMETERS) | {'duration', 'rate', 'use_sim_time'}
+    ros_args: list[str] = []
+    for key, value in parse_cli_args(ns.args).items():
+        if key not in allowed:
+            raise SimrealError(f'unknown excite argument {key!r}; known: {sorted(allowed)}')
+        key = {'duration': 'duration_s', 'rate': 'rate_hz'}.get(key, key)
+        ros_args += ['-p', f'{key}:={value}']
+    return excite.main(['simreal_excite', '--ros-args', *ros_args])
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    """Run the sim backend with the excitation source and print a tracking summary."""
+    from simreal_ros.bringup.demo import run_demo
+    nodes, env = _plan_and_env(ns, {'backend': 'sim', 'excite': 'chirp', 'duration': '8',
+                                    'scene': 'tabletop'})
+    return run_demo(nodes, env, as_json=ns.json)
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    """Run one benchmark from bench/ (or all) and print its JSON."""
+    from simreal_ros.core.paths import share_dir
+    bench_dir = share_dir() / 'bench'
+    names = sorted(p.stem for p in bench_dir.glob('*.py') if not p.stem.startswith('_'))
+    if ns.name not in names + ['all']:
+        raise SimrealError(f'unknown benchmark {ns.name!r}; available: {names + ["all"]}')
+    from simreal_ros.core.netenv import apply_to_current_process
+    apply_to_current_process()
+    results = {}
+    for name in names if ns.name == 'all' else [ns.name]:
+        module = runpy.run_path(str(bench_dir / f'{name}.py'))
+        results[name] = module['run'](quick=ns.quick)
+    out = results if ns.name == 'all' else results[ns.name]
+    print(json.dumps(out, indent=None if ns.json else 2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``simreal``."""
+    from simreal_ros import __version__
+    parser = argparse.ArgumentParser(prog='simreal', description=__doc__.splitlines()[0])
+    parser.add_argument('--version', action='version', version=f'simreal_ros {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    p = _launch_parser(sub, 'launch', 'start the node graph of a backend (sim, sim2sim, ...)')
+    p.add_argument('--dry-run', action='store_true', help='print the plan, start nothing')
+    p.set_defaults(func=cmd_launch)
+    p = sub.add_parser('excite', help='publish an excitation trajectory on joint_commands',
+                       description='publish an excitation trajectory on joint_commands; '
+                       'arguments: pattern:=chirp|multisine|steps|waypoints duration:=S '
+                       'robot:= rate:= amplitude:= seed:= f_min_hz:= f_max_hz:= '
+                       'sync_to_states:=true|false use_sim_time:=true|false')
+    p.add_argument('args', nargs='*', metavar='name:=value')
+    p.set_defaults(func=cmd_excite)
+    p = _launch_parser(sub, 'demo', 'the sim backend driven by the excitation source, with a '
+                       'tracking summary (defaults: excite:=chirp duration:=8 scene:=tabletop)')
+    p.add_argument('--json', action='store_true', help='print the summary as JSON')
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
+    p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
+    p.add_argument('--json', action='store_true', help='one-line JSON')
+    p.add_argument('--quick', action='store_true', help='shorter runs (smoke test)')
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``simreal``."""
+    ns = build_parser().parse_args(argv)
+    try:
+        return int(ns.func(ns))
+    except SimrealError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == '__main__':
+    os.environ.setdefault('PYTHONUNBUFFERED', '1')
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""ROS-free core: configs, specs, overlays, commands, excitation, timing. Never imports rclpy."""

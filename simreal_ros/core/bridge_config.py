@@ -1,0 +1,96 @@
+"""Settings of the MuJoCo sim bridge node, validated without ROS."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+import math
+from typing import Any, Mapping
+
+from simreal_ros.errors import ConfigError
+
+TIMING_MODES = ('realtime', 'lockstep', 'free')
+
+
+@dataclass(frozen=True)
+class SimBridgeConfig:
+    """Parameters of ``simreal_sim_bridge`` (the ROS parameters have the same names).
+
+    * ``timing_mode``: ``realtime`` paces physics to the wall clock; ``lockstep`` advances
+      ``steps_per_tick`` physics steps only after a command answered the last published
+      state; ``free`` runs as fast as the CPU allows. Lockstep and free imply ``sim_time``.
+    * ``publish_clock``: publish ``/clock`` when in sim time (off for the second bridge of
+      ``sim2sim``, so that one clock drives the graph).
+    * ``publish_rate_hz``: joint_states (and imu/data) rate in sim time.
+    * ``lockstep_timeout_s``: 0 waits for the controller forever; > 0 advances anyway after
+      that long and counts a missed tick.
+    """
+
+    robot: str = 'simreal_arm'
+    scene: str = ''
+    overlay: str = ''
+    randomization: str = ''
+    randomize_on_reset: bool = True
+    seed: int = 0
+    timing_mode: str = 'realtime'
+    publish_rate_hz: float = 200.0
+    sim_time: bool = False
+    publish_clock: bool = True
+    steps_per_tick: int = 0
+    lockstep_timeout_s: float = 0.0
+    start_paused: bool = False
+    spin_wait_us: int = 300
+    diagnostics_period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        src = 'sim_bridge'
+        if self.timing_mode not in TIMING_MODES:
+            raise ConfigError(src, 'timing_mode', f'one of {TIMING_MODES}', self.timing_mode)
+        for key in ('publish_rate_hz', 'diagnostics_period_s'):
+            v = getattr(self, key)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(src, key, 'a number > 0', v)
+        if self.publish_rate_hz > 10_000:
+            raise ConfigError(src, 'publish_rate_hz', 'a rate <= 10000 Hz', self.publish_rate_hz)
+        if not (math.isfinite(self.lockstep_timeout_s) and self.lockstep_timeout_s >= 0):
+            raise ConfigError(src, 'lockstep_timeout_s', 'a number >= 0 (0: wait forever)',
+                              self.lockstep_timeout_s)
+        for key in ('steps_per_tick', 'spin_wait_us', 'seed'):
+            if getattr(self, key) < 0:
+                raise ConfigError(src, key, 'an integer >= 0', getattr(self, key))
+        if not self.robot:
+            raise ConfigError(src, 'robot', 'a robot name or spec path', self.robot)
+
+    @property
+    def uses_sim_time(self) -> bool:
+        """Whether stamps and /clock follow sim time."""
+        return self.sim_time or self.timing_mode != 'realtime'
+
+    def steps_per_publish(self, timestep_s: float) -> int:
+        """Physics steps between two published states."""
+        if self.steps_per_tick > 0:
+            return self.steps_per_tick
+        return max(1, int(round(1.0 / (self.publish_rate_hz * timestep_s))))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = 'sim_bridge'
+                     ) -> 'SimBridgeConfig':
+        """Build from a mapping, rejecting unknown keys and wrong types."""
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(source, key, f'one of {sorted(known)}', 'unknown key')
+            default = known[key].default
+            if isinstance(default, bool):
+                ok = isinstance(value, bool)
+            elif isinstance(default, int):
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            elif isinstance(default, float):
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+                value = float(value) if ok else value
+            else:
+                ok = isinstance(value, str)
+            if not ok:
+                raise ConfigError(source, key, f'a {type(default).__name__}', value)
+            kwargs[key] = value
+        return cls(**kwargs)

@@ -1,0 +1,96 @@
+"""Validation of joint commands against the robot spec, shared by every backend.
+
+A command names a subset of the robot's joints (or all of them, in order, when names are
+empty). It is rejected as a whole when it names an unknown joint, repeats a joint, has arrays
+of the wrong length, or carries NaN/inf: the caller then holds the last valid target. Finite
+positions outside the joint limits are clamped, and the clamp is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import CommandError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class JointTarget:
+    """A full-robot target in robot order: position, velocity and effort feed-forward."""
+
+    position: FloatArray
+    velocity: FloatArray
+    effort: FloatArray
+    stamp_ns: int = 0
+    clamped: bool = False
+
+    @classmethod
+    def hold(cls, position: FloatArray, stamp_ns: int = 0) -> 'JointTarget':
+        """Return a target that holds ``position`` with no feed-forward."""
+        z = np.zeros_like(position, dtype=np.float64)
+        return cls(np.array(position, dtype=np.float64), z, z.copy(), stamp_ns)
+
+
+class CommandValidator:
+    """Merge partial commands into full targets, rejecting malformed ones."""
+
+    def __init__(self, robot: RobotSpec) -> None:
+        self.robot = robot
+        self._index = {n: i for i, n in enumerate(robot.joint_names)}
+        self._lower = robot.lower
+        self._upper = robot.upper
+        self._effort = robot.effort_limit
+        self._vel = robot.velocity_limit
+
+    def merge(self, previous: JointTarget, names: Sequence[str], position: Sequence[float],
+              velocity: Sequence[float] = (), effort: Sequence[float] = (),
+              stamp_ns: int = 0) -> JointTarget:
+        """Return ``previous`` updated with a (partial) command, or raise CommandError."""
+        n = self.robot.n
+        if not names:
+            if len(position) != n:
+                raise CommandError(
+                    f'command without joint names must carry all {n} positions in robot '
+                    f'order {self.robot.joint_names}; got {len(position)}')
+            idx = list(range(n))
+        else:
+            idx = []
+            for name in names:
+                i = self._index.get(name)
+                if i is None:
+                    raise CommandError(f'unknown joint {name!r}; {self.robot.name} has '
+                                       f'{self.robot.joint_names}')
+                idx.append(i)
+            if len(set(idx)) != len(idx):
+                raise CommandError(f'joint named twice in {list(names)}')
+            if len(position) != len(idx):
+                raise CommandError(f'{len(idx)} names but {len(position)} positions')
+        for label, arr in (('velocity', velocity), ('effort', effort)):
+            if len(arr) not in (0, len(idx)):
+                raise CommandError(f'{label} has {len(arr)} entries; expected 0 or {len(idx)}')
+        pos_in = np.asarray(position, dtype=np.float64)
+        vel_in = np.asarray(velocity, dtype=np.float64)
+        eff_in = np.asarray(effort, dtype=np.float64)
+        for label, values in (('position', pos_in), ('velocity', vel_in), ('effort', eff_in)):
+            if values.size and not np.all(np.isfinite(values)):
+                raise CommandError(f'{label} contains NaN or inf: {values.tolist()}')
+        pos = previous.position.copy()
+        vel = np.zeros(n)
+        eff = np.zeros(n)
+        pos[idx] = pos_in
+        if vel_in.size:
+            vel[idx] = vel_in
+        if eff_in.size:
+            eff[idx] = eff_in
+        clamped_pos = np.clip(pos, self._lower, self._upper)
+        clamped_vel = np.clip(vel, -self._vel, self._vel)
+        clamped_eff = np.clip(eff, -self._effort, self._effort)
+        clamped = bool(np.any(clamped_pos != pos) or np.any(clamped_vel != vel)
+                       or np.any(clamped_eff != eff))
+        return JointTarget(clamped_pos, clamped_vel, clamped_eff, stamp_ns, clamped)

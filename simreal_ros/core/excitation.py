@@ -1,0 +1,418 @@
+"""Seeded joint-space excitation trajectories for system identification.
+
+Four patterns, all deviations from the robot's home pose:
+
+``chirp``
+    A logarithmic frequency sweep from ``f_min_hz`` to ``f_max_hz`` over the duration, with a
+    seeded random phase per joint.
+``multisine``
+    A sum of sines with log-spaced frequencies in ``[f_min_hz, f_max_hz]`` and seeded random
+    phases, normalised so that its peak equals the joint's amplitude.
+``steps``
+    Seeded random piecewise-constant targets that change every ``step_hold_s``; each change is a
+    minimum-jerk transition timed so that the velocity bound holds.
+``waypoints``
+    Seeded random waypoints every ``step_hold_s`` joined with rest-to-rest minimum-jerk segments.
+
+Whatever the amplitude and frequencies asked for, every sample is guaranteed to lie within
+``[lower + position_margin, upper - position_margin]`` and to move no faster than
+``velocity_margin * velocity_limit``: amplitudes are reduced per joint where needed. The velocity
+returned is the analytic time derivative of the position, the trajectory starts and ends at home
+at rest, and everything is precomputed so that :meth:`Excitation.sample` is cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import check_number
+from simreal_ros.errors import ConfigError
+
+FloatArray = npt.NDArray[np.float64]
+
+PATTERNS = ('chirp', 'multisine', 'steps', 'waypoints')
+
+_SOURCE = 'excite'
+_MULTISINE_COMPONENTS = 8
+_MINJERK_PEAK = 1.875          # peak of d/ds (10 s^3 - 15 s^4 + 6 s^5), reached at s = 0.5
+_STEP_MIN_FRACTION = 0.25      # shortest step transition, as a fraction of its segment
+_GRID_POINTS_PER_CYCLE = 400   # multisine peak search: grid points per period of f_max
+_GRID_MAX_POINTS = 400_000     # multisine peak search: cap on the grid size per joint
+
+
+def _minjerk(s: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Return the minimum-jerk blend and its derivative d/ds for ``s`` in [0, 1]."""
+    s2 = s * s
+    blend = s2 * s * (10.0 + s * (-15.0 + 6.0 * s))
+    dblend = 30.0 * s2 * (1.0 - s) * (1.0 - s)
+    return blend, dblend
+
+
+@dataclass(frozen=True)
+class ExcitationConfig:
+    """What to excite and how; validated on construction.
+
+    Attributes:
+        pattern: one of :data:`PATTERNS`.
+        duration_s: total length (s), fade-in and fade-out included.
+        amplitude: peak deviation from home (rad), reduced per joint where the position
+            or velocity bounds require it.
+        f_min_hz: lowest frequency of ``chirp`` and ``multisine`` (Hz).
+        f_max_hz: highest frequency of ``chirp`` and ``multisine`` (Hz).
+        step_hold_s: segment time of ``steps`` and ``waypoints`` (s).
+        velocity_margin: fraction of each joint's velocity limit the trajectory may use.
+        position_margin: distance kept away from each position limit (rad).
+        ramp_s: length of the smooth fade-in from and fade-out to home (s).
+        seed: seed of the random phases, targets and waypoints.
+        joints: names of the joints to excite; the others hold home. ``None`` excites all.
+
+    """
+
+    pattern: str
+    duration_s: float
+    amplitude: float = 0.3
+    f_min_hz: float = 0.1
+    f_max_hz: float = 2.0
+    step_hold_s: float = 1.0
+    velocity_margin: float = 0.8
+    position_margin: float = 0.05
+    ramp_s: float = 1.0
+    seed: int = 0
+    joints: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Validate every field, raising :class:`ConfigError` naming the first bad one."""
+        if not isinstance(self.pattern, str) or self.pattern not in PATTERNS:
+            raise ConfigError(_SOURCE, 'pattern', f'one of {", ".join(PATTERNS)}',
+                              self.pattern)
+        duration = check_number(self.duration_s, _SOURCE, 'duration_s', positive=True)
+        check_number(self.amplitude, _SOURCE, 'amplitude', minimum=0.0)
+        f_min = check_number(self.f_min_hz, _SOURCE, 'f_min_hz', positive=True)
+        f_max = check_number(self.f_max_hz, _SOURCE, 'f_max_hz')
+        if f_max < f_min:
+            raise ConfigError(_SOURCE, 'f_max_hz', f'a number >= f_min_hz ({f_min})',
+                              self.f_max_hz)
+        check_number(self.step_hold_s, _SOURCE, 'step_hold_s', positive=True)
+        vm = check_number(self.velocity_margin, _SOURCE, 'velocity_margin', maximum=1.0)
+        if vm <= 0.0:
+            raise ConfigError(_SOURCE, 'velocity_margin', 'a number in (0, 1]',
+                              self.velocity_margin)
+        check_number(self.position_margin, _SOURCE, 'position_margin', minimum=0.0)
+        ramp = check_number(self.ramp_s, _SOURCE, 'ramp_s', positive=True)
+        if 2.0 * ramp > duration:
+            raise ConfigError(_SOURCE, 'ramp_s',
+                              f'a number <= duration_s / 2 ({duration / 2.0})', self.ramp_s)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise ConfigError(_SOURCE, 'seed', 'an integer', self.seed)
+        if self.seed < 0:
+            raise ConfigError(_SOURCE, 'seed', 'an integer >= 0', self.seed)
+        if self.joints is not None:
+            joints: Any = self.joints
+            if isinstance(joints, str) or not isinstance(joints, (list, tuple)):
+                raise ConfigError(_SOURCE, 'joints', 'a tuple of joint names or None', joints)
+            if not joints:
+                raise ConfigError(_SOURCE, 'joints', 'a non-empty tuple of joint names or None',
+                                  joints)
+            for name in joints:
+                if not isinstance(name, str) or not name:
+                    raise ConfigError(_SOURCE, 'joints', 'joint names as non-empty strings',
+                                      name)
+            if len(set(joints)) != len(joints):
+                raise ConfigError(_SOURCE, 'joints', 'joint names without duplicates', joints)
+            object.__setattr__(self, 'joints', tuple(joints))
+
+
+class Excitation:
+    """A precomputed excitation trajectory of ``robot`` described by ``config``.
+
+    Positions and velocities are in robot joint order; time ``t`` is seconds since the start.
+    """
+
+    def __init__(self, robot: RobotSpec, config: ExcitationConfig) -> None:
+        """Check ``config`` against ``robot`` and precompute the trajectory."""
+        self.robot = robot
+        self.config = config
+        names = robot.joint_names
+        n = robot.n
+        self._home = robot.home
+        self._lo = robot.lower + config.position_margin
+        self._hi = robot.upper - config.position_margin
+        for i, name in enumerate(names):
+            if not self._lo[i] <= self._home[i] <= self._hi[i]:
+                raise ConfigError(
+                    _SOURCE, 'position_margin',
+                    f'a margin that keeps the home of joint {name!r} ({self._home[i]}) within '
+                    f'[lower + margin, upper - margin] = [{self._lo[i]}, {self._hi[i]}]',
+                    config.position_margin)
+        self._mask = np.ones(n, dtype=bool)
+        if config.joints is not None:
+            self._mask[:] = False
+            for name in config.joints:
+                if name not in names:
+                    raise ConfigError(_SOURCE, 'joints',
+                                      f'names of joints of {robot.name} ({", ".join(names)})',
+                                      name)
+                self._mask[robot.index(name)] = True
+        self._vmax = config.velocity_margin * robot.velocity_limit
+        self._duration = float(config.duration_s)
+        self._ramp = float(config.ramp_s)
+        # Random draws are made for every joint, so a joint's trajectory does not depend on
+        # which other joints are excited.
+        rng = np.random.default_rng(config.seed)
+        self._amplitude = np.zeros(n)
+        if config.pattern in ('chirp', 'multisine'):
+            self._init_periodic(rng)
+        else:
+            self._init_segments(rng)
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def duration_s(self) -> float:
+        """Total length of the trajectory (s)."""
+        return self._duration
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Joint names in the order of the returned arrays."""
+        return self.robot.joint_names
+
+    @property
+    def amplitudes(self) -> FloatArray:
+        """Effective per-joint peak deviation from home (rad), after the bounds; 0 if held."""
+        return np.array(self._amplitude, dtype=np.float64)
+
+    @property
+    def position_bounds(self) -> tuple[FloatArray, FloatArray]:
+        """The guaranteed position band ``(lower + margin, upper - margin)`` (rad)."""
+        return self._lo.copy(), self._hi.copy()
+
+    @property
+    def velocity_bound(self) -> FloatArray:
+        """The guaranteed per-joint speed bound ``velocity_margin * velocity_limit`` (rad/s)."""
+        return np.array(self._vmax, dtype=np.float64)
+
+    def sample(self, t: float) -> tuple[FloatArray, FloatArray]:
+        """Return ``(position, velocity)`` at ``t`` seconds since the start.
+
+        Before the start and from ``duration_s`` on, the robot is at home with zero velocity.
+        """
+        t = float(t)
+        if math.isnan(t):
+            raise ValueError('excitation time t must not be NaN')
+        q, v = self._evaluate(np.array([t]))
+        return q[0], v[0]
+
+    def trajectory(self, rate_hz: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Sample the whole trajectory at ``rate_hz``.
+
+        Returns ``(times, positions, velocities)``: times (N,) from 0 to ``duration_s``
+        inclusive when it falls on the grid, positions and velocities (N, n).
+        """
+        rate = check_number(rate_hz, _SOURCE, 'rate_hz', positive=True)
+        count = int(math.floor(self._duration * rate + 1e-9)) + 1
+        times = np.arange(count, dtype=np.float64) / rate
+        positions = np.empty((count, self.robot.n))
+        velocities = np.empty((count, self.robot.n))
+        chunk = 20_000
+        for start in range(0, count, chunk):
+            q, v = self._evaluate(times[start:start + chunk])
+            positions[start:start + chunk] = q
+            velocities[start:start + chunk] = v
+        return times, positions, velocities
+
+    # ------------------------------------------------------------------ precomputation
+
+    def _init_periodic(self, rng: np.random.Generator) -> None:
+        """Precompute a chirp or a multisine; both are faded in and out by an envelope."""
+        cfg = self.config
+        n = self.robot.n
+        f_min = float(cfg.f_min_hz)
+        f_max = float(cfg.f_max_hz)
+        # The signals are symmetric about home, so the narrower side of the band limits them.
+        band = np.minimum(self._home - self._lo, self._hi - self._home)
+        # |d/dt (w d)| <= |w'| |d| + |d'| with max |w'| = 1.875 / ramp.
+        envelope_rate = _MINJERK_PEAK / self._ramp
+        if cfg.pattern == 'chirp':
+            self._phase0 = rng.uniform(0.0, 2.0 * math.pi, size=n)
+            # sup |d/dt sin(phi(t))| / sup |sin| = 2 pi f_max
+            speed_per_amp = np.full(n, 2.0 * math.pi * f_max)
+            self._gain = np.ones(n)
+        else:
+            k = _MULTISINE_COMPONENTS
+            self._freqs = np.geomspace(f_min, f_max, k)
+            self._phases = rng.uniform(0.0, 2.0 * math.pi, size=(n, k))
+            self._gain = np.zeros(n)
+            speed_per_amp = np.zeros(n)
+            for i in range(n):
+                peak, peak_rate = self._multisine_peaks(self._phases[i])
+                if peak > 1e-12:
+                    self._gain[i] = 1.0 / peak
+                    speed_per_amp[i] = peak_rate / peak
+        amp = np.minimum(float(cfg.amplitude), band)
+        amp = np.minimum(amp, self._vmax / (speed_per_amp + envelope_rate))
+        amp = np.where(self._mask & (self._gain > 0.0), np.maximum(amp, 0.0), 0.0)
+        self._amplitude = amp
+
+    def _multisine_peaks(self, phases: FloatArray) -> tuple[float, float]:
+        """Return rigorous upper bounds of ``sup |s|`` and ``sup |s'|`` of a unit multisine.
+
+        ``s(t) = sum_k sin(2 pi f_k t + phase_k)`` on ``[0, duration]``: the maxima on a fine
+        grid plus a Lipschitz correction for what may lie between grid points.
+        """
+        omega = 2.0 * math.pi * self._freqs
+        f_max = float(self._freqs[-1])
+        count = int(min(_GRID_MAX_POINTS,
+                        math.ceil(self._duration * f_max * _GRID_POINTS_PER_CYCLE) + 1))
+        count = max(count, 2)
+        dt = self._duration / (count - 1)
+        grid_s = 0.0
+        grid_ds = 0.0
+        for start in range(0, count, 50_000):
+            t = np.arange(start, min(count, start + 50_000), dtype=np.float64) * dt
+            arg = np.outer(t, omega) + phases
+            grid_s = max(grid_s, float(np.max(np.abs(np.sin(arg).sum(axis=1)))))
+            grid_ds = max(grid_ds, float(np.max(np.abs((np.cos(arg) * omega).sum(axis=1)))))
+        bound_ds = min(float(omega.sum()), grid_ds + float((omega ** 2).sum()) * dt / 2.0)
+        bound_s = min(float(len(omega)), grid_s + bound_ds * dt / 2.0)
+        return bound_s, bound_ds
+
+    def _init_segments(self, rng: np.random.Generator) -> None:
+        """Precompute steps or waypoints as knots joined by minimum-jerk transitions."""
+        cfg = self.config
+        n = self.robot.n
+        hold = float(cfg.step_hold_s)
+        ramp = self._ramp
+        duration = self._duration
+        # Knots: 0, ramp, ramp + hold, ... (while <= duration - ramp), duration.
+        interior = [ramp]
+        while interior[-1] + hold <= duration - ramp + 1e-12:
+            interior.append(interior[-1] + hold)
+        knots = np.array([0.0] + interior + [duration])
+        seg = np.diff(knots)                          # (m,), all > 0
+        m = len(seg)
+        # Largest move per segment that a full-length min-jerk keeps within the speed bound.
+        reach = seg[:, None] * self._vmax[None, :] / _MINJERK_PEAK       # (m, n)
+        # remaining[k]: how far from home knot k may be and still get home in time.
+        remaining = np.concatenate([np.cumsum(reach[::-1], axis=0)[::-1], np.zeros((1, n))])
+        amp = np.where(self._mask, float(cfg.amplitude), 0.0)
+        band_lo = np.maximum(self._lo, self._home - amp)
+        band_hi = np.minimum(self._hi, self._home + amp)
+        draws = rng.uniform(0.0, 1.0, size=(m - 1, n))
+        points = np.empty((m + 1, n))
+        points[0] = self._home
+        points[m] = self._home
+        for k in range(1, m):
+            # Three pairwise-overlapping intervals (the band, the reach from the previous
+            # knot, the way back home): their intersection is not empty.
+            lo = np.maximum.reduce([band_lo, points[k - 1] - reach[k - 1],
+                                    self._home - remaining[k]])
+            hi = np.minimum.reduce([band_hi, points[k - 1] + reach[k - 1],
+                                    self._home + remaining[k]])
+            hi = np.maximum(hi, lo)
+            target = band_lo + draws[k - 1] * (band_hi - band_lo)
+            points[k] = np.clip(target, lo, hi)
+        points = np.where(self._mask[None, :], points, self._home[None, :])
+        delta = np.diff(points, axis=0)                                  # (m, n)
+        if cfg.pattern == 'waypoints':
+            durations = np.repeat(seg[:, None], n, axis=1)
+        else:
+            fast = _MINJERK_PEAK * np.abs(delta) / self._vmax[None, :]
+            durations = np.clip(fast, _STEP_MIN_FRACTION * seg[:, None], seg[:, None])
+            durations[0] = seg[0]       # gentle fade-in from home
+            durations[-1] = seg[-1]     # gentle fade-out to home
+        self._knots = knots
+        self._points = points
+        self._delta = delta
+        self._seg_T = durations
+        self._amplitude = np.max(np.abs(points - self._home[None, :]), axis=0)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _evaluate(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Return positions and velocities (len(t), n) at the times ``t``."""
+        n = self.robot.n
+        count = t.shape[0]
+        q = np.repeat(self._home[None, :], count, axis=0)
+        v = np.zeros((count, n))
+        active = (t >= 0.0) & (t < self._duration)
+        if not np.any(active):
+            return q, v
+        ta = t[active]
+        if self.config.pattern in ('chirp', 'multisine'):
+            dq, dv = self._eval_periodic(ta)
+        else:
+            dq, dv = self._eval_segments(ta)
+        q[active] += dq
+        v[active] = dv
+        # Guards against floating-point round-off only; the construction already satisfies both.
+        np.clip(q, self._lo, self._hi, out=q)
+        np.clip(v, -self._vmax, self._vmax, out=v)
+        return q, v
+
+    def _envelope(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Return the fade envelope w(t) in [0, 1] and its derivative."""
+        ramp = self._ramp
+        w = np.ones_like(t)
+        dw = np.zeros_like(t)
+        rise = t < ramp
+        if np.any(rise):
+            b, db = _minjerk(np.clip(t[rise] / ramp, 0.0, 1.0))
+            w[rise] = b
+            dw[rise] = db / ramp
+        fall = t > self._duration - ramp
+        if np.any(fall):
+            b, db = _minjerk(np.clip((self._duration - t[fall]) / ramp, 0.0, 1.0))
+            w[fall] = b
+            dw[fall] = -db / ramp
+        return w, dw
+
+    def _eval_periodic(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Return deviation from home and velocity of a chirp or multisine."""
+        cfg = self.config
+        scale = self._amplitude * self._gain                          # (n,)
+        if cfg.pattern == 'chirp':
+            phase, rate = self._chirp_phase(t)                        # (N,), (N,)
+            arg = phase[:, None] + self._phase0[None, :]
+            s = np.sin(arg)
+            ds = np.cos(arg) * rate[:, None]
+        else:
+            omega = 2.0 * math.pi * self._freqs                       # (k,)
+            arg = t[:, None, None] * omega[None, None, :] + self._phases[None, :, :]
+            s = np.sin(arg).sum(axis=2)
+            ds = (np.cos(arg) * omega).sum(axis=2)
+        w, dw = self._envelope(t)
+        d = s * scale
+        dd = ds * scale
+        return w[:, None] * d, dw[:, None] * d + w[:, None] * dd
+
+    def _chirp_phase(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Return the sweep phase phi(t) and its rate 2 pi f(t) of the logarithmic chirp."""
+        f0 = float(self.config.f_min_hz)
+        f1 = float(self.config.f_max_hz)
+        duration = self._duration
+        ratio = f1 / f0
+        if ratio <= 1.0 + 1e-12:
+            return 2.0 * math.pi * f0 * t, np.full_like(t, 2.0 * math.pi * f0)
+        log_ratio = math.log(ratio)
+        growth = np.exp(log_ratio * t / duration)                     # f(t) / f0
+        phase = 2.0 * math.pi * f0 * duration / log_ratio * (growth - 1.0)
+        return phase, 2.0 * math.pi * f0 * growth
+
+    def _eval_segments(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Return deviation from home and velocity of steps or waypoints."""
+        k = np.searchsorted(self._knots, t, side='right') - 1
+        k = np.clip(k, 0, len(self._delta) - 1)
+        durations = self._seg_T[k]                                    # (N, n)
+        s = np.clip((t - self._knots[k])[:, None] / durations, 0.0, 1.0)
+        b, db = _minjerk(s)
+        delta = self._delta[k]
+        q = self._points[k] + delta * b - self._home[None, :]
+        v = delta * db / durations
+        return q, v

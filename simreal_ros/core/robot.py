@@ -1,0 +1,243 @@
+"""The robot spec: the one description of a robot that every node reads.
+
+Loaded from ``config/robots/<name>.yaml`` into frozen, validated dataclasses. A bad file fails
+with the file, the dotted key and what is expected, e.g.
+``simreal_arm.yaml: joints[2].limits.lower: expected a number, got 'abc'``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.paths import resolve_data_file, resolve_named
+from simreal_ros.core.validate import Section, load_yaml_mapping
+from simreal_ros.errors import ConfigError
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Position (rad), velocity (rad/s) and effort (N*m) limits of one joint."""
+
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+    def __post_init__(self) -> None:
+        if not self.lower < self.upper:
+            raise ValueError(f'lower ({self.lower}) must be < upper ({self.upper})')
+        if self.velocity <= 0 or self.effort <= 0:
+            raise ValueError('velocity and effort limits must be > 0')
+
+
+@dataclass(frozen=True)
+class ServoSpec:
+    """How one joint maps onto its servo on the bus."""
+
+    servo_id: int
+    model: str
+    model_number: int
+    ticks_per_rev: int
+    zero_tick: int
+    direction: int
+    offset_rad: float
+    torque_per_amp: float
+
+    def ticks_to_rad(self, ticks: float) -> float:
+        """Convert a present-position reading in ticks to the joint angle in rad."""
+        return (self.direction * (ticks - self.zero_tick) * 2.0 * math.pi / self.ticks_per_rev
+                + self.offset_rad)
+
+    def rad_to_ticks(self, rad: float) -> int:
+        """Convert a joint angle in rad to the nearest goal position in ticks."""
+        return int(round(self.zero_tick + self.direction * (rad - self.offset_rad)
+                         * self.ticks_per_rev / (2.0 * math.pi)))
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One actuated joint, in robot order."""
+
+    name: str
+    limits: JointLimits
+    home: float
+    kp: float
+    kd: float
+    armature: float
+    servo: ServoSpec
+
+
+@dataclass(frozen=True)
+class ImuSpec:
+    """An IMU rigidly mounted on ``link`` at ``position`` (link frame)."""
+
+    link: str
+    frame_id: str
+    position: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    """A robot: joints in order plus model, frames and bus settings."""
+
+    name: str
+    source: Path
+    urdf: Path
+    base_frame: str
+    tool_frame: str
+    timestep_s: float
+    joints: tuple[JointSpec, ...]
+    imu: ImuSpec | None = None
+    bus_protocol: int = 2
+    bus_baud: int = 1_000_000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Joint names in robot order."""
+        return [j.name for j in self.joints]
+
+    @property
+    def n(self) -> int:
+        """Number of actuated joints."""
+        return len(self.joints)
+
+    def index(self, name: str) -> int:
+        """Return the robot-order index of joint ``name``."""
+        for i, j in enumerate(self.joints):
+            if j.name == name:
+                return i
+        raise KeyError(name)
+
+    def array(self, attr: str) -> FloatArray:
+        """Per-joint values of a JointSpec or JointLimits attribute, as an array."""
+        out = []
+        for j in self.joints:
+            obj: Any = j.limits if hasattr(j.limits, attr) else j
+            out.append(float(getattr(obj, attr)))
+        return np.asarray(out, dtype=np.float64)
+
+    @property
+    def home(self) -> FloatArray:
+        """Home pose in robot order (rad)."""
+        return self.array('home')
+
+    @property
+    def lower(self) -> FloatArray:
+        """Lower position limits (rad)."""
+        return self.array('lower')
+
+    @property
+    def upper(self) -> FloatArray:
+        """Upper position limits (rad)."""
+        return self.array('upper')
+
+    @property
+    def velocity_limit(self) -> FloatArray:
+        """Velocity limits (rad/s)."""
+        return self.array('velocity')
+
+    @property
+    def effort_limit(self) -> FloatArray:
+        """Effort limits (N*m)."""
+        return self.array('effort')
+
+
+def load_robot(name_or_path: str | Path) -> RobotSpec:
+    """Load and validate a robot spec given by shipped name (``simreal_arm``) or file path."""
+    path = resolve_named('robots', str(name_or_path))
+    src = str(path)
+    top = Section(load_yaml_mapping(path), src)
+    name = top.string('robot')
+    urdf = resolve_data_file(top.string('urdf'), path.parent)
+    if not urdf.is_file():
+        raise ConfigError(src, 'urdf', 'a path to an existing URDF file', str(urdf))
+    physics = top.section('physics', {})
+    timestep = physics.number('timestep_s', 0.001, positive=True, maximum=0.05)
+    physics.reject_unknown()
+
+    defaults = top.section('servo_defaults', {})
+    d_model = defaults.string('model', 'XM430-W350')
+    d_model_number = defaults.integer('model_number', 1020, minimum=0)
+    d_ticks = defaults.integer('ticks_per_rev', 4096, minimum=2)
+    d_zero = defaults.integer('zero_tick', d_ticks // 2, minimum=0)
+    d_kt = defaults.number('torque_per_amp', 1.78, positive=True)
+    defaults.reject_unknown()
+
+    raw_joints = top.items('joints')
+    if not raw_joints:
+        raise ConfigError(src, 'joints', 'a non-empty list of joints', raw_joints)
+    joints: list[JointSpec] = []
+    seen_names: set[str] = set()
+    seen_ids: set[int] = set()
+    for i, rj in enumerate(raw_joints):
+        js = Section(rj, src, f'joints[{i}]')
+        jname = js.string('name')
+        if jname in seen_names:
+            raise ConfigError(src, js.path('name'), 'a joint name not used before', jname)
+        seen_names.add(jname)
+        lim = js.section('limits')
+        lower = lim.number('lower', minimum=-2 * math.pi, maximum=2 * math.pi)
+        upper = lim.number('upper', minimum=-2 * math.pi, maximum=2 * math.pi)
+        if not lower < upper:
+            raise ConfigError(src, lim.path('upper'), f'a number > lower ({lower})', upper)
+        limits = JointLimits(lower, upper, lim.number('velocity', positive=True),
+                             lim.number('effort', positive=True))
+        lim.reject_unknown()
+        home = js.number('home', 0.0)
+        if not lower <= home <= upper:
+            raise ConfigError(src, js.path('home'), f'a position within [{lower}, {upper}]',
+                              home)
+        gains = js.section('gains')
+        kp = gains.number('kp', positive=True)
+        kd = gains.number('kd', minimum=0.0)
+        gains.reject_unknown()
+        sid = js.integer('servo_id', minimum=0, maximum=252)
+        if sid in seen_ids:
+            raise ConfigError(src, js.path('servo_id'), 'a servo id not used before', sid)
+        seen_ids.add(sid)
+        direction = js.integer('direction', 1)
+        if direction not in (1, -1):
+            raise ConfigError(src, js.path('direction'), '1 or -1', direction)
+        ticks = js.integer('ticks_per_rev', d_ticks, minimum=2)
+        servo = ServoSpec(
+            servo_id=sid, model=js.string('model', d_model),
+            model_number=js.integer('model_number', d_model_number, minimum=0),
+            ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
+            direction=direction, offset_rad=js.number('offset_rad', 0.0),
+            torque_per_amp=js.number('torque_per_amp', d_kt, positive=True))
+        joints.append(JointSpec(jname, limits, home, kp, kd,
+                                js.number('armature', 0.0, minimum=0.0), servo))
+        js.reject_unknown()
+
+    imu = None
+    if top.has('imu') and top.raw('imu') is not None:
+        isec = top.section('imu')
+        pos = isec.raw('position', [0.0, 0.0, 0.0])
+        if (not isinstance(pos, list) or len(pos) != 3
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v in pos)):
+            raise ConfigError(src, isec.path('position'), 'a list of 3 numbers [x, y, z]', pos)
+        imu = ImuSpec(isec.string('link'), isec.string('frame_id', 'imu_link'),
+                      (float(pos[0]), float(pos[1]), float(pos[2])))
+        isec.reject_unknown()
+    bus = top.section('bus', {})
+    protocol = bus.integer('protocol', 2)
+    if protocol != 2:
+        raise ConfigError(src, 'bus.protocol', '2 (Dynamixel Protocol 2.0)', protocol)
+    baud = bus.integer('baud', 1_000_000, minimum=9600)
+    bus.reject_unknown()
+    spec = RobotSpec(name=name, source=path, urdf=urdf,
+                     base_frame=top.string('base_frame', 'base_link'),
+                     tool_frame=top.string('tool_frame', 'tool0'), timestep_s=timestep,
+                     joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud)
+    top.reject_unknown()
+    return spec

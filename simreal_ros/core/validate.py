@@ -1,0 +1,144 @@
+"""Small typed accessors for YAML mappings that fail with the file, the key and the expectation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from simreal_ros.errors import ConfigError
+
+_MISSING = object()
+
+
+def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """Read a YAML file whose top level must be a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(str(p), '', 'an existing YAML file', has_got=False)
+    try:
+        data = yaml.safe_load(p.read_text(encoding='utf-8'))
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(p), '', f'valid YAML ({exc})'.replace('\n', ' '),
+                          has_got=False) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(p), '', 'a mapping at the top level', type(data).__name__)
+    return data
+
+
+class Section:
+    """A mapping read from ``source`` at dotted ``key``, with typed getters.
+
+    Every getter records the key it read; :meth:`reject_unknown` then fails on any key that no
+    getter asked for, which catches typos such as ``dampng``.
+    """
+
+    def __init__(self, data: Any, source: str, key: str = '') -> None:
+        if not isinstance(data, Mapping):
+            raise ConfigError(source, key or '<top>', 'a mapping', data)
+        self.data = data
+        self.source = source
+        self.key = key
+        self._seen: set[str] = set()
+
+    def path(self, name: str) -> str:
+        """Return the dotted path of ``name`` inside this section."""
+        return f'{self.key}.{name}' if self.key else name
+
+    def has(self, name: str) -> bool:
+        """Return whether ``name`` is present."""
+        return name in self.data
+
+    def raw(self, name: str, default: Any = _MISSING) -> Any:
+        """Return the raw value, or ``default``; fail if required and absent."""
+        self._seen.add(name)
+        if name in self.data:
+            return self.data[name]
+        if default is _MISSING:
+            raise ConfigError(self.source, self.path(name), 'this key to be present',
+                              has_got=False)
+        return default
+
+    def string(self, name: str, default: Any = _MISSING) -> str:
+        """Return a non-empty string."""
+        v = self.raw(name, default)
+        if not isinstance(v, str) or not v:
+            raise ConfigError(self.source, self.path(name), 'a non-empty string', v)
+        return v
+
+    def number(self, name: str, default: Any = _MISSING, *, minimum: float | None = None,
+               maximum: float | None = None, positive: bool = False) -> float:
+        """Return a finite float within the given bounds."""
+        v = self.raw(name, default)
+        return check_number(v, self.source, self.path(name), minimum=minimum, maximum=maximum,
+                            positive=positive)
+
+    def integer(self, name: str, default: Any = _MISSING, *, minimum: int | None = None,
+                maximum: int | None = None) -> int:
+        """Return an integer within the given bounds (bools are not integers here)."""
+        v = self.raw(name, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(self.source, self.path(name), 'an integer', v)
+        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+            raise ConfigError(self.source, self.path(name),
+                              f'an integer in [{minimum}, {maximum}]', v)
+        return v
+
+    def boolean(self, name: str, default: Any = _MISSING) -> bool:
+        """Return a bool."""
+        v = self.raw(name, default)
+        if not isinstance(v, bool):
+            raise ConfigError(self.source, self.path(name), 'true or false', v)
+        return v
+
+    def section(self, name: str, default: Any = _MISSING) -> 'Section':
+        """Return a nested mapping as a Section."""
+        v = self.raw(name, default)
+        return Section(v, self.source, self.path(name))
+
+    def items(self, name: str, default: Any = _MISSING) -> Sequence[Any]:
+        """Return a list."""
+        v = self.raw(name, default)
+        if not isinstance(v, list):
+            raise ConfigError(self.source, self.path(name), 'a list', v)
+        return v
+
+    def reject_unknown(self, extra_allowed: Sequence[str] = ()) -> None:
+        """Fail on keys that no getter read."""
+        unknown = sorted(str(k) for k in self.data if k not in self._seen
+                         and k not in extra_allowed)
+        if unknown:
+            known = ', '.join(sorted(self._seen | set(extra_allowed)))
+            raise ConfigError(self.source, self.path(unknown[0]),
+                              f'one of the known keys ({known})', 'unknown key')
+
+
+def check_number(v: Any, source: str, key: str, *, minimum: float | None = None,
+                 maximum: float | None = None, positive: bool = False) -> float:
+    """Check that ``v`` is a finite real number within bounds and return it as float."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(source, key, 'a number', v)
+    f = float(v)
+    if not math.isfinite(f):
+        raise ConfigError(source, key, 'a finite number', v)
+    if positive and f <= 0.0:
+        raise ConfigError(source, key, 'a number > 0', v)
+    if minimum is not None and f < minimum:
+        raise ConfigError(source, key, f'a number >= {minimum}', v)
+    if maximum is not None and f > maximum:
+        raise ConfigError(source, key, f'a number <= {maximum}', v)
+    return f
+
+
+def check_range(v: Any, source: str, key: str, *, minimum: float | None = None
+                ) -> tuple[float, float]:
+    """Check a ``[low, high]`` pair with low <= high."""
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise ConfigError(source, key, 'a [low, high] pair', v)
+    lo = check_number(v[0], source, f'{key}[0]', minimum=minimum)
+    hi = check_number(v[1], source, f'{key}[1]', minimum=minimum)
+    if lo > hi:
+        raise ConfigError(source, key, 'low <= high', v)
+    return lo, hi

@@ -1,0 +1,48 @@
+"""The one exception module of simreal_ros.
+
+Every error the package raises on purpose derives from :class:`SimrealError`, and every message
+says what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SimrealError(Exception):
+    """Base class of all errors raised by simreal_ros."""
+
+
+class ConfigError(SimrealError):
+    """A configuration file or value is invalid.
+
+    The message names the file, the key (dotted path) and what was expected.
+    """
+
+    def __init__(self, source: str, key: str, expected: str, got: Any = None,
+                 *, has_got: bool = True) -> None:
+        self.source = source
+        self.key = key
+        self.expected = expected
+        self.got = got
+        where = f'{source}: {key}' if key else source
+        detail = f'expected {expected}'
+        if has_got:
+            detail += f', got {got!r}'
+        super().__init__(f'{where}: {detail}')
+
+
+class PlanError(SimrealError):
+    """A launch plan cannot be built from the given arguments."""
+
+
+class LaunchError(SimrealError):
+    """A planned node could not be started or the launch failed."""
+
+
+class CommandError(SimrealError):
+    """A joint command message was rejected (unknown joint, NaN, wrong length)."""
+
+
+class ModelError(SimrealError):
+    """A robot model could not be built (URDF, actuators, scene, overlay)."""

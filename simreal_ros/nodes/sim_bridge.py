@@ -1,0 +1,317 @@
+"""``simreal_sim_bridge``: the MuJoCo simulation as a robot on the topic contract.
+
+Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time)
+and ``/diagnostics``; subscribes ``joint_commands`` and ``forward_position_controller/commands``;
+serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
+``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import mujoco
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+
+from simreal_ros.core.bridge_config import SimBridgeConfig
+from simreal_ros.core.commands import CommandValidator, JointTarget
+from simreal_ros.core.dynamics import load_overlay, load_randomization
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.timing import PeriodStats, PreciseRate
+from simreal_ros.errors import CommandError
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.runtime import run_node
+from simreal_ros.sim.physics import Observation, SimRobot
+from simreal_ros.sim.scene import load_scene
+
+
+class SimBridge(Node):
+    """MuJoCo robot exposed over the topic contract."""
+
+    def __init__(self) -> None:
+        super().__init__('sim_bridge')
+        self.cfg = SimBridgeConfig.from_mapping(declare_dataclass(self, SimBridgeConfig),
+                                                f'{self.get_fully_qualified_name()} params')
+        cfg = self.cfg
+        self.robot = load_robot(cfg.robot)
+        self.sim = SimRobot(
+            self.robot, scene=load_scene(cfg.scene) if cfg.scene else None,
+            overlay=load_overlay(cfg.overlay) if cfg.overlay else None,
+            randomization=load_randomization(cfg.randomization) if cfg.randomization else None,
+            seed=cfg.seed)
+        self.validator = CommandValidator(self.robot)
+        self.names = self.robot.joint_names
+        self.steps_per_publish = cfg.steps_per_publish(self.robot.timestep_s)
+        self.period_ns = self.steps_per_publish * self.sim.dt_ns
+
+        self.lock = threading.Lock()
+        self.last_command = JointTarget.hold(self.robot.home)
+        self.command_event = threading.Event()
+        self.wake = threading.Event()
+        self.paused = cfg.start_paused
+        self.step_requests = 0
+        self.running = True
+        self.stats: dict[str, Any] = {'received': 0, 'rejected': 0, 'clamped': 0,
+                                      'last_rejection': '', 'missed_ticks': 0,
+                                      'published': 0, 'physics_error': ''}
+        self.rejected_window = 0
+        self.publish_stats = PeriodStats(self.period_ns)
+        self._rtf_mark = (time.monotonic_ns(), self.sim.time_ns, self.sim.step_count)
+        self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
+
+        self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
+        self.pub_imu = (self.create_publisher(Imu, 'imu/data', qos.STATE)
+                        if self.robot.imu is not None else None)
+        self.pub_clock = (self.create_publisher(Clock, '/clock', qos.CLOCK)
+                          if cfg.uses_sim_time and cfg.publish_clock else None)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
+        self.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
+                                 self._on_forward_command, qos.COMMAND)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_service(SetBool, '~/set_paused', self._on_set_paused)
+        self.create_service(Trigger, '~/step', self._on_step)
+        self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
+
+        self.thread = threading.Thread(target=self._physics_thread, name='physics',
+                                       daemon=True)
+        self.thread.start()
+        self.get_logger().info(
+            f'{self.robot.name}: {self.robot.n} joints, dt={self.robot.timestep_s * 1e3:g} ms, '
+            f'{cfg.timing_mode} mode, joint_states every {self.steps_per_publish} steps '
+            f'({1e9 / self.period_ns:g} Hz), command delay {self.sim.delay_steps} steps'
+            + (', paused' if self.paused else ''))
+
+    # ---- commands ------------------------------------------------------------------------
+    def _accept(self, names: list[str], position: Any, velocity: Any, effort: Any,
+                stamp_ns: int) -> None:
+        with self.lock:
+            self.stats['received'] += 1
+            try:
+                target = self.validator.merge(self.last_command, names, position, velocity,
+                                              effort, stamp_ns)
+            except CommandError as exc:
+                self.stats['rejected'] += 1
+                self.rejected_window += 1
+                self.stats['last_rejection'] = str(exc)
+                self.get_logger().warn(f'rejected joint command, holding last target: {exc}',
+                                       throttle_duration_sec=1.0)
+                return
+            if target.clamped:
+                self.stats['clamped'] += 1
+            self.last_command = target
+            self.sim.set_target(target)
+        self.command_event.set()
+
+    def _on_command(self, msg: JointState) -> None:
+        self._accept(list(msg.name), msg.position, msg.velocity, msg.effort,
+                     messages.stamp_to_ns(msg.header.stamp))
+
+    def _on_forward_command(self, msg: Float64MultiArray) -> None:
+        self._accept([], msg.data, (), (), 0)
+
+    # ---- services ------------------------------------------------------------------------
+    def _on_reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        with self.lock:
+            randomize = self.cfg.randomize_on_reset and self.sim.randomization is not None
+            params = self.sim.reset(randomize=randomize)
+            self.last_command = JointTarget.hold(self.robot.home)
+        self.rate.reset()
+        summary = ', '.join(f'{k}={v:.4g}' for k, v in params.flat().items())
+        self.get_logger().info(f'reset to home{" with randomized dynamics" if randomize else ""}'
+                               + (f': {summary}' if randomize else ''))
+        res.success = True
+        res.message = 'reset to home' + (f' (randomized: {summary})' if randomize else '')
+        self.command_event.set()
+        return res
+
+    def _on_set_paused(self, req: SetBool.Request, res: SetBool.Response) -> SetBool.Response:
+        with self.lock:
+            self.paused = bool(req.data)
+        self.wake.set()
+        res.success = True
+        res.message = 'paused' if req.data else 'running'
+        return res
+
+    def _on_step(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        with self.lock:
+            allowed = self.paused or self.cfg.timing_mode == 'lockstep'
+            if allowed:
+                self.step_requests += 1
+        if not allowed:
+            res.success = False
+            res.message = 'single-stepping needs the bridge paused or in lockstep mode'
+            return res
+        self.wake.set()
+        self.command_event.set()
+        res.success = True
+        res.message = f'advancing {self.steps_per_publish} steps'
+        return res
+
+    # ---- physics thread --------------------------------------------------------------------
+    def _physics_thread(self) -> None:
+        try:
+            {'realtime': self._run_realtime, 'lockstep': self._run_lockstep,
+             'free': self._run_free}[self.cfg.timing_mode]()
+        except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
+            if not self.context.ok():  # shutting down (Ctrl-C / SIGTERM): not a failure
+                return
+            self.stats['physics_error'] = repr(exc)
+            self.get_logger().fatal(f'physics thread failed: {exc!r}')
+            self.exit_code = 2
+            self.finished = True
+
+    def _take_step_request(self) -> bool:
+        with self.lock:
+            if self.step_requests:
+                self.step_requests -= 1
+                return True
+            return False
+
+    def _wait_while_paused(self) -> bool:
+        """Block while paused; return True when one single step was requested."""
+        while self.running and self.paused:
+            if self._take_step_request():
+                return True
+            self.wake.wait(0.05)
+            self.wake.clear()
+        return False
+
+    def _advance_and_publish(self, steps: int) -> None:
+        with self.lock:
+            self.sim.step(steps)
+            obs = self.sim.observe()
+        self._publish(obs)
+
+    def _run_realtime(self) -> None:
+        anchor_wall = time.monotonic_ns()
+        anchor_steps = self.sim.step_count
+        max_lag = 10 * self.steps_per_publish
+        while self.running:
+            if self.paused:
+                stepped = self._wait_while_paused()
+                if stepped:
+                    self._advance_and_publish(self.steps_per_publish)
+                anchor_wall, anchor_steps = time.monotonic_ns(), self.sim.step_count
+                self.rate.reset()
+                continue
+            wake = self.rate.sleep()
+            due = (wake - anchor_wall) // self.sim.dt_ns - (self.sim.step_count - anchor_steps)
+            if due > max_lag:  # physics cannot keep up: run slower than real time, counted
+                self.rate.overruns += 1
+                anchor_wall = wake - self.steps_per_publish * self.sim.dt_ns
+                anchor_steps = self.sim.step_count
+                due = self.steps_per_publish
+            if due > 0:
+                self._advance_and_publish(int(due))
+
+    def _run_free(self) -> None:
+        while self.running:
+            if self.paused and not self._wait_while_paused():
+                continue
+            self._advance_and_publish(self.steps_per_publish)
+
+    def _run_lockstep(self) -> None:
+        timeout = self.cfg.lockstep_timeout_s or None
+        with self.lock:
+            obs = self.sim.observe()
+        self.command_event.clear()
+        self._publish(obs)
+        while self.running:
+            if self.paused:
+                if not self._wait_while_paused():
+                    continue
+            else:
+                got = False
+                while self.running and not got:
+                    got = self.command_event.wait(timeout if timeout else 0.1)
+                    if not got and timeout:
+                        self.stats['missed_ticks'] += 1
+                        break
+                    if self.paused:
+                        break
+                if self.paused or not self.running:
+                    continue
+                self._take_step_request()
+            self.command_event.clear()
+            self._advance_and_publish(self.steps_per_publish)
+
+    def _publish(self, obs: Observation) -> None:
+        stamp = obs.stamp_ns if self.cfg.uses_sim_time else self.get_clock().now().nanoseconds
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=messages.stamp_from_ns(obs.stamp_ns)))
+        self.pub_state.publish(messages.joint_state(self.names, stamp, obs.position,
+                                                    obs.velocity, obs.effort))
+        if self.pub_imu is not None and obs.imu_quat_wxyz is not None:
+            assert self.robot.imu is not None and obs.imu_gyro is not None
+            assert obs.imu_acc is not None
+            self.pub_imu.publish(messages.imu(self.robot.imu.frame_id, stamp, obs.imu_quat_wxyz,
+                                              obs.imu_gyro, obs.imu_acc))
+        self.publish_stats.tick(time.monotonic_ns())
+        self.stats['published'] += 1
+
+    # ---- diagnostics -----------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        now = time.monotonic_ns()
+        with self.lock:
+            sim_ns, steps = self.sim.time_ns, self.sim.step_count
+            params = self.sim.params.flat()
+            warnings = int(self.sim.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+            rejected_window, self.rejected_window = self.rejected_window, 0
+        wall0, sim0, steps0 = self._rtf_mark
+        self._rtf_mark = (now, sim_ns, steps)
+        dt_wall = max(1, now - wall0)
+        level, message = 'ok', 'running'
+        if self.paused:
+            message = 'paused'
+        if rejected_window:
+            level, message = 'warn', f'{rejected_window} commands rejected: ' \
+                                     f'{self.stats["last_rejection"]}'
+        if warnings:
+            level, message = 'warn', f'simulation unstable ({warnings} bad-qacc resets)'
+        if self.stats['physics_error']:
+            level, message = 'error', f'physics thread failed: {self.stats["physics_error"]}'
+        values: dict[str, object] = {
+            'timing_mode': self.cfg.timing_mode, 'robot': self.robot.name,
+            'sim_time_s': sim_ns / 1e9, 'real_time_factor': (sim_ns - sim0) / dt_wall,
+            'step_rate_hz': (steps - steps0) * 1e9 / dt_wall, 'paused': self.paused,
+            'overruns': self.rate.overruns, 'command_delay_steps': self.sim.delay_steps,
+            'commands_received': self.stats['received'],
+            'commands_rejected': self.stats['rejected'],
+            'commands_clamped': self.stats['clamped'],
+            'last_rejection': self.stats['last_rejection'],
+            'lockstep_missed_ticks': self.stats['missed_ticks'],
+            'states_published': self.stats['published'],
+            **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
+            **{f'dynamics.{k}': v for k, v in params.items()},
+        }
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [messages.diagnostic_status(
+            f'{self.get_fully_qualified_name()}: sim bridge', self.robot.name, level, message,
+            values)]
+        self.pub_diag.publish(arr)
+
+    def close(self) -> None:
+        """Stop the physics thread."""
+        self.running = False
+        self.wake.set()
+        self.command_event.set()
+        self.thread.join(timeout=2.0)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the sim bridge node."""
+    return run_node(SimBridge, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Shared ROS 2 glue: message conversions, QoS profiles, node runtime."""

@@ -1,0 +1,48 @@
+"""Start-up and shutdown shared by every node's ``main()``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Callable, Sequence
+
+from simreal_ros.core.netenv import apply_to_current_process
+from simreal_ros.errors import SimrealError
+
+log = logging.getLogger('simreal_ros')
+
+
+def run_node(factory: Callable[[], object], args: Sequence[str] | None = None) -> int:
+    """Create the node from ``factory`` and spin it until Ctrl-C, SIGTERM or a fatal error.
+
+    Returns the process exit code: 0 on a requested shutdown or when the node finished its
+    job (``node.finished`` set), 1 on a configuration error (one-line reason on stderr),
+    2 on any other failure. Nodes may define ``close()`` for cleanup and ``exit_code``.
+    """
+    apply_to_current_process()
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    rclpy.init(args=list(args) if args is not None else sys.argv)
+    node = None
+    code = 0
+    try:
+        node = factory()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)  # type: ignore[arg-type]
+        while rclpy.ok() and not getattr(node, 'finished', False):
+            executor.spin_once(timeout_sec=0.1)
+        code = int(getattr(node, 'exit_code', 0))
+    except (KeyboardInterrupt, ExternalShutdownException):
+        code = int(getattr(node, 'exit_code', 0)) if node is not None else 0
+    except SimrealError as exc:
+        print(f'error: {exc}', file=sys.stderr, flush=True)
+        code = 1
+    finally:
+        if node is not None:
+            close = getattr(node, 'close', None)
+            if callable(close):
+                close()
+            node.destroy_node()  # type: ignore[attr-defined]
+        rclpy.try_shutdown()
+    return code

@@ -1,0 +1,177 @@
+"""Build the MuJoCo model of a robot: URDF + actuators + IMU + scene, via ``MjSpec``.
+
+MuJoCo's URDF importer creates bodies, joints (with ``<dynamics>`` damping and friction) and
+geoms but no actuators. Each spec joint gets two actuators here:
+
+* ``<joint>``: a position servo ``kp * (ctrl - q) - kd * qdot`` (gains from the robot spec);
+* ``<joint>_ff``: a torque motor carrying the feed-forward ``kd * v_target + tau_ff``,
+
+and the joint's total actuator force is clamped to the spec's effort limit with
+``actfrcrange``, which is how a current-limited servo saturates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import ModelError
+from simreal_ros.sim.scene import Scene
+
+HOME_KEY = 'home'
+IMU_SITE = 'imu_site'
+IMU_SENSORS = ('imu_quat', 'imu_gyro', 'imu_acc')
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass
+class BuiltModel:
+    """A compiled model plus the index maps from robot order into MuJoCo arrays."""
+
+    model: mujoco.MjModel
+    qpos_adr: IntArray
+    dof_adr: IntArray
+    servo_act: IntArray
+    ff_act: IntArray
+    home_key: int
+    imu_adr: dict[str, int] | None
+    robot_bodies: list[str]
+    nominal_inertia: npt.NDArray[np.float64]
+    nominal_mass: npt.NDArray[np.float64]
+    nominal_friction: npt.NDArray[np.float64]
+
+    def nominal_params(self, robot: RobotSpec) -> DynamicsParams:
+        """Read the nominal dynamics from the model (URDF) and the robot spec (gains)."""
+        m = self.model
+        joints = {}
+        for i, js in enumerate(robot.joints):
+            d = int(self.dof_adr[i])
+            joints[js.name] = JointDynamics(float(m.dof_damping[d]),
+                                            float(m.dof_frictionloss[d]),
+                                            float(m.dof_armature[d]), js.kp, js.kd)
+        masses = {m.body(b).name: float(self.nominal_mass[b]) for b in range(1, m.nbody)
+                  if self.nominal_mass[b] > 0}
+        return DynamicsParams(joints, masses)
+
+    def write_params(self, robot: RobotSpec, params: DynamicsParams) -> None:
+        """Write ``params`` into the compiled model in place (no recompilation)."""
+        m = self.model
+        for i, js in enumerate(robot.joints):
+            jd = params.joints[js.name]
+            d = int(self.dof_adr[i])
+            m.dof_damping[d] = jd.damping
+            m.dof_frictionloss[d] = jd.frictionloss
+            m.dof_armature[d] = jd.armature
+            a = int(self.servo_act[i])
+            m.actuator_gainprm[a, 0] = jd.kp
+            m.actuator_biasprm[a, 1] = -jd.kp
+            m.actuator_biasprm[a, 2] = -jd.kd
+        for name, mass in params.body_mass.items():
+            b = m.body(name).id
+            scale = mass / self.nominal_mass[b]
+            m.body_mass[b] = mass
+            m.body_inertia[b] = self.nominal_inertia[b] * scale
+        m.geom_friction[:, 0] = self.nominal_friction[:, 0] * params.friction_scale
+
+
+def _add_scene(spec: mujoco.MjSpec, scene: Scene) -> None:
+    world = spec.worldbody
+    if scene.floor:
+        world.add_geom(name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[2, 2, 0.05],
+                       rgba=[0.82, 0.84, 0.86, 1])
+    if scene.light:
+        world.add_light(name='key_light', pos=[0.5, -0.5, 1.5], dir=[-0.3, 0.3, -1])
+    shapes = {'box': mujoco.mjtGeom.mjGEOM_BOX, 'sphere': mujoco.mjtGeom.mjGEOM_SPHERE,
+              'cylinder': mujoco.mjtGeom.mjGEOM_CYLINDER,
+              'capsule': mujoco.mjtGeom.mjGEOM_CAPSULE}
+    for obj in scene.objects:
+        size = list(obj.size) + [0.0] * (3 - len(obj.size))
+        if obj.free:
+            body = world.add_body(name=obj.name, pos=list(obj.pos))
+            body.add_freejoint(name=f'{obj.name}_free')
+            body.add_geom(name=obj.name, type=shapes[obj.shape], size=size,
+                          rgba=list(obj.rgba), mass=obj.mass)
+        else:
+            world.add_geom(name=obj.name, type=shapes[obj.shape], size=size,
+                           rgba=list(obj.rgba), pos=list(obj.pos))
+
+
+def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
+    """Compile the robot (and scene) and return it with its index maps."""
+    try:
+        spec = mujoco.MjSpec.from_file(str(robot.urdf))
+    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError with its parser text
+        raise ModelError(f'{robot.urdf}: MuJoCo could not load the URDF: {exc}') from None
+    spec.option.timestep = robot.timestep_s
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    joint_names = {j.name for j in spec.joints}
+    for js in robot.joints:
+        if js.name not in joint_names:
+            raise ModelError(f'{robot.source}: joint {js.name!r} is not in {robot.urdf} '
+                             f'(URDF joints: {sorted(joint_names)})')
+        j = spec.joint(js.name)
+        if j.type != mujoco.mjtJoint.mjJNT_HINGE:
+            raise ModelError(f'{robot.urdf}: joint {js.name!r} must be revolute')
+        lo, hi = float(j.range[0]), float(j.range[1])
+        if js.limits.lower < lo - 1e-9 or js.limits.upper > hi + 1e-9:
+            raise ModelError(f'{robot.source}: limits of {js.name!r} [{js.limits.lower}, '
+                             f'{js.limits.upper}] exceed the URDF limits [{lo}, {hi}]')
+        j.armature = js.armature
+        j.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        j.actfrcrange = [-js.limits.effort, js.limits.effort]
+        servo = spec.add_actuator(name=js.name, target=js.name,
+                                  trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        servo.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        servo.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        gain = np.zeros(10)
+        gain[0] = js.kp
+        bias = np.zeros(10)
+        bias[1], bias[2] = -js.kp, -js.kd
+        servo.gainprm = gain
+        servo.biasprm = bias
+        spec.add_actuator(name=f'{js.name}_ff', target=js.name,
+                          trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    if robot.imu is not None:
+        body_names = {b.name for b in spec.bodies}
+        if robot.imu.link not in body_names:
+            raise ModelError(f'{robot.source}: imu.link {robot.imu.link!r} is not a link of '
+                             f'{robot.urdf} (links: {sorted(body_names - {"world"})})')
+        spec.body(robot.imu.link).add_site(name=IMU_SITE, pos=list(robot.imu.position))
+        spec.add_sensor(name='imu_quat', type=mujoco.mjtSensor.mjSENS_FRAMEQUAT,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU_SITE)
+        spec.add_sensor(name='imu_gyro', type=mujoco.mjtSensor.mjSENS_GYRO,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU_SITE)
+        spec.add_sensor(name='imu_acc', type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU_SITE)
+    robot_bodies = [b.name for b in spec.bodies if b.name != 'world']
+    if scene is not None:
+        _add_scene(spec, scene)
+    try:
+        model = spec.compile()
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f'{robot.urdf}: MuJoCo could not compile the model: {exc}') from None
+    qpos_adr = np.array([model.jnt_qposadr[model.joint(n).id] for n in robot.joint_names])
+    qpos = model.qpos0.copy()
+    qpos[qpos_adr] = robot.home
+    ctrl = np.zeros(model.nu)
+    servo_act = np.array([model.actuator(n).id for n in robot.joint_names])
+    ctrl[servo_act] = robot.home
+    spec.add_key(name=HOME_KEY, qpos=qpos.tolist(), ctrl=ctrl.tolist())
+    model = spec.compile()
+    imu_adr = None
+    if robot.imu is not None:
+        imu_adr = {s: int(model.sensor_adr[model.sensor(s).id]) for s in IMU_SENSORS}
+    return BuiltModel(
+        model=model, qpos_adr=qpos_adr,
+        dof_adr=np.array([model.jnt_dofadr[model.joint(n).id] for n in robot.joint_names]),
+        servo_act=servo_act,
+        ff_act=np.array([model.actuator(f'{n}_ff').id for n in robot.joint_names]),
+        home_key=model.key(HOME_KEY).id, imu_adr=imu_adr, robot_bodies=robot_bodies,
+        nominal_inertia=model.body_inertia.copy(), nominal_mass=model.body_mass.copy(),
+        nominal_friction=model.geom_friction.copy())
