@@ -32,6 +32,8 @@ from simreal_ros.ros.runtime import run_node
 from simreal_ros.sim.physics import Observation, SimRobot
 from simreal_ros.sim.scene import load_scene
 
+LOCKSTEP_RESEND_S = 0.5
+
 
 class SimBridge(Node):
     """MuJoCo robot exposed over the topic contract."""
@@ -230,21 +232,36 @@ class SimBridge(Node):
                 if not self._wait_while_paused():
                     continue
             else:
-                got = False
-                while self.running and not got:
-                    got = self.command_event.wait(timeout if timeout else 0.1)
-                    if not got and timeout:
-                        self.stats['missed_ticks'] += 1
-                        break
-                    if self.paused:
-                        break
-                if self.paused or not self.running:
+                if not self._wait_for_command(obs, timeout):
                     continue
                 self._take_step_request()
             self.command_event.clear()
-            self._advance_and_publish(self.steps_per_publish)
+            with self.lock:
+                self.sim.step(self.steps_per_publish)
+                obs = self.sim.observe()
+            self._publish(obs)
 
-    def _publish(self, obs: Observation) -> None:
+    def _wait_for_command(self, obs: Observation, timeout: float | None) -> bool:
+        """Wait for the command that releases the next lockstep tick.
+
+        While waiting, the last state is re-sent (same stamp) every ``LOCKSTEP_RESEND_S`` so a
+        controller that joined late (and missed it) can answer; consumers should ignore
+        repeated stamps. Returns False when paused or stopping instead.
+        """
+        waited = 0.0
+        while self.running and not self.paused:
+            step = LOCKSTEP_RESEND_S if not timeout else min(LOCKSTEP_RESEND_S,
+                                                              timeout - waited)
+            if self.command_event.wait(step):
+                return True
+            waited += step
+            if timeout and waited >= timeout:
+                self.stats['missed_ticks'] += 1
+                return True
+            self._publish(obs, resend=True)
+        return False
+
+    def _publish(self, obs: Observation, resend: bool = False) -> None:
         stamp = obs.stamp_ns if self.cfg.uses_sim_time else self.get_clock().now().nanoseconds
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=messages.stamp_from_ns(obs.stamp_ns)))
@@ -255,8 +272,9 @@ class SimBridge(Node):
             assert obs.imu_acc is not None
             self.pub_imu.publish(messages.imu(self.robot.imu.frame_id, stamp, obs.imu_quat_wxyz,
                                               obs.imu_gyro, obs.imu_acc))
-        self.publish_stats.tick(time.monotonic_ns())
-        self.stats['published'] += 1
+        if not resend:
+            self.publish_stats.tick(time.monotonic_ns())
+            self.stats['published'] += 1
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

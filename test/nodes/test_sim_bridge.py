@@ -1,0 +1,179 @@
+"""The sim bridge node over real DDS: a subprocess bridge and an in-process client."""
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+import numpy as np
+import pytest
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+ROBOT = load_robot('simreal_arm')
+
+
+def latest(samples: list) -> object:
+    assert samples, 'no message received'
+    return samples[-1][1]
+
+
+def bridge_status(diags: list) -> DiagnosticStatus:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith('sim bridge'):
+                return st
+    raise AssertionError('no sim bridge diagnostics received')
+
+
+def values(st: DiagnosticStatus) -> dict:
+    return {kv.key: kv.value for kv in st.values}
+
+
+def command(names: list, positions: list) -> JointState:
+    msg = JointState()
+    msg.name = names
+    msg.position = [float(p) for p in positions]
+    return msg
+
+
+def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_client):
+    states = ros_client.collect(JointState, 'joint_states')
+    imu = ros_client.collect(Imu, 'imu/data')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    bridge = start_node('sim_bridge', publish_rate_hz=200.0, diagnostics_period_s=0.5)
+    ros_client.wait_for(lambda: len(states) > 20, 20, 'joint_states')
+    n0 = len(states)
+    time.sleep(2.0)
+    n = len(states) - n0
+    assert 300 < n < 500, f'{n} joint_states in 2 s at 200 Hz'  # rate, loosely
+    msg = latest(states)
+    assert list(msg.name) == ROBOT.joint_names
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == ROBOT.n
+    stamps = [messages.stamp_to_ns(m.header.stamp) for _t, m in states]
+    assert all(b > a for a, b in zip(stamps, stamps[1:])), 'stamps must increase'
+    assert abs(stamps[-1] - time.time_ns()) < 1e9  # wall-clock stamps in realtime mode
+    assert imu and latest(imu).header.frame_id == 'imu_link'
+
+    pub = ros_client.publisher(JointState, 'joint_commands')
+    target = ROBOT.home + np.array([0.3, -0.2, 0.25, 0.4, -0.3, 0.5])
+    pub.publish(command(ROBOT.joint_names, target))
+    ros_client.wait_for(lambda: np.abs(np.array(latest(states).position) - target).max()
+                        < 0.05, 10, 'tracking the command')
+    ros_client.wait_for(lambda: int(values(bridge_status(diags))['commands_received']) >= 1,
+                        5, 'the command counted on /diagnostics')
+    v = values(bridge_status(diags))
+    assert v['timing_mode'] == 'realtime' and float(v['real_time_factor']) > 0.5
+    assert bridge.proc.poll() is None, bridge.output()
+
+
+def test_nan_and_unknown_joint_commands_are_rejected_and_the_target_held(start_node,
+                                                                         ros_client):
+    states = ros_client.collect(JointState, 'joint_states')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('sim_bridge', diagnostics_period_s=0.3)
+    ros_client.wait_for(lambda: len(states) > 5, 20, 'joint_states')
+    pub = ros_client.publisher(JointState, 'joint_commands')
+    fwd = ros_client.publisher(Float64MultiArray, 'forward_position_controller/commands')
+    target = ROBOT.home + 0.2
+    fwd.publish(Float64MultiArray(data=[float(x) for x in target]))
+    ros_client.wait_for(lambda: np.abs(np.array(latest(states).position) - target).max()
+                        < 0.05, 10, 'tracking the ros2_control-style command')
+    bad = [command(ROBOT.joint_names, [float('nan')] + list(target[1:] + 0.5)),
+           command(['base_yaw', 'not_a_joint'], [1.0, 1.0]),
+           command(ROBOT.joint_names[:2], [0.1])]
+    for msg in bad:
+        pub.publish(msg)
+    fwd.publish(Float64MultiArray(data=[0.0, 0.0]))
+    ros_client.wait_for(lambda: int(values(bridge_status(diags)).get('commands_rejected', 0))
+                        >= 4, 10, 'four rejections on /diagnostics')
+    time.sleep(0.5)
+    assert np.abs(np.array(latest(states).position) - target).max() < 0.05  # held
+    st = bridge_status(diags)
+    assert 'not_a_joint' in values(st)['last_rejection'] or 'entries' in \
+        values(st)['last_rejection'] or 'positions' in values(st)['last_rejection']
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.WARN and 'rejected' in s.message
+                                    for _t, a in diags for s in a.status), 5, 'a WARN status')
+
+
+def test_reset_pause_and_single_step(start_node, ros_client):
+    states = ros_client.collect(JointState, 'joint_states')
+    start_node('sim_bridge', name='bridge', publish_rate_hz=100.0)
+    ros_client.wait_for(lambda: len(states) > 5, 20, 'joint_states')
+    pub = ros_client.publisher(JointState, 'joint_commands')
+    pub.publish(command(['base_yaw'], [1.0]))
+    ros_client.wait_for(lambda: latest(states).position[0] > 0.9, 10, 'base_yaw to move')
+    res = ros_client.call(Trigger, '/bridge/reset', Trigger.Request())
+    assert res.success
+    ros_client.wait_for(lambda: abs(latest(states).position[0]) < 1e-3, 5, 'home after reset')
+    time.sleep(0.3)
+    assert abs(latest(states).position[0]) < 0.02  # the old target was dropped
+
+    res = ros_client.call(SetBool, '/bridge/set_paused', SetBool.Request(data=True))
+    assert res.success
+    time.sleep(0.2)
+    n = len(states)
+    time.sleep(0.5)
+    assert len(states) == n, 'paused bridge must not publish states'
+    t_before = messages.stamp_to_ns(latest(states).header.stamp)
+    assert ros_client.call(Trigger, '/bridge/step', Trigger.Request()).success
+    ros_client.wait_for(lambda: len(states) == n + 1, 5, 'one state after ~/step')
+    assert messages.stamp_to_ns(latest(states).header.stamp) > t_before
+    assert ros_client.call(SetBool, '/bridge/set_paused', SetBool.Request(data=False)).success
+    ros_client.wait_for(lambda: len(states) > n + 20, 5, 'states after resuming')
+    # single-stepping a running realtime bridge is refused with a reason
+    res = ros_client.call(Trigger, '/bridge/step', Trigger.Request())
+    assert not res.success and 'paused' in res.message
+
+
+def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool) -> np.ndarray:
+    """Drive a lockstep bridge in namespace ``ns`` with one command per state."""
+    pub = ros_client.publisher(JointState, f'/{ns}/joint_commands')
+    rng = np.random.default_rng(5)
+    plan = ROBOT.home + rng.uniform(-0.3, 0.3, size=(ticks + 1, ROBOT.n))
+    received: list = []
+    stamps: list = []
+
+    def answer(msg: JointState) -> None:
+        stamp = messages.stamp_to_ns(msg.header.stamp)
+        if stamps and stamp == stamps[-1]:
+            return  # a re-sent state: this tick was answered already
+        stamps.append(stamp)
+        k = len(received)
+        received.append(list(msg.position))
+        if k < ticks:
+            pub.publish(command(ROBOT.joint_names, plan[k]))
+
+    ros_client.collect(JointState, f'/{ns}/joint_states', callback=answer)
+    start_node('sim_bridge', namespace=f'/{ns}', timing_mode='lockstep', publish_rate_hz=50.0,
+               publish_clock=clock, scene='tabletop', randomization='default', seed=11)
+    ros_client.wait_for(lambda: len(received) > ticks, 60, f'{ticks} lockstep ticks in {ns}')
+    time.sleep(0.3)
+    assert len(received) == ticks + 1, 'lockstep must not advance without a command'
+    return np.array(received)
+
+
+def test_lockstep_is_deterministic_and_waits_for_the_controller(start_node, ros_client):
+    clock = ros_client.collect(Clock, '/clock')
+    a = lockstep_run(ros_client, start_node, 'a', 60, True)
+    b = lockstep_run(ros_client, start_node, 'b', 60, False)
+    assert np.array_equal(a, b)
+    assert np.abs(a[-1] - a[0]).max() > 0.05  # it really moved
+    stamps = [messages.stamp_to_ns(m.clock) for _t, m in clock]
+    assert stamps[-1] == 60 * 20_000_000  # 60 ticks of 20 ms sim time, then it waits
+
+
+def test_bad_parameters_exit_with_a_one_line_reason(start_node):
+    p = start_node('sim_bridge', timing_mode='bogus')
+    assert p.wait() == 1
+    assert 'timing_mode' in p.output() and "'bogus'" in p.output()
+    p = start_node('sim_bridge', name='b2', robot='/nonexistent/robot.yaml')
+    assert p.wait() == 1
+    assert '/nonexistent/robot.yaml' in p.output()
+    p = start_node('sim_bridge', name='b3', overlay='no_such_overlay')
+    assert p.wait() == 1
+    assert 'no_such_overlay' in p.output() and 'worn_arm' in p.output()
