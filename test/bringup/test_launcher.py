@@ -1,0 +1,122 @@
+"""The built-in launcher and the CLI, starting and stopping real node processes."""
+
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from simreal_ros.bringup.launcher import Launcher
+from simreal_ros.bringup.planner import NodeSpec, plan
+
+pytestmark = pytest.mark.ros
+REPO = Path(__file__).resolve().parents[2]
+
+
+def simreal(args: list, env: dict, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'simreal_ros', *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def test_sim_with_excitation_runs_to_completion_and_exits_zero(ros_env):
+    lines: list = []
+    nodes = plan({'backend': 'sim', 'excite': 'steps', 'duration': '3', 'rate': '100'})
+    code = Launcher(nodes, ros_env, echo=lines.append).run()
+    text = '\n'.join(lines)
+    assert code == 0, text
+    assert '[launch] stopping: /excite finished' in text
+    assert any(line.startswith('[sim_bridge]') and 'simreal_arm: 6 joints' in line
+               for line in lines), text
+    assert any(line.startswith('[excite    ]') and 'done:' in line for line in lines), text
+    assert '/sim_bridge exited with code 0' in text
+
+
+def test_a_dying_required_node_stops_the_rest_and_fails_the_launch(ros_env):
+    lines: list = []
+    nodes = [NodeSpec('sim_bridge', 'good'),
+             NodeSpec('sim_bridge', 'bad', parameters={'overlay': 'no_such_overlay'})]
+    t0 = time.monotonic()
+    code = Launcher(nodes, ros_env, echo=lines.append).run()
+    text = '\n'.join(lines)
+    assert code == 1, text
+    assert 'required node /bad exited with code 1' in text
+    assert '/good exited with code 0' in text  # stopped cleanly by SIGINT
+    assert time.monotonic() - t0 < 30
+
+
+def test_sigterm_is_forwarded_and_every_node_stops(ros_env):
+    proc = subprocess.Popen([sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=sim2sim'],
+                            env=ros_env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    seen = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        seen.append(line)
+        if sum('6 joints' in x for x in seen) == 2:
+            break
+    assert sum('6 joints' in x for x in seen) == 2, ''.join(seen)
+    pids = [int(x.split('pid ')[1].rstrip(')\n')) for x in seen if 'started' in x]
+    assert len(pids) == 2
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    text = ''.join(seen) + out
+    assert proc.returncode == 0, text
+    assert 'received SIGTERM' in text
+    assert '/sim_a/sim_bridge exited with code 0' in text
+    assert '/sim_b/sim_bridge exited with code 0' in text
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(ros_env):
+    env = {k: v for k, v in ros_env.items() if k != 'ROS_AUTOMATIC_DISCOVERY_RANGE'}
+    r = simreal(['launch', '--dry-run', 'backend:=sim2sim', 'excite:=chirp'], env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('# ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST')
+    specs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith('{')]
+    assert [s['node'] for s in specs] == ['/sim_a/sim_bridge', '/sim_b/sim_bridge', '/excite']
+    r = simreal(['launch', '--dry-run', '--discovery', 'subnet'], env)
+    assert 'ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET' in r.stdout
+
+
+@pytest.mark.parametrize('args, message', [
+    (['launch', 'backend:=foo'], "backend:='foo' is not valid"),
+    (['launch', 'backend:=real'], 'needs port:='),
+    (['launch', 'backend:=twin', 'port:=/dev/ttyUSB0'], 'does not ship yet'),
+    (['launch', 'rate:=fast'], "rate:='fast' is not valid"),
+    (['launch', 'nonsense'], 'name:=value'),
+    (['launch', 'colour:=red'], "unknown launch argument 'colour'"),
+    (['launch', '--discovery', 'everywhere'], '--discovery must be one of'),
+    (['bench', 'nope'], "unknown benchmark 'nope'"),
+])
+def test_cli_bad_input_exits_non_zero_with_one_line(ros_env, args, message):
+    r = simreal(args, ros_env)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_every_command_has_help(ros_env):
+    for cmd in ([], ['launch'], ['excite'], ['demo'], ['bench']):
+        r = simreal([*cmd, '--help'], ros_env)
+        assert r.returncode == 0 and 'usage: simreal' in r.stdout
+    assert 'backend' in simreal(['launch', '--help'], ros_env).stdout
+
+
+def test_demo_prints_a_tracking_summary(ros_env):
+    r = simreal(['demo', 'duration:=3', '--json'], ros_env, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary['topics']['joint_states']['messages'] > 300
+    assert summary['topics']['joint_commands']['messages'] > 150
+    assert summary['tracking']['samples'] > 200
+    for name, e in summary['tracking']['joints'].items():
+        assert 0 <= e['rmse'] < 0.1, name
+    assert summary['commands_rejected'] == 0

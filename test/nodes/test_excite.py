@@ -1,0 +1,34 @@
+"""The excitation node over real DDS."""
+
+import numpy as np
+import pytest
+from sensor_msgs.msg import JointState
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+ROBOT = load_robot('simreal_arm')
+
+
+def test_excite_publishes_limited_commands_then_exits_zero(start_node, ros_client):
+    cmds = ros_client.collect(JointState, 'joint_commands')
+    p = start_node('excite', pattern='waypoints', duration_s=2.5, rate_hz=100.0, seed=4,
+                   amplitude=5.0)
+    assert p.wait(timeout=30) == 0, p.output()
+    ros_client.wait_for(lambda: len(cmds) > 150, 5, 'commands')
+    pos = np.array([m.position for _t, m in cmds])
+    vel = np.array([m.velocity for _t, m in cmds])
+    assert list(cmds[0][1].name) == ROBOT.joint_names
+    assert np.all(pos >= ROBOT.lower) and np.all(pos <= ROBOT.upper)
+    assert np.all(np.abs(vel) <= ROBOT.velocity_limit)
+    np.testing.assert_allclose(pos[-1], ROBOT.home, atol=1e-9)  # ends at home
+    stamps = [messages.stamp_to_ns(m.header.stamp) for _t, m in cmds]
+    assert all(b > a for a, b in zip(stamps, stamps[1:]))
+    assert 'back at home' in p.output()
+
+
+def test_excite_rejects_an_unknown_pattern(start_node):
+    p = start_node('excite', pattern='zigzag')
+    assert p.wait(timeout=30) == 1
+    assert 'pattern' in p.output() and 'chirp' in p.output()
