@@ -1,34 +1,23 @@
-"""An in-process observer of the topic contract, used by ``simreal demo`` and tests."""
+"""An in-process observer of the topic contract, used by ``simreal demo``."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-import threading
 import time
-from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-import rclpy
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.client import RosClient
 
 
-class TopicMonitor:
+class TopicMonitor(RosClient):
     """Collect joint_states / joint_commands / imu / diagnostics in a background thread."""
 
     def __init__(self, namespace: str = '', domain_id: int | None = None) -> None:
-        self.context = Context()
-        kwargs: dict[str, Any] = {'context': self.context}
-        if domain_id is not None:
-            kwargs['domain_id'] = domain_id
-        rclpy.init(**kwargs)
-        self.node = Node('simreal_monitor', namespace=namespace or None, context=self.context)
-        self.lock = threading.Lock()
-        self.states: list[tuple[int, list[float], int]] = []
+        super().__init__(domain_id, 'simreal_monitor', namespace)
+        self.states: list[tuple[int, list[float]]] = []
         self.commands: list[tuple[int, list[str], list[float]]] = []
         self.counts: dict[str, int] = defaultdict(int)
         self.first_ns: dict[str, int] = {}
@@ -39,15 +28,6 @@ class TopicMonitor:
         n.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
         n.create_subscription(Imu, 'imu/data', lambda _m: self._count('imu/data'), qos.STATE)
         n.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, qos.DIAGNOSTICS)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(n)
-        self._running = True
-        self.thread = threading.Thread(target=self._spin, daemon=True, name='monitor')
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
 
     def _count(self, topic: str) -> None:
         now = time.monotonic_ns()
@@ -59,8 +39,7 @@ class TopicMonitor:
     def _on_state(self, msg: JointState) -> None:
         self._count('joint_states')
         with self.lock:
-            self.states.append((messages.stamp_to_ns(msg.header.stamp), list(msg.position),
-                                time.monotonic_ns()))
+            self.states.append((messages.stamp_to_ns(msg.header.stamp), list(msg.position)))
 
     def _on_command(self, msg: JointState) -> None:
         self._count('joint_commands')
@@ -80,10 +59,3 @@ class TopicMonitor:
             if n < 2:
                 return 0.0
             return (n - 1) * 1e9 / max(1, self.last_ns[topic] - self.first_ns[topic])
-
-    def close(self) -> None:
-        """Stop spinning and shut the private context down."""
-        self._running = False
-        self.thread.join(timeout=2.0)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)

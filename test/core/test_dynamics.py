@@ -14,10 +14,10 @@ import yaml
 from simreal_ros.core.dynamics import (
     DynamicsParams,
     JointDynamics,
-    load_overlay,
-    load_randomization,
     Overlay,
     Randomization,
+    load_overlay,
+    load_randomization,
 )
 from simreal_ros.errors import ConfigError
 
