@@ -118,7 +118,7 @@ def _typed(args: Mapping[str, str], key: str, conv: Callable[[str], Any], what: 
     except ValueError:
         raise PlanError(f'{key}:={args[key]!r} is not valid; expected {what}') from None
     if isinstance(v, float) and not math.isfinite(v):
-        raise PlanError(f'{key}:={args[key]!r} is not valid; expected a finite {what}')
+        raise PlanError(f'{key}:={args[key]!r} is not valid; expected a finite value, {what}')
     return v
 
 

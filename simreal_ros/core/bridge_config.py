@@ -51,7 +51,9 @@ class SimBridgeConfig:
                 raise ConfigError(src, key, 'a number > 0', v)
         if self.publish_rate_hz > 10_000:
             raise ConfigError(src, 'publish_rate_hz', 'a rate <= 10000 Hz', self.publish_rate_hz)
-        if not (math.isfinite(self.lockstep_timeout_s) and self.lockstep_timeout_s >= 0):
+        t = self.lockstep_timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t)
+                                                                         and t >= 0):
             raise ConfigError(src, 'lockstep_timeout_s', 'a number >= 0 (0: wait forever)',
                               self.lockstep_timeout_s)
         for key in ('steps_per_tick', 'spin_wait_us', 'seed'):

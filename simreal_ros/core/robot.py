@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.paths import resolve_data_file, resolve_named
-from simreal_ros.core.validate import Section, load_yaml_mapping
+from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
@@ -222,12 +222,11 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     if top.has('imu') and top.raw('imu') is not None:
         isec = top.section('imu')
         pos = isec.raw('position', [0.0, 0.0, 0.0])
-        if (not isinstance(pos, list) or len(pos) != 3
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                           for v in pos)):
+        if not isinstance(pos, list) or len(pos) != 3:
             raise ConfigError(src, isec.path('position'), 'a list of 3 numbers [x, y, z]', pos)
+        xyz = [check_number(v, src, f'{isec.path("position")}[{k}]') for k, v in enumerate(pos)]
         imu = ImuSpec(isec.string('link'), isec.string('frame_id', 'imu_link'),
-                      (float(pos[0]), float(pos[1]), float(pos[2])))
+                      (xyz[0], xyz[1], xyz[2]))
         isec.reject_unknown()
     bus = top.section('bus', {})
     protocol = bus.integer('protocol', 2)

@@ -8,6 +8,7 @@ serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thr
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any
@@ -33,6 +34,7 @@ from simreal_ros.sim.physics import Observation, SimRobot
 from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
+GIL_SWITCH_INTERVAL_S = 0.0002
 
 
 class SimBridge(Node):
@@ -74,6 +76,12 @@ class SimBridge(Node):
                         if self.robot.imu is not None else None)
         self.pub_clock = (self.create_publisher(Clock, '/clock', qos.CLOCK)
                           if cfg.uses_sim_time and cfg.publish_clock else None)
+        # messages are built once and refilled: the publish path runs at up to kHz rates
+        self._state_msg = messages.joint_state(self.names, 0, self.robot.home)
+        self._clock_msg = Clock()
+        self._imu_msg = Imu()
+        if self.robot.imu is not None:
+            self._imu_msg.header.frame_id = self.robot.imu.frame_id
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
         self.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
@@ -263,15 +271,29 @@ class SimBridge(Node):
 
     def _publish(self, obs: Observation, resend: bool = False) -> None:
         stamp = obs.stamp_ns if self.cfg.uses_sim_time else self.get_clock().now().nanoseconds
+        sec, nanosec = divmod(stamp, 1_000_000_000)
         if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=messages.stamp_from_ns(obs.stamp_ns)))
-        self.pub_state.publish(messages.joint_state(self.names, stamp, obs.position,
-                                                    obs.velocity, obs.effort))
+            clock = self._clock_msg.clock
+            clock.sec, clock.nanosec = divmod(obs.stamp_ns, 1_000_000_000)
+            self.pub_clock.publish(self._clock_msg)
+        js = self._state_msg
+        js.header.stamp.sec, js.header.stamp.nanosec = sec, nanosec
+        js.position = obs.position.tolist()
+        js.velocity = obs.velocity.tolist()
+        js.effort = obs.effort.tolist()
+        self.pub_state.publish(js)
         if self.pub_imu is not None and obs.imu_quat_wxyz is not None:
-            assert self.robot.imu is not None and obs.imu_gyro is not None
-            assert obs.imu_acc is not None
-            self.pub_imu.publish(messages.imu(self.robot.imu.frame_id, stamp, obs.imu_quat_wxyz,
-                                              obs.imu_gyro, obs.imu_acc))
+            assert obs.imu_gyro is not None and obs.imu_acc is not None
+            imu = self._imu_msg
+            imu.header.stamp.sec, imu.header.stamp.nanosec = sec, nanosec
+            q, g, a = obs.imu_quat_wxyz, obs.imu_gyro, obs.imu_acc
+            o = imu.orientation
+            o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
+            w = imu.angular_velocity
+            w.x, w.y, w.z = float(g[0]), float(g[1]), float(g[2])
+            acc = imu.linear_acceleration
+            acc.x, acc.y, acc.z = float(a[0]), float(a[1]), float(a[2])
+            self.pub_imu.publish(imu)
         if not resend:
             self.publish_stats.tick(time.monotonic_ns())
             self.stats['published'] += 1
@@ -328,6 +350,9 @@ class SimBridge(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the sim bridge node."""
+    # The physics thread must get the GIL back within ~0.2 ms of its deadline, not the default
+    # 5 ms switch interval, or the executor thread's work shows up as publish jitter.
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     return run_node(SimBridge, args)
 
 

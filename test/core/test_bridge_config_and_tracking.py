@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simreal_ros.core.bridge_config import SimBridgeConfig, TIMING_MODES
+from simreal_ros.core.bridge_config import TIMING_MODES, SimBridgeConfig
 from simreal_ros.core.tracking import held_commands, tracking_summary
 from simreal_ros.errors import ConfigError
 
@@ -138,7 +138,7 @@ def test_constant_offset_rmse_equals_offset() -> None:
     offsets = np.array([0.05, -0.02, 0.0])
     summary = tracking_summary(NAMES, t, cmd + offsets, t, cmd)
     assert summary['samples'] == len(t)
-    for name, off in zip(NAMES, offsets):
+    for name, off in zip(NAMES, offsets, strict=True):
         assert summary['joints'][name]['rmse'] == pytest.approx(abs(off), abs=1e-12)
         assert summary['joints'][name]['max'] == pytest.approx(abs(off), abs=1e-12)
 

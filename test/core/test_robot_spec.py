@@ -442,8 +442,6 @@ def test_wrong_value(tmp_path: Path, keys: tuple[Any, ...], value: Any, key: str
     _fails(path, key, expected)
 
 
-@pytest.mark.xfail(reason='BUG: robot.py load_robot checks imu.position element types but not '
-                          'finiteness, so .nan/.inf are accepted', strict=True)
 @pytest.mark.parametrize('bad', [math.nan, math.inf])
 def test_imu_position_nan_inf(tmp_path: Path, bad: float) -> None:
     data = _shipped()

@@ -1,0 +1,363 @@
+"""Tests of the launch planner (the single source of truth of what runs in each mode)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from simreal_ros.bringup.planner import (
+    ARGUMENTS,
+    BACKENDS,
+    NodeSpec,
+    parse_cli_args,
+    plan,
+)
+from simreal_ros.core.bridge_config import SimBridgeConfig
+from simreal_ros.errors import PlanError, SimrealError
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH_FILE = REPO / 'launch' / 'bringup.launch.py'
+
+BRIDGE_PARAMS = {'robot', 'scene', 'overlay', 'randomization', 'seed', 'timing_mode',
+                 'publish_rate_hz', 'sim_time', 'publish_clock', 'start_paused',
+                 'lockstep_timeout_s'}
+
+
+def _one(nodes: list[NodeSpec], kind: str) -> NodeSpec:
+    found = [n for n in nodes if n.kind == kind]
+    assert len(found) == 1, nodes
+    return found[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# backend:=sim
+
+
+def test_sim_default() -> None:
+    nodes = plan({})
+    assert len(nodes) == 1
+    n = nodes[0]
+    assert (n.kind, n.name, n.namespace, n.fqn) == ('sim_bridge', 'sim_bridge', '',
+                                                    '/sim_bridge')
+    assert n.executable == 'simreal_sim_bridge'
+    assert n.module == 'simreal_ros.nodes.sim_bridge'
+    assert n.remappings == ()
+    assert n.required
+    assert not n.exit_ends_launch
+    assert set(n.parameters) == BRIDGE_PARAMS
+    assert n.parameters == {
+        'robot': 'simreal_arm', 'scene': '', 'overlay': '', 'randomization': '', 'seed': 0,
+        'timing_mode': 'realtime', 'publish_rate_hz': 200.0, 'sim_time': False,
+        'publish_clock': True, 'start_paused': False, 'lockstep_timeout_s': 0.0}
+    # the parameters are valid sim bridge settings
+    SimBridgeConfig.from_mapping(n.parameters)
+    assert plan({'backend': 'sim'}) == nodes
+
+
+def test_sim_parameters_from_arguments() -> None:
+    (n,) = plan({'backend': 'sim', 'robot': '/tmp/arm.yaml', 'scene': 'tabletop',
+                 'overlay': 'worn_arm', 'overlay_b': 'ignored', 'randomization': 'default',
+                 'seed': '42', 'timing': 'lockstep', 'rate': '500', 'sim_time': 'true',
+                 'paused': 'true', 'lockstep_timeout': '0.5'})
+    p = n.parameters
+    assert p['robot'] == '/tmp/arm.yaml'
+    assert p['scene'] == 'tabletop'
+    assert p['overlay'] == 'worn_arm'
+    assert p['randomization'] == 'default'
+    assert p['seed'] == 42 and isinstance(p['seed'], int)
+    assert p['timing_mode'] == 'lockstep'
+    assert p['publish_rate_hz'] == 500.0 and isinstance(p['publish_rate_hz'], float)
+    assert p['sim_time'] is True
+    assert p['start_paused'] is True
+    assert p['lockstep_timeout_s'] == 0.5
+    assert p['publish_clock'] is True
+    assert 'ignored' not in p.values()
+
+
+# ---------------------------------------------------------------------------------------------
+# backend:=sim2sim
+
+
+def test_sim2sim() -> None:
+    nodes = plan({'backend': 'sim2sim', 'overlay': 'nominal', 'overlay_b': 'worn_arm'})
+    assert len(nodes) == 2
+    a, b = nodes
+    assert (a.kind, b.kind) == ('sim_bridge', 'sim_bridge')
+    assert (a.namespace, b.namespace) == ('/sim_a', '/sim_b')
+    assert (a.fqn, b.fqn) == ('/sim_a/sim_bridge', '/sim_b/sim_bridge')
+    for n in nodes:
+        assert dict(n.remappings) == {
+            'joint_commands': '/joint_commands',
+            'forward_position_controller/commands': '/forward_position_controller/commands'}
+    assert a.parameters['publish_clock'] is True
+    assert b.parameters['publish_clock'] is False
+    assert a.parameters['overlay'] == 'nominal'
+    assert b.parameters['overlay'] == 'worn_arm'
+    same = BRIDGE_PARAMS - {'publish_clock', 'overlay'}
+    assert {k: a.parameters[k] for k in same} == {k: b.parameters[k] for k in same}
+
+
+def test_sim2sim_only_one_clock_in_every_timing() -> None:
+    for timing in ('realtime', 'lockstep', 'free'):
+        nodes = plan({'backend': 'sim2sim', 'timing': timing})
+        assert [n.parameters['publish_clock'] for n in nodes] == [True, False]
+        assert all(n.parameters['timing_mode'] == timing for n in nodes)
+
+
+# ---------------------------------------------------------------------------------------------
+# namespace
+
+
+@pytest.mark.parametrize('ns', ['robot1', '/robot1', '/robot1/', 'robot1/'])
+def test_namespace_sim(ns: str) -> None:
+    (n,) = plan({'namespace': ns})
+    assert n.namespace == '/robot1'
+    assert n.fqn == '/robot1/sim_bridge'
+
+
+def test_namespace_sim2sim_and_excite() -> None:
+    nodes = plan({'backend': 'sim2sim', 'namespace': 'robot1', 'excite': 'chirp'})
+    a, b, e = nodes
+    assert (a.namespace, b.namespace, e.namespace) == ('/robot1/sim_a', '/robot1/sim_b',
+                                                       '/robot1')
+    for n in (a, b):
+        assert dict(n.remappings) == {
+            'joint_commands': '/robot1/joint_commands',
+            'forward_position_controller/commands':
+                '/robot1/forward_position_controller/commands'}
+    assert e.kind == 'excite'
+    assert e.fqn == '/robot1/excite'
+    assert dict(e.remappings) == {'joint_states': '/robot1/sim_a/joint_states'}
+    assert all(n.namespace.startswith('/robot1') for n in nodes)
+
+
+def test_nested_namespace() -> None:
+    (n, e) = plan({'namespace': 'lab/robot1', 'excite': 'steps'})
+    assert n.namespace == '/lab/robot1'
+    assert e.namespace == '/lab/robot1'
+    assert e.fqn == '/lab/robot1/excite'
+
+
+# ---------------------------------------------------------------------------------------------
+# excite
+
+
+def test_excite_realtime() -> None:
+    nodes = plan({'excite': 'multisine', 'duration': '5', 'amplitude': '0.2',
+                  'excite_rate': '50', 'seed': '3'})
+    assert [n.kind for n in nodes] == ['sim_bridge', 'excite']
+    e = _one(nodes, 'excite')
+    assert e.executable == 'simreal_excite'
+    assert e.module == 'simreal_ros.nodes.excite'
+    assert e.exit_ends_launch is True
+    assert e.namespace == ''
+    assert e.fqn == '/excite'
+    assert e.remappings == ()
+    assert e.parameters == {'robot': 'simreal_arm', 'pattern': 'multisine', 'duration_s': 5.0,
+                            'amplitude': 0.2, 'rate_hz': 50.0, 'seed': 3,
+                            'use_sim_time': False, 'sync_to_states': False}
+    assert _one(nodes, 'sim_bridge').parameters['seed'] == 3
+
+
+@pytest.mark.parametrize('timing, sim_time, use_sim_time, sync', [
+    ('realtime', 'false', False, False),
+    ('realtime', 'true', True, False),
+    ('lockstep', 'false', True, True),
+    ('lockstep', 'true', True, True),
+    ('free', 'false', True, False),
+])
+def test_excite_timing(timing: str, sim_time: str, use_sim_time: bool, sync: bool) -> None:
+    e = _one(plan({'excite': 'chirp', 'timing': timing, 'sim_time': sim_time}), 'excite')
+    assert e.parameters['use_sim_time'] is use_sim_time
+    assert e.parameters['sync_to_states'] is sync
+
+
+@pytest.mark.parametrize('pattern', ['chirp', 'multisine', 'steps', 'waypoints'])
+def test_every_excite_pattern(pattern: str) -> None:
+    assert _one(plan({'excite': pattern}), 'excite').parameters['pattern'] == pattern
+
+
+def test_excite_in_sim2sim_listens_to_sim_a() -> None:
+    nodes = plan({'backend': 'sim2sim', 'excite': 'steps', 'timing': 'lockstep'})
+    assert [n.kind for n in nodes] == ['sim_bridge', 'sim_bridge', 'excite']
+    e = nodes[-1]
+    assert dict(e.remappings) == {'joint_states': '/sim_a/joint_states'}
+    assert e.parameters['sync_to_states'] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# real and twin
+
+
+@pytest.mark.parametrize('backend', ['real', 'twin'])
+def test_real_without_port(backend: str) -> None:
+    with pytest.raises(PlanError, match=rf'backend:={backend} needs port:=<serial device>'):
+        plan({'backend': backend})
+
+
+@pytest.mark.parametrize('backend', ['real', 'twin'])
+def test_real_with_port_driver_not_shipped(backend: str) -> None:
+    with pytest.raises(PlanError, match=rf'backend:={backend} needs the Dynamixel servo bus '
+                                        r"driver \(node 'dynamixel_driver'\), which this "
+                                        r'version of simreal_ros does not ship yet'):
+        plan({'backend': backend, 'port': '/dev/ttyUSB0'})
+
+
+# ---------------------------------------------------------------------------------------------
+# bad arguments
+
+
+def test_unknown_argument() -> None:
+    with pytest.raises(PlanError, match=r"unknown launch argument 'backnd'; known: .*backend"):
+        plan({'backnd': 'sim'})
+
+
+@pytest.mark.parametrize('key, value', [('backend', 'foo'), ('backend', ''),
+                                        ('timing', 'slow'), ('sim_time', 'yes'),
+                                        ('paused', 'True'), ('excite', 'sine')])
+def test_bad_choice(key: str, value: str) -> None:
+    with pytest.raises(PlanError, match=rf"^{key}:='{value}' is not valid; choose one of \["):
+        plan({key: value})
+
+
+def test_bad_choice_lists_the_choices() -> None:
+    with pytest.raises(PlanError) as info:
+        plan({'backend': 'foo'})
+    for b in BACKENDS:
+        assert f"'{b}'" in str(info.value)
+    with pytest.raises(PlanError) as info:
+        plan({'excite': 'sine'})
+    assert "''" not in str(info.value)
+    assert "'chirp'" in str(info.value)
+
+
+@pytest.mark.parametrize('args, key', [
+    ({'rate': 'fast'}, 'rate'),
+    ({'rate': ''}, 'rate'),
+    ({'seed': 'abc'}, 'seed'),
+    ({'seed': '1.5'}, 'seed'),
+    ({'lockstep_timeout': 'never'}, 'lockstep_timeout'),
+    ({'excite': 'chirp', 'duration': 'long'}, 'duration'),
+    ({'excite': 'chirp', 'amplitude': 'big'}, 'amplitude'),
+    ({'excite': 'chirp', 'excite_rate': 'x'}, 'excite_rate'),
+])
+def test_non_numeric(args: dict[str, str], key: str) -> None:
+    with pytest.raises(PlanError, match=rf"^{key}:='{args[key]}' is not valid; expected "):
+        plan(args)
+
+
+@pytest.mark.parametrize('args, key', [
+    ({'rate': 'nan'}, 'rate'),
+    ({'rate': 'inf'}, 'rate'),
+    ({'lockstep_timeout': 'nan'}, 'lockstep_timeout'),
+    ({'excite': 'chirp', 'duration': 'nan'}, 'duration'),
+    ({'excite': 'chirp', 'duration': 'inf'}, 'duration'),
+    ({'excite': 'chirp', 'amplitude': 'nan'}, 'amplitude'),
+    ({'excite': 'chirp', 'excite_rate': '-inf'}, 'excite_rate'),
+])
+def test_non_finite(args: dict[str, str], key: str) -> None:
+    with pytest.raises(PlanError, match=rf"^{key}:='{args[key]}' is not valid; expected a "
+                                        r'finite '):
+        plan(args)
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'rate': '0'}, r'publish_rate_hz: expected a number > 0, got 0\.0'),
+    ({'rate': '-10'}, r'publish_rate_hz: expected a number > 0'),
+    ({'rate': '20000'}, r'publish_rate_hz: expected a rate <= 10000 Hz'),
+    ({'lockstep_timeout': '-1'}, r'lockstep_timeout_s: expected a number >= 0'),
+    ({'seed': '-1'}, r'seed: expected an integer >= 0'),
+    ({'backend': 'sim2sim', 'rate': '0'}, r'publish_rate_hz: expected a number > 0'),
+])
+def test_invalid_bridge_settings(args: dict[str, str], message: str) -> None:
+    with pytest.raises(PlanError, match=r'^sim bridge settings: sim_bridge: ' + message):
+        plan(args)
+
+
+@pytest.mark.parametrize('args', [{'duration': '0'}, {'duration': '-1'},
+                                  {'excite_rate': '0'}, {'excite_rate': '-100'}])
+def test_excite_must_be_positive(args: dict[str, str]) -> None:
+    with pytest.raises(PlanError, match=r'duration:= and excite_rate:= must be > 0'):
+        plan({'excite': 'chirp', **args})
+
+
+def test_excite_arguments_ignored_without_excite() -> None:
+    assert len(plan({'duration': '0', 'excite_rate': '0'})) == 1
+
+
+def test_plan_error_is_a_simreal_error() -> None:
+    with pytest.raises(SimrealError):
+        plan({'backend': 'foo'})
+
+
+def test_values_are_converted_to_text() -> None:
+    (n,) = plan({'rate': 100, 'seed': 2})  # type: ignore[dict-item]
+    assert n.parameters['publish_rate_hz'] == 100.0
+    assert n.parameters['seed'] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# parse_cli_args
+
+
+def test_parse_cli_args_good() -> None:
+    assert parse_cli_args([]) == {}
+    assert parse_cli_args(['backend:=sim2sim', 'namespace:=robot1', 'scene:=']) == {
+        'backend': 'sim2sim', 'namespace': 'robot1', 'scene': ''}
+    assert parse_cli_args(['robot:=/a/b:=c.yaml']) == {'robot': '/a/b:=c.yaml'}
+    assert parse_cli_args(['seed:=1', 'seed:=2']) == {'seed': '2'}
+    assert plan(parse_cli_args(['backend:=sim', 'rate:=100']))[0].parameters[
+        'publish_rate_hz'] == 100.0
+
+
+@pytest.mark.parametrize('token', ['backend=sim', 'backend', ':=sim', '', 'backend:', '=:'])
+def test_parse_cli_args_bad(token: str) -> None:
+    with pytest.raises(PlanError, match=r'launch arguments have the form name:=value, got '
+                                        + repr(token).replace('\\', '\\\\')):
+        parse_cli_args(['backend:=sim', token])
+
+
+# ---------------------------------------------------------------------------------------------
+# the launch file uses the planner (parsed, not imported: launch_ros is not installed)
+
+
+@pytest.fixture(scope='module')
+def launch_tree() -> ast.Module:
+    return ast.parse(LAUNCH_FILE.read_text(encoding='utf-8'), filename=str(LAUNCH_FILE))
+
+
+def test_launch_file_imports_the_planner(launch_tree: ast.Module) -> None:
+    imported = {alias.name for node in ast.walk(launch_tree)
+                if isinstance(node, ast.ImportFrom)
+                and node.module == 'simreal_ros.bringup.planner' for alias in node.names}
+    assert {'ARGUMENTS', 'plan'} <= imported
+
+
+def test_launch_file_declares_the_planner_arguments(launch_tree: ast.Module) -> None:
+    funcs = {f.name: f for f in launch_tree.body if isinstance(f, ast.FunctionDef)}
+    assert 'generate_launch_description' in funcs
+    gen = funcs['generate_launch_description']
+    # DeclareLaunchArgument is called inside a loop over ARGUMENTS.items()
+    declares = [c for c in ast.walk(gen) if isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Name) and c.func.id == 'DeclareLaunchArgument']
+    assert len(declares) == 1
+    loops = [c for c in ast.walk(gen) if isinstance(c, ast.comprehension)]
+    assert any(ast.unparse(c.iter) == 'ARGUMENTS.items()' for c in loops)
+    # no argument is declared by a literal name
+    assert not isinstance(declares[0].args[0], ast.Constant)
+    # the nodes come from plan() with every argument of ARGUMENTS
+    nodes_fn = funcs['_nodes']
+    calls = {ast.unparse(c.func) for c in ast.walk(nodes_fn) if isinstance(c, ast.Call)}
+    assert 'plan' in calls
+    comps = [c for c in ast.walk(nodes_fn) if isinstance(c, ast.comprehension)]
+    assert any(ast.unparse(c.iter) == 'ARGUMENTS' for c in comps)
+
+
+def test_every_argument_has_a_valid_default() -> None:
+    for name, arg in ARGUMENTS.items():
+        assert arg.description, name
+        if arg.choices:
+            assert arg.default in arg.choices, name
+    plan({k: a.default for k, a in ARGUMENTS.items()})
