@@ -409,8 +409,8 @@ WRONG_VALUES = [
     # imu position
     (('imu', 'position'), [0.0, 0.0], 'imu.position', 'a list of 3 numbers [x, y, z]'),
     (('imu', 'position'), [0.0, 0.0, 0.0, 1.0], 'imu.position', 'a list of 3 numbers'),
-    (('imu', 'position'), ['a', 0.0, 0.0], 'imu.position', 'a list of 3 numbers'),
-    (('imu', 'position'), [True, 0.0, 0.0], 'imu.position', 'a list of 3 numbers'),
+    (('imu', 'position'), ['a', 0.0, 0.0], 'imu.position[0]', 'a number'),
+    (('imu', 'position'), [True, 0.0, 0.0], 'imu.position[0]', 'a number'),
     (('imu', 'position'), 0.015, 'imu.position', 'a list of 3 numbers'),
     (('imu', 'position'), {'z': 0.015}, 'imu.position', 'a list of 3 numbers'),
     # NaN and inf (dumped as YAML .nan / .inf / -.inf)
