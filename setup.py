@@ -35,6 +35,7 @@ setup(
         (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
         *tree('config'),
         *tree('urdf'),
+        *tree('bench'),
     ],
     python_requires='>=3.10',
     install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2'],
@@ -49,7 +50,6 @@ setup(
     description='MuJoCo sim bridge, real drivers and sim-to-real gap tools over identical '
                 'ROS 2 topics.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'simreal = simreal_ros.cli:main',

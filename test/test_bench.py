@@ -1,0 +1,22 @@
+"""Benchmarks run as smoke tests in `make bench` only (they measure, they do not assert time)."""
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.bench, pytest.mark.ros]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_sim_bridge_benchmark_reports_its_figures(ros_env):
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'sim_bridge', '--quick',
+                        '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout)
+    assert figures['free']['ratio_bridge_over_raw'] > 0
+    assert figures['realtime_500hz']['bridge_publish_p99_ms_inside'] >= 0
+    assert figures['lockstep_50hz']['ticks'] > 0
