@@ -180,10 +180,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     seen_ids: set[int] = set()
     for i, rj in enumerate(raw_joints):
         js = Section(rj, src, f'joints[{i}]')
-        jname = js.string('name')
-        if jname in seen_names:
-            raise ConfigError(src, js.path('name'), 'a joint name not used before', jname)
-        seen_names.add(jname)
+        jname = js.unique_string('name', seen_names, 'a joint name')
         lim = js.section('limits')
         lower = lim.number('lower', minimum=-2 * math.pi, maximum=2 * math.pi)
         upper = lim.number('upper', minimum=-2 * math.pi, maximum=2 * math.pi)

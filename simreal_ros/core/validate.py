@@ -68,6 +68,14 @@ class Section:
             raise ConfigError(self.source, self.path(name), 'a non-empty string', v)
         return v
 
+    def unique_string(self, name: str, seen: set[str], what: str) -> str:
+        """Return a non-empty string not in ``seen`` (then added), e.g. a joint's name."""
+        v = self.string(name)
+        if v in seen:
+            raise ConfigError(self.source, self.path(name), f'{what} not used before', v)
+        seen.add(v)
+        return v
+
     def number(self, name: str, default: Any = _MISSING, *, minimum: float | None = None,
                maximum: float | None = None, positive: bool = False) -> float:
         """Return a finite float within the given bounds."""

@@ -51,10 +51,7 @@ def load_scene(name_or_path: str | Path) -> Scene:
     names: set[str] = set()
     for i, raw in enumerate(top.items('objects', [])):
         o = Section(raw, src, f'objects[{i}]')
-        name = o.string('name')
-        if name in names:
-            raise ConfigError(src, o.path('name'), 'an object name not used before', name)
-        names.add(name)
+        name = o.unique_string('name', names, 'an object name')
         shape = o.string('type')
         if shape not in SHAPES:
             raise ConfigError(src, o.path('type'), f'one of {sorted(SHAPES)}', shape)
