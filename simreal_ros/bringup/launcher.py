@@ -27,7 +27,8 @@ from simreal_ros.errors import LaunchError
 
 def node_command(spec: NodeSpec, params_file: Path) -> list[str]:
     """Return the argv that starts ``spec``."""
-    cmd = [sys.executable, '-u', '-m', spec.module, '--ros-args', '-r', f'__node:={spec.name}']
+    cmd = [sys.executable, '-u', '-m', 'simreal_ros.bringup.node_main', spec.module,
+           '--ros-args', '-r', f'__node:={spec.name}']
     if spec.namespace:
         cmd += ['-r', f'__ns:={spec.namespace}']
     cmd += ['--params-file', str(params_file)]

@@ -6,7 +6,7 @@ from typing import Iterable, Mapping
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import JointState
 
 LEVELS = {'ok': DiagnosticStatus.OK, 'warn': DiagnosticStatus.WARN,
           'error': DiagnosticStatus.ERROR, 'stale': DiagnosticStatus.STALE}
@@ -31,21 +31,6 @@ def joint_state(names: list[str], stamp_ns: int, position: Iterable[float],
     msg.position = [float(x) for x in position]
     msg.velocity = [float(x) for x in velocity]
     msg.effort = [float(x) for x in effort]
-    return msg
-
-
-def imu(frame_id: str, stamp_ns: int, quat_wxyz: Iterable[float], gyro: Iterable[float],
-        acc: Iterable[float]) -> Imu:
-    """Build an Imu message (covariances left zero: unknown, per REP 145)."""
-    msg = Imu()
-    msg.header.stamp = stamp_from_ns(stamp_ns)
-    msg.header.frame_id = frame_id
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, z
-    gx, gy, gz = (float(v) for v in gyro)
-    msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = gx, gy, gz
-    ax, ay, az = (float(v) for v in acc)
-    msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = ax, ay, az
     return msg
 
 

@@ -38,6 +38,10 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None) -
     except SimrealError as exc:
         print(f'error: {exc}', file=sys.stderr, flush=True)
         code = 1
+    except Exception:
+        if rclpy.ok():
+            raise
+        code = 0  # Ctrl-C/SIGTERM arrived during start-up and invalidated the context
     finally:
         if node is not None:
             close = getattr(node, 'close', None)

@@ -3,6 +3,7 @@
 import json
 import os
 from pathlib import Path
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,8 @@ def test_a_dying_required_node_stops_the_rest_and_fails_the_launch(ros_env):
     text = '\n'.join(lines)
     assert code == 1, text
     assert 'required node /bad exited with code 1' in text
-    assert '/good exited with code 0' in text  # stopped cleanly by SIGINT
+    # stopped by SIGINT: 0 once rclpy handles it, -2 if it landed while still importing
+    assert re.search(r'/good exited with code (0|-2)$', text, re.M), text
     assert time.monotonic() - t0 < 30
 
 

@@ -1,0 +1,28 @@
+"""``python -m simreal_ros.bringup.node_main <module> [args]``: how the launcher starts nodes.
+
+A stop request (SIGINT) can arrive while a node is still importing rclpy and MuJoCo, before
+rclpy installs its own signal handling; this wrapper turns that into a quiet exit 0 instead of
+a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Import ``argv[0]`` (a node module) and run its ``main()`` with the remaining args."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print('usage: python -m simreal_ros.bringup.node_main <module> [args]', file=sys.stderr)
+        return 2
+    try:
+        module = importlib.import_module(args[0])
+        return int(module.main([args[0], *args[1:]]))
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
