@@ -195,11 +195,12 @@ class SimBridge(Node):
             self.wake.clear()
         return False
 
-    def _advance_and_publish(self, steps: int) -> None:
+    def _advance_and_publish(self, steps: int) -> Observation:
         with self.lock:
             self.sim.step(steps)
             obs = self.sim.observe()
         self._publish(obs)
+        return obs
 
     def _run_realtime(self) -> None:
         anchor_wall = time.monotonic_ns()
@@ -244,10 +245,7 @@ class SimBridge(Node):
                     continue
                 self._take_step_request()
             self.command_event.clear()
-            with self.lock:
-                self.sim.step(self.steps_per_publish)
-                obs = self.sim.observe()
-            self._publish(obs)
+            obs = self._advance_and_publish(self.steps_per_publish)
 
     def _wait_for_command(self, obs: Observation, timeout: float | None) -> bool:
         """Wait for the command that releases the next lockstep tick.
