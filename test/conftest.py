@@ -12,8 +12,11 @@ import pytest
 
 # Before anything imports rclpy: loopback only, a domain id of this run, a writable log dir.
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-_BASE_DOMAIN = 100 + os.getpid() % 60  # 100..159; each test needing ROS takes the next id
-os.environ['ROS_DOMAIN_ID'] = str(_BASE_DOMAIN)
+# SIMREAL_TEST_DOMAINS=LO-HI gives concurrent test runs on one host disjoint blocks of ids.
+_LO, _, _HI = os.environ.get('SIMREAL_TEST_DOMAINS', '1-200').partition('-')
+_DOMAIN_LO, _DOMAIN_SPAN = int(_LO), int(_HI) - int(_LO) + 1
+_BASE_DOMAIN = os.getpid() % _DOMAIN_SPAN  # each test needing ROS takes the next id
+os.environ['ROS_DOMAIN_ID'] = str(_DOMAIN_LO + _BASE_DOMAIN)
 os.environ.setdefault('ROS_LOG_DIR', str(Path(tempfile.gettempdir()) / 'simreal_test_logs'))
 os.environ.setdefault('HOME', tempfile.gettempdir())
 if sys.prefix != sys.base_prefix:
@@ -26,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def domain_id() -> int:
-    """A ROS domain id no other test of this run uses (0..232, skipping 160..231 clashes)."""
-    return (_BASE_DOMAIN + next(_domains)) % 200 + 1
+    """A ROS domain id no other running test of this run uses (within SIMREAL_TEST_DOMAINS)."""
+    return _DOMAIN_LO + (_BASE_DOMAIN + 1 + next(_domains)) % _DOMAIN_SPAN
 
 
 @pytest.fixture
