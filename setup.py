@@ -38,10 +38,11 @@ setup(
         *tree('bench'),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2'],
+    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2', 'rosbags>=0.10',
+                      'opencv-python-headless>=4.8'],
     extras_require={
         'ros': ROS_WHEELS,
-        'test': ['pytest>=7', 'hypothesis>=6', 'yourdfpy>=0.0.56', 'colcon-core',
+        'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML'],
     },
     zip_safe=True,
@@ -55,6 +56,7 @@ setup(
             'simreal = simreal_ros.cli:main',
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
+            'simreal_injector = simreal_ros.nodes.injector:main',
         ],
     },
 )

@@ -12,6 +12,8 @@ import math
 from typing import Any, Callable, Mapping
 
 from simreal_ros.core.bridge_config import TIMING_MODES, SimBridgeConfig
+from simreal_ros.core.injection import Profile, load_profile
+from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
@@ -50,12 +52,15 @@ ARGUMENTS: dict[str, Argument] = {
     'excite_rate': Argument('100', 'excitation command rate (Hz)'),
     'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+    'latency': Argument('', 'put the latency injector on the command and observation paths: '
+                        'preset (none, usb_serial, wifi, congested_wifi, ethercat) or path'),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
 NODES: dict[str, tuple[str, str]] = {
     'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
+    'injector': ('simreal_injector', 'simreal_ros.nodes.injector'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
@@ -130,7 +135,8 @@ def _require(kind: str, why: str) -> None:
 
 
 def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
-            commands_from: str | None, publish_clock: bool) -> NodeSpec:
+            commands_from: str | None, publish_clock: bool,
+            remaps: tuple[tuple[str, str], ...] = ()) -> NodeSpec:
     params = {
         'robot': a['robot'], 'scene': a['scene'], 'overlay': overlay,
         'randomization': a['randomization'], 'seed': _typed(a, 'seed', int, 'an integer'),
@@ -144,12 +150,62 @@ def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
         SimBridgeConfig.from_mapping(params)
     except ConfigError as exc:
         raise PlanError(f'sim bridge settings: {exc}') from None
-    remaps: tuple[tuple[str, str], ...] = ()
     if commands_from is not None:
-        remaps = (('joint_commands', f'{commands_from}/joint_commands'),
-                  ('forward_position_controller/commands',
-                   f'{commands_from}/forward_position_controller/commands'))
+        remaps = tuple(r for r in remaps if r[0] != 'joint_commands') + (
+            ('joint_commands', f'{commands_from}/joint_commands'),
+            ('forward_position_controller/commands',  # not delayed: no injector route
+             f'{_ns(a["namespace"])}/forward_position_controller/commands'))
     return NodeSpec('sim_bridge', name, namespace, params, remaps)
+
+
+def _latency_profile(a: Mapping[str, str]) -> Profile | None:
+    if not a['latency']:
+        return None
+    try:
+        profile = load_profile(a['latency'])
+    except ConfigError as exc:
+        raise PlanError(f'latency:={a["latency"]}: {exc}') from None
+    for route in ('command', 'observation'):
+        if route not in {r.name for r in profile.routes}:
+            raise PlanError(f'latency:={a["latency"]}: the profile needs routes named command '
+                            f'and observation (it has {[r.name for r in profile.routes]})')
+    if a['timing'] == 'lockstep' and _typed(a, 'lockstep_timeout', float, 'seconds') <= 0:
+        raise PlanError('latency:= with timing:=lockstep needs lockstep_timeout:=<s> > 0: the '
+                        'injector holds messages until sim time reaches their delivery time, '
+                        'and a lockstep sim advances only on a command or after that timeout '
+                        '(or use timing:=realtime sim_time:=true)')
+    return profile
+
+
+def _backend_remaps(profile: Profile | None, with_imu: bool) -> tuple[tuple[str, str], ...]:
+    """With latency on, the backend's own topics move under ``backend/``."""
+    if profile is None:
+        return ()
+    out = [('joint_states', 'backend/joint_states'),
+           ('joint_commands', 'backend/joint_commands')]
+    if with_imu:
+        out.append(('imu/data', 'backend/imu/data'))
+    return tuple(out)
+
+
+def _injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool) -> NodeSpec:
+    """Return the injector between the command producers and the backend, and back."""
+    obs = f'{state_ns.strip("/")}/' if state_ns.strip('/') else ''
+    bindings = ['command:joint_commands>backend/joint_commands',
+                f'observation:{obs}backend/joint_states>{obs}joint_states']
+    if with_imu:
+        bindings.append(f'imu:{obs}backend/imu/data>{obs}imu/data')
+    params = {'profile': a['latency'], 'bindings': bindings,
+              'seed': _typed(a, 'seed', int, 'an integer'),
+              'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true'}
+    return NodeSpec('injector', 'injector', root, params)
+
+
+def _robot_has_imu(robot: str) -> bool:
+    try:
+        return load_robot(robot).imu is not None
+    except ConfigError as exc:
+        raise PlanError(f'robot:={robot}: {exc}') from None
 
 
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
@@ -158,14 +214,24 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     backend = a['backend']
     root = _ns(a['namespace'])
     nodes: list[NodeSpec] = []
+    profile = _latency_profile(a)
+    with_imu = profile is not None and 'imu' in {r.name for r in profile.routes} and (
+        _robot_has_imu(a['robot']))
+    moved = _backend_remaps(profile, with_imu)
     if backend == 'sim':
         _require('sim_bridge', 'backend:=sim')
-        nodes.append(_bridge(a, 'sim_bridge', root, a['overlay'], None, True))
+        nodes.append(_bridge(a, 'sim_bridge', root, a['overlay'], None, True, moved))
+        if profile is not None:
+            nodes.append(_injector(a, root, '', with_imu))
     elif backend == 'sim2sim':
         _require('sim_bridge', 'backend:=sim2sim')
-        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_a'), a['overlay'], root or '', True))
-        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_b'), a['overlay_b'], root or '',
+        commands = _ns(root, 'backend') if profile is not None else root or ''
+        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_a'), a['overlay'], commands,
+                             True, moved))
+        nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_b'), a['overlay_b'], commands,
                              False))
+        if profile is not None:
+            nodes.append(_injector(a, root, 'sim_a', with_imu))
     elif backend in ('real', 'twin'):
         if not a['port']:
             raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '

@@ -1,0 +1,357 @@
+"""``simreal_injector``: relay topics with the latency, jitter, loss and value faults of robots.
+
+Each route subscribes its input topic as raw serialized bytes and republishes the same bytes on
+its output topic (no deserialization unless the route perturbs values). What happens to each
+message is decided by :class:`simreal_ros.core.injection.RouteState`; deliveries are scheduled
+on one dedicated thread with a precise wait on the ROS clock (sim time when ``use_sim_time``).
+The fate of every message goes to ``~/events`` (std_msgs/Int64MultiArray, see
+``docs/injector.md``) and per-route statistics to ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import heapq
+import importlib
+import itertools
+import sys
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message, serialize_message
+from std_msgs.msg import Int64MultiArray, MultiArrayDimension
+
+from simreal_ros.core.injection import (
+    DUPLICATE,
+    EVENT_COLUMNS,
+    Delivery,
+    EventLog,
+    Profile,
+    RouteConfig,
+    RouteState,
+    load_profile,
+    percentiles_ms,
+)
+from simreal_ros.errors import ConfigError
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.perturb import PERTURBERS, check_applicable
+from simreal_ros.ros.runtime import run_node
+
+SPIN_NS = 300_000            # the last 0.3 ms before a deadline are spent polling the clock
+SIM_TIME_POLL_S = 0.0002     # sim time moves in /clock steps: poll it
+GIL_SWITCH_INTERVAL_S = 0.0002
+QUEUE_DEPTH = 1000
+TYPE_WAIT_WARN_S = 5.0
+
+
+def parse_binding(text: str, source: str) -> tuple[str, str, str]:
+    """Parse ``route:input>output`` (the planner's way to bind a profile route to topics)."""
+    name, sep, rest = text.partition(':')
+    src, sep2, dst = rest.partition('>')
+    if not (sep and sep2 and name and src and dst):
+        raise ConfigError(source, 'bindings', 'entries of the form route:input>output', text)
+    return name, src, dst
+
+
+def message_class(type_name: str, source: str, key: str) -> Any:
+    """Import ``pkg/msg/Name`` and return the class, or fail naming the fix."""
+    parts = type_name.split('/')
+    if len(parts) != 3 or parts[1] != 'msg':
+        raise ConfigError(source, key, 'a ROS message type such as sensor_msgs/msg/JointState',
+                          type_name)
+    try:
+        return getattr(importlib.import_module(f'{parts[0]}.msg'), parts[2])
+    except (ImportError, AttributeError):
+        raise ConfigError(source, key, f'an installed message type (is the Python package '
+                          f'{parts[0]} installed, e.g. pip install ros-'
+                          f'{parts[0].replace("_", "-")}?)', type_name) from None
+
+
+@dataclass
+class _Route:
+    cfg: RouteConfig
+    state: RouteState
+    msg_type: str = ''
+    cls: Any = None
+    pub: Any = None
+    sub: Any = None
+    held: bytes | None = None
+    waiting_since: float = field(default_factory=time.monotonic)
+    achieved_ns: list[int] = field(default_factory=list)
+    lateness_ns: list[int] = field(default_factory=list)
+    perturb_errors: int = 0
+    last_perturb_error: str = ''
+
+
+class Injector(Node):
+    """The latency / loss / value fault relay."""
+
+    def __init__(self) -> None:
+        super().__init__('injector')
+        profile_name = self.declare_parameter('profile', 'none').value
+        bindings = list(self.declare_parameter('bindings', ['']).value or [])
+        seed = int(self.declare_parameter('seed', 0).value)
+        self.events_period_s = float(self.declare_parameter('events_period_s', 0.02).value)
+        diag_period = float(self.declare_parameter('diagnostics_period_s', 1.0).value)
+        source = f'{self.get_fully_qualified_name()} params'
+        if self.events_period_s <= 0 or diag_period <= 0:
+            raise ConfigError(source, 'events_period_s', 'a period > 0 s',
+                              min(self.events_period_s, diag_period))
+        self.profile = self._bind(load_profile(str(profile_name)),
+                                  [b for b in bindings if b], source)
+        self.sim_time = bool(self.get_parameter('use_sim_time').value)
+        self._clock = self.get_clock()
+        self.routes = [_Route(r, RouteState(r, seed, i))
+                       for i, r in enumerate(self.profile.routes)]
+        self.events = EventLog([r.name for r in self.profile.routes])
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.heap: list[tuple[int, int, int, int, int, int, int, bytes]] = []
+        self._counter = itertools.count()
+        self.running = True
+        for r in self.routes:
+            if r.cfg.msg_type:
+                self._open(r, r.cfg.msg_type, configured=True)
+        self.pub_events = self.create_publisher(Int64MultiArray, '~/events',
+                                                QoSProfile(depth=100))
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.create_timer(self.events_period_s, self._publish_events)
+        self.create_timer(diag_period, self._publish_diagnostics)
+        if any(r.cls is None for r in self.routes):
+            self.create_timer(0.2, self._resolve_types)
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+        self.thread = threading.Thread(target=self._deliver_loop, name='deliveries',
+                                       daemon=True)
+        self.thread.start()
+        self.get_logger().info(
+            f'profile {self.profile.name!r}: ' + '; '.join(
+                f'{r.cfg.name}: {self.resolve_topic_name(r.cfg.input)} -> '
+                f'{self.resolve_topic_name(r.cfg.output)}'
+                + (' (pass-through)' if r.cfg.passthrough else '') for r in self.routes))
+
+    # ---- configuration ---------------------------------------------------------------------
+    def _bind(self, profile: Profile, bindings: list[str], source: str) -> Profile:
+        """Apply ``route:input>output`` bindings; with bindings, only bound routes run."""
+        if not bindings:
+            routes = profile.routes
+        else:
+            routes = []
+            for text in bindings:
+                name, src, dst = parse_binding(text, source)
+                routes.append(replace(profile.route(name), input=src, output=dst))
+        for r in routes:
+            if not r.input or not r.output:
+                raise ConfigError(profile.source, f'routes.{r.name}',
+                                  'input and output topics (in the profile, or bound with the '
+                                  'bindings parameter route:input>output)',
+                                  f'input {r.input!r}, output {r.output!r}')
+            if self.resolve_topic_name(r.input) == self.resolve_topic_name(r.output):
+                raise ConfigError(profile.source, f'routes.{r.name}.output',
+                                  'a topic other than the input (a relay onto its own input '
+                                  'loops forever)', r.output)
+        return replace(profile, routes=tuple(routes))
+
+    def _open(self, r: _Route, msg_type: str, configured: bool) -> None:
+        """Create the raw subscription and the publisher of a route once its type is known."""
+        key = f'routes.{r.cfg.name}.type'
+        r.cls = message_class(msg_type, self.profile.source, key)
+        check_applicable(r.cfg.perturb, msg_type, self.profile.source, r.cfg.name)
+        r.msg_type = msg_type
+        reliability = ReliabilityPolicy.RELIABLE
+        infos = self.get_publishers_info_by_topic(self.resolve_topic_name(r.cfg.input))
+        if infos and any(i.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+                         for i in infos):
+            reliability = ReliabilityPolicy.BEST_EFFORT  # matches every publisher
+        profile = QoSProfile(depth=QUEUE_DEPTH, history=HistoryPolicy.KEEP_LAST,
+                             reliability=reliability, durability=DurabilityPolicy.VOLATILE)
+        r.pub = self.create_publisher(r.cls, r.cfg.output, profile)
+        r.sub = self.create_subscription(r.cls, r.cfg.input,
+                                         lambda data, route=r: self._on_message(route, data),
+                                         profile, raw=True)
+        self.get_logger().info(f'route {r.cfg.name}: {msg_type}'
+                               + ('' if configured else ' (type from the graph)'))
+
+    def _resolve_types(self) -> None:
+        for r in self.routes:
+            if r.cls is not None:
+                continue
+            infos = self.get_publishers_info_by_topic(self.resolve_topic_name(r.cfg.input))
+            types = sorted({i.topic_type for i in infos})
+            if len(types) == 1:
+                try:
+                    self._open(r, types[0], configured=False)
+                except ConfigError as exc:
+                    self.get_logger().error(str(exc), throttle_duration_sec=5.0)
+            elif len(types) > 1:
+                self.get_logger().error(f'route {r.cfg.name}: publishers of '
+                                        f'{r.cfg.input} disagree on the type {types}; set '
+                                        f'type: in the profile', throttle_duration_sec=5.0)
+            elif time.monotonic() - r.waiting_since > TYPE_WAIT_WARN_S:
+                self.get_logger().warn(f'route {r.cfg.name}: no publisher on {r.cfg.input} '
+                                       f'yet to learn the type from (or set type: in the '
+                                       f'profile)', throttle_duration_sec=10.0)
+
+    # ---- hot path ----------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        """Return the ROS clock (system time, or sim time with ``use_sim_time``) in ns."""
+        if self.sim_time:
+            return int(self._clock.now().nanoseconds)
+        return time.time_ns()
+
+    def _perturbed(self, r: _Route, data: bytes) -> bytes:
+        if r.cfg.perturb.empty:
+            return data
+        try:
+            msg = deserialize_message(data, r.cls)
+            PERTURBERS[r.msg_type](msg, r.cfg.perturb, r.state.rng_values)
+            return bytes(serialize_message(msg))
+        except Exception as exc:  # noqa: BLE001 - relay unchanged rather than lose data
+            r.perturb_errors += 1
+            r.last_perturb_error = str(exc)
+            return data
+
+    def _on_message(self, r: _Route, data: bytes) -> None:
+        now = self.now_ns()
+        if r.cfg.passthrough and r.cfg.perturb.empty:
+            r.pub.publish(data)
+            sent = self.now_ns()
+            with self.lock:
+                seq, deliveries = r.state.decide(now)
+                self.events.add(r.state.index, seq, now, replace(deliveries[0], deliver_ns=sent))
+                r.achieved_ns.append(sent - now)
+            return
+        data = self._perturbed(r, data)
+        with self.cond:
+            seq, deliveries = r.state.decide(now)
+            notify = False
+            for d in deliveries:
+                if d.deliver_ns == 0:
+                    self.events.add(r.state.index, seq, now, d)
+                    continue
+                payload = data
+                if d.repeat_previous:
+                    if r.held is None:
+                        r.held = data
+                    payload = r.held
+                elif d.fate != DUPLICATE:
+                    r.held = data
+                notify |= not self.heap or d.deliver_ns < self.heap[0][0]
+                heapq.heappush(self.heap, (d.deliver_ns, next(self._counter), r.state.index,
+                                           seq, now, d.target_delay_ns, d.fate, payload))
+            if notify:
+                self.cond.notify()
+
+    def _wait_until(self, deadline_ns: int) -> None:
+        if self.sim_time:
+            while self.running and self.now_ns() < deadline_ns:
+                time.sleep(SIM_TIME_POLL_S)
+            return
+        while self.running and time.time_ns() < deadline_ns:
+            pass
+
+    def _deliver_loop(self) -> None:
+        try:
+            while self.running:
+                with self.cond:
+                    while self.running and not self.heap:
+                        self.cond.wait(0.1)
+                    if not self.running:
+                        return
+                    due = self.heap[0][0]
+                    ahead = due - self.now_ns()
+                    if ahead > SPIN_NS:
+                        # sleep outside of the spin; an earlier message wakes us up
+                        self.cond.wait((ahead - SPIN_NS) / 1e9
+                                       if not self.sim_time else SIM_TIME_POLL_S)
+                        continue
+                self._wait_until(due)
+                with self.lock:
+                    batch = []
+                    now = self.now_ns()
+                    while self.heap and self.heap[0][0] <= now:
+                        batch.append(heapq.heappop(self.heap))
+                for due_ns, _c, index, seq, received, target, fate, payload in batch:
+                    r = self.routes[index]
+                    r.pub.publish(payload)
+                    sent = self.now_ns()
+                    d = Delivery(fate, target, sent)
+                    with self.lock:
+                        self.events.add(index, seq, received, d)
+                        r.achieved_ns.append(sent - received)
+                        r.lateness_ns.append(sent - due_ns)
+        except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
+            if not self.context.ok():
+                return
+            self.get_logger().fatal(f'delivery thread failed: {exc!r}')
+            self.exit_code = 2
+            self.finished = True
+
+    # ---- reporting ---------------------------------------------------------------------------
+    def _publish_events(self) -> None:
+        with self.lock:
+            rows = self.events.take()
+        if not rows:
+            return
+        msg = Int64MultiArray()
+        msg.layout.dim = [
+            MultiArrayDimension(label=self.events.routes_label, size=len(rows),
+                                stride=len(rows) * len(EVENT_COLUMNS)),
+            MultiArrayDimension(label=','.join(EVENT_COLUMNS), size=len(EVENT_COLUMNS),
+                                stride=len(EVENT_COLUMNS))]
+        msg.data = np.asarray(rows, dtype=np.int64).ravel().tolist()
+        self.pub_events.publish(msg)
+
+    def _publish_diagnostics(self) -> None:
+        arr = DiagnosticArray()
+        arr.header.stamp = messages.stamp_from_ns(self.now_ns())
+        fqn = self.get_fully_qualified_name()
+        for r in self.routes:
+            with self.lock:
+                achieved, r.achieved_ns = r.achieved_ns, []
+                late, r.lateness_ns = r.lateness_ns, []
+                s = r.state.stats
+                queued = sum(1 for h in self.heap if h[2] == r.state.index)
+            a50, a99 = percentiles_ms(achieved)
+            l50, l99 = percentiles_ms(late)
+            values: dict[str, object] = {
+                'input': self.resolve_topic_name(r.cfg.input),
+                'output': self.resolve_topic_name(r.cfg.output),
+                'type': r.msg_type or '(waiting for a publisher)',
+                'received': s.received, 'delivered': s.delivered, 'lost': s.lost,
+                'duplicated': s.duplicated, 'rate_dropped': s.rate_dropped,
+                'repeated': s.repeated, 'queued': queued,
+                'loss_rate': s.lost / s.received if s.received else 0.0,
+                'delay_p50_ms': a50, 'delay_p99_ms': a99,
+                'lateness_p50_ms': l50, 'lateness_p99_ms': l99,
+                'perturb_errors': r.perturb_errors,
+            }
+            level, message = 'ok', 'relaying' if s.received else 'no messages yet'
+            if r.cls is None:
+                level, message = 'warn', f'waiting for a publisher on {r.cfg.input}'
+            elif r.perturb_errors:
+                level = 'warn'
+                message = f'relayed unchanged, could not perturb: {r.last_perturb_error}'
+            arr.status.append(messages.diagnostic_status(
+                f'{fqn}: {r.cfg.name}', self.profile.name, level, message, values))
+        self.pub_diag.publish(arr)
+
+    def close(self) -> None:
+        """Stop the delivery thread (pending deliveries are dropped with the process)."""
+        self.running = False
+        with self.cond:
+            self.cond.notify_all()
+        self.thread.join(timeout=1.0)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of ``simreal_injector``."""
+    return run_node(Injector, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
