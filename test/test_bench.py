@@ -20,3 +20,14 @@ def test_sim_bridge_benchmark_reports_its_figures(ros_env):
     assert figures['free']['ratio_bridge_over_raw'] > 0
     assert figures['realtime_500hz']['bridge_publish_p99_ms_inside'] >= 0
     assert figures['lockstep_50hz']['ticks'] > 0
+
+
+def test_injector_benchmark_reports_its_figures(ros_env):
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'injector', '--quick',
+                        '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout)
+    for key in ('accuracy_const5', 'accuracy_jitter', 'overhead_zero'):
+        assert figures[key]['delivered'] == figures[key]['messages']
+    assert figures['throughput_zero']['lossless_rate_hz'] > 0

@@ -361,3 +361,76 @@ def test_every_argument_has_a_valid_default() -> None:
         if arg.choices:
             assert arg.default in arg.choices, name
     plan({k: a.default for k, a in ARGUMENTS.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# latency:= (the injector on the command and observation paths)
+
+
+def test_no_latency_means_direct_topics() -> None:
+    for backend in ('sim', 'sim2sim'):
+        nodes = plan({'backend': backend})
+        assert 'injector' not in {n.kind for n in nodes}
+        assert not any('backend/' in to for n in nodes for _f, to in n.remappings)
+
+
+def test_latency_sim_moves_the_backend_behind_the_injector() -> None:
+    bridge, inj = plan({'latency': 'wifi', 'seed': '5'})
+    assert dict(bridge.remappings) == {'joint_states': 'backend/joint_states',
+                                       'joint_commands': 'backend/joint_commands',
+                                       'imu/data': 'backend/imu/data'}
+    assert inj.kind == 'injector' and inj.fqn == '/injector'
+    assert inj.parameters == {
+        'profile': 'wifi', 'seed': 5, 'use_sim_time': False,
+        'bindings': ['command:joint_commands>backend/joint_commands',
+                     'observation:backend/joint_states>joint_states',
+                     'imu:backend/imu/data>imu/data']}
+
+
+def test_latency_in_a_namespace_and_with_sim_time() -> None:
+    bridge, inj = plan({'latency': 'ethercat', 'namespace': 'arm', 'sim_time': 'true'})
+    assert bridge.namespace == inj.namespace == '/arm'
+    assert inj.parameters['use_sim_time'] is True
+
+
+def test_latency_sim2sim_delays_both_commands_and_the_primary_states() -> None:
+    a, b, inj = plan({'backend': 'sim2sim', 'latency': 'usb_serial'})
+    assert dict(a.remappings)['joint_commands'] == '/backend/joint_commands'
+    assert dict(b.remappings)['joint_commands'] == '/backend/joint_commands'
+    assert dict(a.remappings)['joint_states'] == 'backend/joint_states'
+    assert 'joint_states' not in dict(b.remappings)
+    assert dict(a.remappings)['forward_position_controller/commands'] == (
+        '/forward_position_controller/commands')
+    assert 'observation:sim_a/backend/joint_states>sim_a/joint_states' in (
+        inj.parameters['bindings'])
+
+
+def test_latency_from_a_file_without_imu_route(tmp_path: Path) -> None:
+    f = tmp_path / 'lab.yaml'
+    f.write_text('routes:\n  command: {delay: 0.002}\n  observation: {delay: 0.001}\n')
+    bridge, inj = plan({'latency': str(f)})
+    assert 'imu/data' not in dict(bridge.remappings)
+    assert len(inj.parameters['bindings']) == 2
+
+
+@pytest.mark.parametrize('text,message', [
+    ('routes:\n  command: {delay: 0.002}\n', 'routes named command and observation'),
+    ('routes:\n  command: {delay: {distribution: zipf}}\n  observation: {}\n',
+     'routes.command.delay.distribution'),
+    ('routes:\n  command: {loss: {model: bernoulli, p: -1}}\n  observation: {}\n',
+     'routes.command.loss.p'),
+])
+def test_bad_latency_profile(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / 'bad.yaml'
+    f.write_text(text)
+    with pytest.raises(PlanError, match=message):
+        plan({'latency': str(f)})
+
+
+def test_latency_unknown_preset_and_lockstep() -> None:
+    with pytest.raises(PlanError, match='usb_serial'):
+        plan({'latency': 'satellite'})
+    with pytest.raises(PlanError, match='lockstep_timeout'):
+        plan({'latency': 'wifi', 'timing': 'lockstep'})
+    nodes = plan({'latency': 'wifi', 'timing': 'lockstep', 'lockstep_timeout': '0.05'})
+    assert _one(nodes, 'injector').parameters['use_sim_time'] is True

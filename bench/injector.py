@@ -1,0 +1,159 @@
+"""Latency injector benchmark: accuracy, overhead and throughput, measured side by side.
+
+A source process publishes each JointState on a direct topic and on the injector's input at
+the same instant (stamped at send); this process receives both. Per message:
+
+* floor = direct receive - stamp (publisher -> subscriber over DDS, no injector);
+* accuracy: error = (relayed receive - stamp) - target delay (target from the injector's
+  ground-truth events), for a constant 5 ms route and a jittered route at 1 kHz; the figure
+  of merit is the error above the floor (target: p99 <= 0.5 ms above the floor's p99);
+* overhead: a zero-delay route's latency minus the floor, p50 (target <= 0.15 ms);
+* throughput: the highest rate of a zero-delay route and of a 5 ms route with every message
+  delivered, next to the direct topic at the same rate.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Int64MultiArray
+import yaml
+
+from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.core.injection import decode_events
+from simreal_ros.core.netenv import ros_env
+from simreal_ros.ros.client import NodeProcess, RosClient
+
+DOMAIN = 160 + os.getpid() % 20
+DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)
+SOURCE = Path(__file__).with_name('_source.py')
+ROUTES = {
+    'zero': {'input': 'in/zero', 'output': 'out/zero', 'type': 'sensor_msgs/msg/JointState'},
+    'const5': {'input': 'in/const5', 'output': 'out/const5', 'delay': 0.005,
+               'type': 'sensor_msgs/msg/JointState'},
+    'jitter': {'input': 'in/jitter', 'output': 'out/jitter', 'order': 'free',
+               'type': 'sensor_msgs/msg/JointState',
+               'delay': {'distribution': 'lognormal', 'median': 0.004, 'sigma': 0.5,
+                         'max_s': 0.05}},
+}
+
+
+class Sink:
+    """Raw subscriptions: receive time and the raw bytes, decoded after the run."""
+
+    def __init__(self, client: RosClient, topic: str) -> None:
+        self.rx: list[tuple[int, bytes]] = []
+        client.node.create_subscription(JointState, topic, self._on, DEEP, raw=True)
+
+    def _on(self, data: bytes) -> None:
+        self.rx.append((time.time_ns(), data))
+
+    def latencies(self) -> dict[int, int]:
+        out = {}
+        for t, data in self.rx:
+            m = deserialize_message(data, JointState)
+            out[int(m.position[0])] = t - (m.header.stamp.sec * 1_000_000_000
+                                           + m.header.stamp.nanosec)
+        return out
+
+
+def _ms(values: Any, q: float) -> float:
+    return float(np.percentile(np.asarray(list(values), dtype=float), q) / 1e6)
+
+
+def _source(env: dict[str, str], rate: float, count: int, *topics: str) -> None:
+    subprocess.run([sys.executable, str(SOURCE), str(rate), str(count), *topics], env=env,
+                   check=True, timeout=120, stdout=subprocess.DEVNULL)
+
+
+def _targets(events: list[tuple[int, Any]], route: str) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for _t, m in events:
+        names, rows = decode_events(m.layout.dim[0].label, m.data)
+        for r in rows[rows[:, 0] == names.index(route)]:
+            out[int(r[1])] = int(r[3])
+    return out
+
+
+def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
+             count: int) -> dict[str, float]:
+    direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
+    time.sleep(0.5)
+    _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
+    time.sleep(0.5)
+    floor = direct.latencies()
+    lat = relayed.latencies()
+    targets = _targets(events, route)
+    common = sorted(set(floor) & set(lat) & set(targets))
+    err = [lat[i] - targets[i] for i in common]
+    out = {'messages': count, 'delivered': len(lat),
+           'floor_p50_ms': _ms(floor.values(), 50), 'floor_p99_ms': _ms(floor.values(), 99),
+           'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99)}
+    out['error_p99_above_floor_ms'] = out['error_p99_ms'] - out['floor_p99_ms']
+    if route == 'zero':
+        over = [lat[i] - floor[i] for i in common]
+        out = {**out, 'overhead_p50_ms': _ms(over, 50), 'overhead_p99_ms': _ms(over, 99),
+               'target_overhead_p50_ms': 0.15}
+    else:
+        out['target_p99_above_floor_ms'] = 0.5
+    return out
+
+
+def throughput(client: RosClient, env: dict[str, str], route: str, seconds: float
+               ) -> dict[str, Any]:
+    best: dict[str, Any] = {'route': route, 'lossless_rate_hz': 0.0}
+    for rate in (2000.0, 4000.0, 8000.0, 16000.0):
+        n = int(rate * seconds)
+        direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
+        time.sleep(0.5)
+        _source(env, rate, n, f'direct/{route}', f'in/{route}')
+        time.sleep(0.5)
+        best[f'{int(rate)}_hz'] = {'sent': n, 'relayed': len(relayed.rx),
+                                   'direct': len(direct.rx)}
+        if len(relayed.rx) < n:
+            break
+        best['lossless_rate_hz'] = rate
+    return best
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Run every measurement in one session and return the figures."""
+    env = ros_env(discovery='localhost', domain_id=DOMAIN)
+    os.environ.update(env)
+    count = 2000 if quick else 10000
+    client = RosClient(DOMAIN, 'bench_injector')
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = Path(tmp) / 'bench.yaml'
+        prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
+        events = client.collect(Int64MultiArray, '/injector/events', DEEP)
+        node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof)}),
+                           env, Path(tmp))
+        try:
+            client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
+                                        for r in ROUTES), 30, 'the injector')
+            result = {f'accuracy_{r}': accuracy(client, env, events, r, count)
+                      for r in ('const5', 'jitter')}
+            result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
+            secs = 1.0 if quick else 2.0
+            result['throughput_zero'] = throughput(client, env, 'zero', secs)
+            result['throughput_const5'] = throughput(client, env, 'const5', secs)
+            result['cpu_count'] = os.cpu_count()
+            return result
+        finally:
+            node.stop()
+            client.close()
+
+
+if __name__ == '__main__':
+    import json
+    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
