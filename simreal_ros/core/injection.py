@@ -355,6 +355,7 @@ class RouteState:
         self._last_deliver_ns = 0
         self._last_pass_ns: int | None = None
         self._seq = 0
+        self._draws: dict[int, list[float]] = {}
         self.start_ns: int | None = None
         self.stats = RouteStats()
 
@@ -370,8 +371,15 @@ class RouteState:
             return bool(rng.random() < (loss.loss_bad if self._bad else loss.loss_good))
         return False
 
+    def _draw(self, delay: Delay) -> float:
+        """Next delay sample of ``delay``, drawn in blocks (one numpy call per 256)."""
+        block = self._draws.get(id(delay))
+        if not block:
+            block = self._draws[id(delay)] = delay.sample(self._rng_delay, 256).tolist()[::-1]
+        return block.pop()
+
     def _deliver_at(self, receive_ns: int, delay: Delay) -> tuple[int, int]:
-        target = int(round(delay.sample(self._rng_delay) * NS))
+        target = int(round(self._draw(delay) * NS))
         at = receive_ns + target
         if self.config.order == 'fifo':
             at = max(at, self._last_deliver_ns)
