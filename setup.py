@@ -38,7 +38,8 @@ setup(
         *tree('bench'),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2'],
+    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2',
+                      'torch==2.13.0', 'onnxruntime'],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'yourdfpy>=0.0.56', 'colcon-core',
@@ -55,6 +56,7 @@ setup(
             'simreal = simreal_ros.cli:main',
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
+            'simreal_policy = simreal_ros.nodes.policy:main',
         ],
     },
 )

@@ -50,12 +50,16 @@ ARGUMENTS: dict[str, Argument] = {
     'excite_rate': Argument('100', 'excitation command rate (Hz)'),
     'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+    'policy': Argument('', 'add the policy node: policy spec name (config/policies) or path'),
+    'policy_autostart': Argument('false', 'enable the policy when joint_states arrive '
+                                 '(else call ~/enable)', ('true', 'false')),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
 NODES: dict[str, tuple[str, str]] = {
     'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
+    'policy': ('simreal_policy', 'simreal_ros.nodes.policy'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
@@ -152,6 +156,41 @@ def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
     return NodeSpec('sim_bridge', name, namespace, params, remaps)
 
 
+def _policy(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+    """The policy node at the root; in sim2sim it observes the primary (sim_a)."""
+    if a['excite']:
+        raise PlanError(f'policy:={a["policy"]} and excite:={a["excite"]} both publish '
+                        f'joint_commands; use one of them')
+    from simreal_ros.core.policy_spec import load_policy_spec
+    try:
+        spec = load_policy_spec(a['policy'])
+    except ConfigError as exc:
+        raise PlanError(f'policy:={a["policy"]}: {exc}') from None
+    if not spec.model.is_file():
+        raise PlanError(f'policy:={a["policy"]}: model file {spec.model} not found (train one '
+                        f'with simreal train, or fix model: in {spec.source})')
+    from simreal_ros.core.robot import load_robot
+    try:
+        robot = load_robot(a['robot']).name
+    except ConfigError as exc:
+        raise PlanError(f'robot:={a["robot"]}: {exc}') from None
+    if spec.robot != robot:
+        raise PlanError(f'policy:={a["policy"]} is for robot {spec.robot!r}, but robot:='
+                        f'{a["robot"]} is {robot!r}')
+    params = {
+        'policy': str(spec.source), 'robot': a['robot'],
+        'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true',
+        'sync_to_states': a['timing'] == 'lockstep',
+        'enable_on_start': a['policy_autostart'] == 'true',
+    }
+    remaps: tuple[tuple[str, str], ...] = ()
+    if backend == 'sim2sim':
+        primary = _ns(root, 'sim_a')
+        remaps = ((spec.topics.joint_states, f'{primary}/joint_states'),
+                  (spec.topics.imu, f'{primary}/imu/data'))
+    return NodeSpec('policy', 'policy', root, params, remaps)
+
+
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     """Return the nodes for the given ``name:=value`` arguments (see :data:`ARGUMENTS`)."""
     a = _parse(args)
@@ -171,6 +210,8 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
                             f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
         _require('dynamixel_driver', f'backend:={backend}')
+    if a['policy']:
+        nodes.append(_policy(a, backend, root))
     if a['excite']:
         _require('excite', f'excite:={a["excite"]}')
         params = {
