@@ -43,7 +43,7 @@ setup(
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'yourdfpy>=0.0.56', 'colcon-core',
-                 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML'],
+                 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',

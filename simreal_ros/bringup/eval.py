@@ -49,14 +49,14 @@ class EvalSettings:
 
 
 def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) -> np.ndarray:
-    """The seeded goals (robot joint order) of ``episodes`` episodes."""
+    """Return the seeded goals (robot joint order) of ``episodes`` episodes."""
     from simreal_ros.sim.goals import GoalSampler
     sampler = GoalSampler(load_robot(robot_name), margin_rad=margin_rad)
     return sampler.sample(np.random.default_rng(seed), episodes)
 
 
 def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
-    """The planner arguments of an evaluation run."""
+    """Return the planner arguments of an evaluation run."""
     args = {'backend': s.backend, 'policy': s.policy, 'policy_autostart': 'true',
             'seed': str(s.seed), **s.launch_args}
     if s.backend in ('real', 'twin'):
@@ -167,7 +167,7 @@ def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
 
 
 def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:
-    """The metrics J of a run (see :data:`METRICS`)."""
+    """Return the metrics J of a run (see :data:`METRICS`)."""
     n = len(episodes)
     times = [e['time_to_goal_s'] for e in episodes if e['success']]
     finals = [e['final_error_rad'] for e in episodes]
@@ -182,13 +182,14 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    """The gap ``|J_a - J_b|`` per metric of two runs of the same episodes."""
+    """Return the gap ``|J_a - J_b|`` per metric of two runs of the same episodes."""
     for key in ('policy', 'seed', 'episodes'):
         if a['settings'][key] != b['settings'][key]:
             raise SimrealError(f'the runs differ in {key} ({a["settings"][key]!r} vs '
                                f'{b["settings"][key]!r}): the gap needs the same episodes')
     gap = {m: abs(float(a['metrics'][m]) - float(b['metrics'][m])) for m in METRICS}
-    agree = sum(x['success'] == y['success'] for x, y in zip(a['episodes'], b['episodes']))
+    pairs = zip(a['episodes'], b['episodes'], strict=False)
+    agree = sum(x['success'] == y['success'] for x, y in pairs)
     return {'backends': [a['settings']['backend'], b['settings']['backend']], 'gap': gap,
             'episodes_with_same_outcome': agree}
 

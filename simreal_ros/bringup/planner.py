@@ -157,7 +157,7 @@ def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
 
 
 def _policy(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
-    """The policy node at the root; in sim2sim it observes the primary (sim_a)."""
+    """Return the policy node (at the root; in sim2sim it observes the primary sim_a)."""
     if a['excite']:
         raise PlanError(f'policy:={a["policy"]} and excite:={a["excite"]} both publish '
                         f'joint_commands; use one of them')

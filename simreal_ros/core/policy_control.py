@@ -25,8 +25,15 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.policy_spec import (ActionProcessor, ObservationBuilder, ObsInputs,
-                                          PolicySpec, map_names, ramp_duration, ramp_point)
+from simreal_ros.core.policy_spec import (
+    ActionProcessor,
+    ObservationBuilder,
+    ObsInputs,
+    PolicySpec,
+    map_names,
+    ramp_duration,
+    ramp_point,
+)
 from simreal_ros.core.robot import RobotSpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -231,7 +238,9 @@ class PolicyController:
         return StepResult(self._safe(cmd), RUNNING, '', model_ns, time.perf_counter_ns() - t0)
 
     def _hold_command(self) -> FloatArray | None:
-        return None if self.last_command is None else self.last_command.copy()
+        if self.last_command is None:
+            return None
+        return np.array(self.last_command, dtype=np.float64)
 
     def _safe(self, cmd: FloatArray) -> FloatArray:
         out = np.clip(cmd, self.lower, self.upper)

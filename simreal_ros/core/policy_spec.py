@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.paths import resolve_data_file, resolve_named
+from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
@@ -243,7 +243,7 @@ class PolicySpec:
 
 def _vector(sec: Section, key: str, size: int, default: float, *, positive: bool = False
             ) -> FloatArray:
-    """A number (broadcast) or a list of ``size`` numbers."""
+    """Read a number (broadcast) or a list of ``size`` numbers."""
     v = sec.raw(key, default)
     if isinstance(v, list):
         if len(v) != size:
@@ -287,7 +287,7 @@ def _default_pose(top: Section, robot: RobotSpec, joints: tuple[str, ...], idx: 
     raw = top.raw('default_pose', 'home')
     home = robot.home[idx]
     if raw == 'home':
-        return home.copy()
+        return np.array(home, dtype=np.float64)
     if not isinstance(raw, dict):
         raise ConfigError(src, 'default_pose', "'home' or a mapping {joint: rad} (joints not "
                           'named keep their home)', raw)
@@ -303,7 +303,7 @@ def _default_pose(top: Section, robot: RobotSpec, joints: tuple[str, ...], idx: 
             raise ConfigError(src, f'default_pose.{name}', f'a position within [{lo}, {hi}]',
                               value)
         out[k] = v
-    return out
+    return np.asarray(out, dtype=np.float64)
 
 
 def _observation(top: Section, n: int) -> tuple[ObsTerm, ...]:
@@ -371,9 +371,10 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     elif robot.name != robot_name:
         raise ConfigError(src, 'robot', f'{robot.name!r} (the robot being driven)', robot_name)
     model_raw = top.string('model')
-    model = resolve_data_file(model_raw, path.parent)
+    model = Path(model_raw).expanduser()
+    model = model if model.is_absolute() else path.parent / model
     if model.suffix not in MODEL_SUFFIXES:
-        raise ConfigError(src, 'model', f'a TorchScript .pt or an ONNX .onnx file', model_raw)
+        raise ConfigError(src, 'model', 'a TorchScript .pt or an ONNX .onnx file', model_raw)
     rate = top.number('control_rate_hz', positive=True, maximum=2000.0)
     joints, idx = _joints(top, robot)
     default = _default_pose(top, robot, joints, idx)
@@ -421,7 +422,7 @@ class ObservationBuilder:
             h.clear()
 
     def term_value(self, term: ObsTerm, inputs: ObsInputs) -> FloatArray:
-        """The scaled, offset and clipped current value of one term."""
+        """Return the scaled, offset and clipped current value of one term."""
         raw = np.asarray(TERMS[term.name].compute(inputs, term.options), dtype=np.float64)
         if raw.shape != (term.size,):
             raise ValueError(f'observation term {term.name!r} produced shape {raw.shape}, '
@@ -434,7 +435,7 @@ class ObservationBuilder:
     def build(self, inputs: ObsInputs) -> FloatArray:
         """Return the observation vector for ``inputs`` and push it into the history."""
         parts: list[FloatArray] = []
-        for term, hist in zip(self.spec.observation, self._history):
+        for term, hist in zip(self.spec.observation, self._history, strict=True):
             v = self.term_value(term, inputs)
             if not hist:
                 hist.extend([v] * term.history)
@@ -471,7 +472,7 @@ class ActionProcessor:
                                 self.spec.upper)
 
     def neutral_action(self) -> FloatArray:
-        """The action that commands the default pose."""
+        """Return the action that commands the default pose."""
         if self.spec.action.mode == 'offset':
             return np.zeros(self.spec.n)
         return self.spec.default / self.spec.action.scale
@@ -516,7 +517,9 @@ def ramp_point(start: FloatArray, target: FloatArray, elapsed_s: float, duration
         return np.asarray(target, dtype=np.float64).copy()
     u = max(0.0, elapsed_s) / duration_s
     s = 0.5 - 0.5 * math.cos(math.pi * u)
-    return np.asarray(start) + (np.asarray(target) - np.asarray(start)) * s
+    a = np.asarray(start, dtype=np.float64)
+    out: FloatArray = a + (np.asarray(target, dtype=np.float64) - a) * s
+    return out
 
 
 def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str],
@@ -542,4 +545,4 @@ def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str
         out = vals[[lookup[n] for n in order]]
     if not np.all(np.isfinite(out)):
         raise ValueError(f'{what} contains NaN or inf: {out.tolist()}')
-    return out
+    return np.asarray(out, dtype=np.float64)

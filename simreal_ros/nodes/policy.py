@@ -67,7 +67,7 @@ class PolicyNode(Node):
                               f'robot given to the node)', self.spec.robot)
         rate = float(p['rate_hz']) or self.spec.control_rate_hz
         if not 0 < rate <= 2000:
-            raise ConfigError('policy', 'rate_hz', 'a rate in (0, 2000] Hz (0: the spec\'s)',
+            raise ConfigError('policy', 'rate_hz', "a rate in (0, 2000] Hz (0: the spec's)",
                               p['rate_hz'])
         self.period_ns = int(round(1e9 / rate))
         from simreal_ros.policy.model import load_model

@@ -80,10 +80,11 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
                 out = module(probe)
     except Exception as exc:  # noqa: BLE001
         got = _first_layer_inputs(module)
-        actual = f'its first layer takes {got} inputs' if got is not None else str(exc)
+        actual = (f'the network takes (1, {got}) (its first layer has {got} inputs)'
+                  if got is not None and got != obs_dim
+                  else f'the network fails on it: {str(exc).strip().splitlines()[-1]}')
         raise PolicyError(f'{path}: input shape mismatch: the spec declares an observation of '
-                          f'shape (1, {obs_dim}) but {actual} ({str(exc).splitlines()[0]})'
-                          ) from None
+                          f'shape (1, {obs_dim}) but {actual}') from None
     if not isinstance(out, torch.Tensor):
         raise PolicyError(f'{path}: the network must return one tensor, got '
                           f'{type(out).__name__}')
@@ -154,7 +155,7 @@ def load_model(path: str | Path, obs_dim: int, act_dim: int, threads: int = 1) -
     """Load ``path`` (``.pt`` TorchScript or ``.onnx``) and check its input/output sizes."""
     p = Path(path)
     if not p.is_file():
-        raise PolicyError(f'{p}: policy model file not found (the policy spec\'s model: key '
+        raise PolicyError(f"{p}: policy model file not found (the policy spec's model: key "
                           f'is relative to the spec file)')
     if p.suffix == '.pt':
         return _load_torchscript(p, obs_dim, act_dim, threads)

@@ -30,8 +30,13 @@ import numpy.typing as npt
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_randomization
 from simreal_ros.core.paths import resolve_named
-from simreal_ros.core.policy_spec import (ActionProcessor, ObservationBuilder, ObsInputs,
-                                          PolicySpec, load_policy_spec)
+from simreal_ros.core.policy_spec import (
+    ActionProcessor,
+    ObservationBuilder,
+    ObsInputs,
+    PolicySpec,
+    load_policy_spec,
+)
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.core.validate import Section, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
@@ -137,7 +142,7 @@ class World:
         self.reset()
 
     def reset(self) -> None:
-        """New dynamics, delays and first goal; the arm at the default pose, at rest."""
+        """Draw new dynamics, delays and a first goal; the arm at the default pose, at rest."""
         cfg, sim = self.cfg, self.sim
         params = sim.reset(randomize=self.randomize)
         if self.randomize:
@@ -171,7 +176,7 @@ class World:
         self.teacher_action = label if a.clip is None else np.clip(label, -a.clip, a.clip)
 
     def observation(self, noisy: bool = True) -> FloatArray:
-        """The policy's observation of the (delayed, noisy) last measurement."""
+        """Return the policy's observation of the (delayed, noisy) last measurement."""
         m = self.measured
         q, v = m.position.copy(), m.velocity.copy()
         if noisy and self.randomize:
@@ -204,7 +209,7 @@ class World:
 
 
 def build_network(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Any:
-    """The student: an ELU MLP plus a bias-free linear skip from input to output."""
+    """Build the student: an ELU MLP plus a bias-free linear skip from input to output."""
     import torch
     from torch import nn
 

@@ -64,7 +64,7 @@ class GoalSampler:
         return np.array(out)
 
     def holding_command(self, q: FloatArray, kp: FloatArray) -> FloatArray:
-        """The position-servo target that holds ``q`` against gravity (static, P servo)."""
+        """Return the servo target that holds ``q`` against gravity (static P servo)."""
         m, d, b = self.built.model, self.data, self.built
         d.qpos[:] = m.qpos0
         d.qvel[:] = 0.0
