@@ -85,10 +85,10 @@ def cmd_train(ns: argparse.Namespace) -> int:
     """Train a policy spec's network (seeded); write the model, spec copy and summary."""
     from pathlib import Path
 
-    from simreal_ros.policy.train import load_train_config, train
+    from simreal_ros.policy.train import QUICK, load_train_config, train
     overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs}
     if ns.quick:
-        overrides.update(iterations=1, envs=2, episode_s=0.5, epochs=1, eval_episodes=2)
+        overrides.update(QUICK)
     cfg = load_train_config(ns.config, **overrides)
     out = Path(ns.out or f'trained/{cfg.policy}')
     summary = train(cfg, out, log=lambda line: print(line, flush=True))

@@ -243,8 +243,8 @@ class PolicyController:
         return np.array(self.last_command, dtype=np.float64)
 
     def _safe(self, cmd: FloatArray) -> FloatArray:
-        out = np.clip(cmd, self.lower, self.upper)
+        out: FloatArray = np.clip(cmd, self.lower, self.upper)
         if not np.all(np.isfinite(out)):  # cannot happen: inputs are checked; belt and braces
             raise AssertionError(f'non-finite command {out.tolist()}')
         self.last_command = out
-        return out.copy()
+        return np.array(out, dtype=np.float64)

@@ -514,7 +514,7 @@ def ramp_point(start: FloatArray, target: FloatArray, elapsed_s: float, duration
                ) -> FloatArray:
     """Point of the cosine ramp at ``elapsed_s`` (zero velocity at both ends)."""
     if duration_s <= 0.0 or elapsed_s >= duration_s:
-        return np.asarray(target, dtype=np.float64).copy()
+        return np.array(target, dtype=np.float64)
     u = max(0.0, elapsed_s) / duration_s
     s = 0.5 - 0.5 * math.cos(math.pi * u)
     a = np.asarray(start, dtype=np.float64)

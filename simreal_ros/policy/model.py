@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
+import warnings
 import zipfile
 
 import numpy as np
@@ -69,7 +70,9 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
     if threads > 0:
         torch.set_num_threads(threads)
     try:
-        module = torch.jit.load(str(path), map_location='cpu')
+        with warnings.catch_warnings():  # torch >= 2.9 marks TorchScript as deprecated
+            warnings.simplefilter('ignore', DeprecationWarning)
+            module = torch.jit.load(str(path), map_location='cpu')
     except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError with its reader text
         raise PolicyError(f'{path}: torch.jit.load failed: {exc}'.splitlines()[0]) from None
     module.eval()

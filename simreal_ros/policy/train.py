@@ -45,6 +45,9 @@ from simreal_ros.sim.physics import SimRobot
 
 FloatArray = npt.NDArray[np.float64]
 
+#: ``simreal train --quick``: a seconds-long smoke run of the whole pipeline.
+QUICK = {'iterations': 1, 'envs': 2, 'episode_s': 0.5, 'epochs': 1, 'eval_episodes': 2}
+
 
 @dataclass(frozen=True)
 class TrainConfig:
