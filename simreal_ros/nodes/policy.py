@@ -90,6 +90,7 @@ class PolicyNode(Node):
         self.compute: deque[int] = deque(maxlen=WINDOW)
         self.model_ns: deque[int] = deque(maxlen=WINDOW)
         self.obs_to_cmd: deque[int] = deque(maxlen=WINDOW)
+        self.overhead: deque[int] = deque(maxlen=WINDOW)
         self.wakes: deque[int] = deque(maxlen=WINDOW)
         self.late: deque[int] = deque(maxlen=WINDOW)
         self._msg = messages.joint_state(self.names, 0, self.robot.home)
@@ -257,6 +258,7 @@ class PolicyNode(Node):
             self.model_ns.append(res.model_ns)
         if obs_latency:
             self.obs_to_cmd.append(done - mono_start)
+            self.overhead.append(done - mono_start - res.model_ns)
         if res.event:
             if res.event.startswith('rejected'):
                 self.stats['window_rejected'] += 1
@@ -305,6 +307,7 @@ class PolicyNode(Node):
             'model_p50_ms': _pct(self.model_ns, 50), 'model_p99_ms': _pct(self.model_ns, 99),
             'obs_to_cmd_p50_ms': _pct(self.obs_to_cmd, 50),
             'obs_to_cmd_p99_ms': _pct(self.obs_to_cmd, 99),
+            'overhead_p50_ms': _pct(self.overhead, 50), 'overhead_p99_ms': _pct(self.overhead, 99),
             'period_err_p50_ms': float(np.percentile(err, 50)) if err.size else 0.0,
             'period_err_p99_ms': float(np.percentile(err, 99)) if err.size else 0.0,
             'wake_late_p99_ms': _pct(self.late, 99),

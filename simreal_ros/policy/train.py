@@ -56,7 +56,7 @@ class TrainConfig:
     source: str
     policy: str
     seed: int = 0
-    threads: int = 2
+    threads: int = 1
     randomization: str = 'default'
     action_delay_s: tuple[float, float] = (0.0, 0.020)
     observation_delay_s: tuple[float, float] = (0.0, 0.010)
@@ -96,7 +96,7 @@ def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig
 
     cfg = TrainConfig(
         source=src, policy=top.string('policy'), seed=top.integer('seed', 0, minimum=0),
-        threads=top.integer('threads', 2, minimum=1, maximum=64),
+        threads=top.integer('threads', 1, minimum=1, maximum=64),
         randomization=str(top.raw('randomization', 'default') or ''),
         action_delay_s=rng_pair('action_delay_s', (0.0, 0.02)),
         observation_delay_s=rng_pair('observation_delay_s', (0.0, 0.01)),
