@@ -18,6 +18,7 @@ Safety (enable, ramp, stale hold, output rejection, limits) is
 from __future__ import annotations
 
 from collections import deque
+import os
 import sys
 import threading
 import time
@@ -40,10 +41,22 @@ from simreal_ros.ros.runtime import run_node
 
 PARAMETERS: dict[str, Any] = {
     'policy': '', 'robot': '', 'rate_hz': 0.0, 'sync_to_states': False,
-    'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 300, 'threads': 1,
+    'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
+    'rt_priority': 0,
 }
 GIL_SWITCH_INTERVAL_S = 0.0002
+PR_SET_TIMERSLACK = 29
 WINDOW = 2000
+
+
+def _precise_sleep_for_this_thread() -> None:
+    """Set this thread's timer slack to 1 ns (Linux; default 50 us): sleeps end on time."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(1), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _pct(values: deque[int], q: float) -> float:
@@ -79,13 +92,12 @@ class PolicyNode(Node):
         self.spin_ns = max(0, int(p['spin_wait_us'])) * 1000
         self.names = self.robot.joint_names
         self.lock = threading.Lock()
-        self.state_event = threading.Event()
         self.running = True
         self.new_stamp = -1
         self.answered_stamp = -1
         self.received_mono = 0
         self.next_deadline: int | None = None
-        self.stats: dict[str, Any] = {'published': 0, 'deadline_misses': 0,
+        self.stats: dict[str, Any] = {'published': 0, 'deadline_misses': 0, 'skipped_periods': 0,
                                       'window_rejected': 0, 'window_stale': 0}
         self.compute: deque[int] = deque(maxlen=WINDOW)
         self.model_ns: deque[int] = deque(maxlen=WINDOW)
@@ -109,8 +121,11 @@ class PolicyNode(Node):
             JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,
                           on_clock_change=True),
             post_callback=lambda _jump: self.clock_moved.set())
-        self.thread = threading.Thread(target=self._loop, name='policy_loop', daemon=True)
-        self.thread.start()
+        self.rt_priority = int(p['rt_priority'])
+        self.thread: threading.Thread | None = None
+        if not self.sync:  # lockstep: answered in the joint_states callback, no thread hop
+            self.thread = threading.Thread(target=self._loop, name='policy_loop', daemon=True)
+            self.thread.start()
         self.get_logger().info(
             f'{self.spec.name} ({self.model.format}, obs {self.spec.obs_dim}, act '
             f'{self.spec.act_dim}) on {self.robot.name} at {1e9 / self.period_ns:g} Hz'
@@ -131,7 +146,8 @@ class PolicyNode(Node):
                 return
             self.new_stamp = stamp
             self.received_mono = mono
-        self.state_event.set()
+        if self.sync:
+            self._sync_step()
 
     def _on_goal(self, msg: JointState) -> None:
         with self.lock:
@@ -160,7 +176,8 @@ class PolicyNode(Node):
             self.answered_stamp = -1
         (self.get_logger().info if res.success else self.get_logger().warn)(
             f'~/enable {bool(req.data)}: {res.message}')
-        self.state_event.set()
+        if self.sync:
+            self._sync_step()  # a lockstep bridge is waiting for this state's answer
         return res
 
     # ---- the loop ------------------------------------------------------------------------
@@ -181,8 +198,16 @@ class PolicyNode(Node):
         return self.running
 
     def _loop(self) -> None:
+        _precise_sleep_for_this_thread()
+        if self.rt_priority > 0:
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.rt_priority))
+                self.get_logger().info(f'control loop at SCHED_FIFO priority {self.rt_priority}')
+            except (OSError, AttributeError) as exc:
+                self.get_logger().warn(f'rt_priority {self.rt_priority} not applied ({exc}); '
+                                       'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
         try:
-            self._run_sync() if self.sync else self._run_clock()
+            self._run_clock()
         except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
             if not self.context.ok():
                 return
@@ -215,33 +240,33 @@ class PolicyNode(Node):
             self.late.append(max(0, wake - deadline))
             self.next_deadline = deadline + self.period_ns
             done = self._now()
-            if done > self.next_deadline:
-                missed = (done - self.next_deadline) // self.period_ns + 1
-                self.stats['deadline_misses'] += int(missed)
-                self.next_deadline += int(missed) * self.period_ns
+            if done > self.next_deadline:  # this step ran into the next period: a miss
+                self.stats['deadline_misses'] += 1
+                # deadlines passed by more than half a period are skipped, not made up in a
+                # burst; a slightly late one runs at once and the schedule stays on the grid
+                late = done - self.next_deadline
+                if late > self.period_ns // 2:
+                    skip = (late - self.period_ns // 2) // self.period_ns + 1
+                    self.stats['skipped_periods'] += int(skip)
+                    self.next_deadline += int(skip) * self.period_ns
 
-    def _run_sync(self) -> None:
-        while self.running:
-            if not self.state_event.wait(0.1):
-                continue
-            self.state_event.clear()
-            with self.lock:
-                stamp, received = self.new_stamp, self.received_mono
+    def _sync_step(self) -> None:
+        """Answer the newest joint_states stamp once (lockstep)."""
+        with self.lock:
+            stamp, received = self.new_stamp, self.received_mono
             if stamp < 0 or stamp == self.answered_stamp:
-                continue
-            with self.lock:
-                self._maybe_auto_enable(stamp)
-                if self.controller.mode == DISABLED:
-                    continue
-            due = self.next_deadline is None or stamp >= self.next_deadline \
-                or stamp < self.next_deadline - 2 * self.period_ns
-            if due:
-                self.next_deadline = stamp + self.period_ns
-                self._cycle(stamp, mono_start=received, obs_latency=True)
-                self.wakes.append(stamp)
-            else:
-                self._publish_last()
-            self.answered_stamp = stamp
+                return
+            self._maybe_auto_enable(stamp)
+            if self.controller.mode == DISABLED:
+                return
+        due = self.next_deadline is None or stamp >= self.next_deadline \
+            or stamp < self.next_deadline - 2 * self.period_ns
+        if due:
+            self.next_deadline = stamp + self.period_ns
+            self._cycle(stamp, mono_start=received, obs_latency=True)
+        else:
+            self._publish_last()
+        self.answered_stamp = stamp
 
     def _cycle(self, now: int, mono_start: int, obs_latency: bool = False) -> None:
         t0 = time.monotonic_ns()
@@ -312,6 +337,7 @@ class PolicyNode(Node):
             'period_err_p99_ms': float(np.percentile(err, 99)) if err.size else 0.0,
             'wake_late_p99_ms': _pct(self.late, 99),
             'deadline_misses': self.stats['deadline_misses'],
+            'skipped_periods': self.stats['skipped_periods'],
             'commands_published': self.stats['published'],
             'observation_age_ms': age, 'last_fault': fault,
             **counts,
@@ -325,16 +351,26 @@ class PolicyNode(Node):
     def close(self) -> None:
         """Stop the loop thread."""
         self.running = False
-        self.state_event.set()
         self.clock_moved.set()
-        self.thread.join(timeout=2.0)
+        if self.thread is not None:
+            self.thread.join(timeout=2.0)
         self._jump_handle.unregister()
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the policy node."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    return run_node(PolicyNode, args)
+    return run_node(PolicyNode, args, executor_factory=_executor)
+
+
+def _executor() -> object:
+    """Return the C++ events executor where rclpy has it (far less GIL time per callback)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor
+        return SingleThreadedExecutor()
 
 
 if __name__ == '__main__':

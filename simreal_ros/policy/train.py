@@ -329,7 +329,8 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
         log(f'  round {it + 1}/{cfg.iterations}: {len(x)} samples, loss '
             f'{history[-1]["loss"]:.3g}, {time.monotonic() - t_start:.0f} s')
     net.eval()
-    summary: dict[str, Any] = {'policy': spec.name, 'config': asdict(cfg), 'rounds': history,
+    settings = {**asdict(cfg), 'source': Path(cfg.source).name}
+    summary: dict[str, Any] = {'policy': spec.name, 'config': settings, 'rounds': history,
                                'train_time_s': time.monotonic() - t_start}
     if cfg.eval_episodes:
         per = max(1, cfg.eval_episodes // max(1, min(8, cfg.envs)))
