@@ -190,7 +190,11 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     gap = {m: abs(float(a['metrics'][m]) - float(b['metrics'][m])) for m in METRICS}
     pairs = zip(a['episodes'], b['episodes'], strict=False)
     agree = sum(x['success'] == y['success'] for x, y in pairs)
-    return {'backends': [a['settings']['backend'], b['settings']['backend']], 'gap': gap,
+    def label(r: Mapping[str, Any]) -> str:
+        extra = ' '.join(f'{k}:={v}' for k, v in (r['settings'].get('launch_args') or {}).items())
+        return f'{r["settings"]["backend"]} {extra}'.strip()
+
+    return {'backends': [label(a), label(b)], 'gap': gap,
             'episodes_with_same_outcome': agree}
 
 

@@ -99,3 +99,20 @@ def test_seeded_goals_are_reachable_and_repeatable():
     sampler = GoalSampler(robot, margin_rad=0.25)
     assert all(sampler.reachable(g) for g in a)
     assert (a >= robot.lower + 0.25).all() and (a <= robot.upper - 0.25).all()
+
+
+@pytest.mark.ros
+def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
+    r = simreal(['eval', '--backend', 'sim', '--episodes', '2', '--json', 'sim_time:=true'],
+                ros_env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res['metrics']['success_rate'] == 1.0, res['episodes']
+    assert res['policy_diagnostics']['commands_published'] not in (None, '0')
+
+
+def test_train_and_eval_have_help(ros_env):
+    for cmd in ('train', 'eval'):
+        r = simreal([cmd, '--help'], ros_env, timeout=60)
+        assert r.returncode == 0 and 'usage: simreal' in r.stdout
+    assert '--backend' in simreal(['eval', '--help'], ros_env, timeout=60).stdout
