@@ -39,11 +39,11 @@ setup(
     ],
     python_requires='>=3.10',
     install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2', 'rosbags>=0.10',
-                      'opencv-python-headless>=4.8'],
+                      'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime'],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
-                 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML'],
+                 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',
@@ -57,6 +57,7 @@ setup(
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
             'simreal_injector = simreal_ros.nodes.injector:main',
+            'simreal_policy = simreal_ros.nodes.policy:main',
         ],
     },
 )

@@ -46,3 +46,7 @@ class CommandError(SimrealError):
 
 class ModelError(SimrealError):
     """A robot model could not be built (URDF, actuators, scene, overlay)."""
+
+
+class PolicyError(SimrealError):
+    """A policy model could not be loaded or does not match its spec (file, format, shapes)."""

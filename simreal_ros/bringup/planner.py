@@ -54,6 +54,9 @@ ARGUMENTS: dict[str, Argument] = {
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
     'latency': Argument('', 'put the latency injector on the command and observation paths: '
                         'preset (none, usb_serial, wifi, congested_wifi, ethercat) or path'),
+    'policy': Argument('', 'add the policy node: policy spec name (config/policies) or path'),
+    'policy_autostart': Argument('false', 'enable the policy when joint_states arrive '
+                                 '(else call ~/enable)', ('true', 'false')),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
@@ -61,6 +64,7 @@ NODES: dict[str, tuple[str, str]] = {
     'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
     'injector': ('simreal_injector', 'simreal_ros.nodes.injector'),
+    'policy': ('simreal_policy', 'simreal_ros.nodes.policy'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
@@ -206,6 +210,39 @@ def _robot_has_imu(robot: str) -> bool:
         return load_robot(robot).imu is not None
     except ConfigError as exc:
         raise PlanError(f'robot:={robot}: {exc}') from None
+def _policy(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+    """Return the policy node (at the root; in sim2sim it observes the primary sim_a)."""
+    if a['excite']:
+        raise PlanError(f'policy:={a["policy"]} and excite:={a["excite"]} both publish '
+                        f'joint_commands; use one of them')
+    from simreal_ros.core.policy_spec import load_policy_spec
+    try:
+        spec = load_policy_spec(a['policy'])
+    except ConfigError as exc:
+        raise PlanError(f'policy:={a["policy"]}: {exc}') from None
+    if not spec.model.is_file():
+        raise PlanError(f'policy:={a["policy"]}: model file {spec.model} not found (train one '
+                        f'with simreal train, or fix model: in {spec.source})')
+    from simreal_ros.core.robot import load_robot
+    try:
+        robot = load_robot(a['robot']).name
+    except ConfigError as exc:
+        raise PlanError(f'robot:={a["robot"]}: {exc}') from None
+    if spec.robot != robot:
+        raise PlanError(f'policy:={a["policy"]} is for robot {spec.robot!r}, but robot:='
+                        f'{a["robot"]} is {robot!r}')
+    params = {
+        'policy': str(spec.source), 'robot': a['robot'],
+        'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true',
+        'sync_to_states': a['timing'] == 'lockstep',
+        'enable_on_start': a['policy_autostart'] == 'true',
+    }
+    remaps: tuple[tuple[str, str], ...] = ()
+    if backend == 'sim2sim':
+        primary = _ns(root, 'sim_a')
+        remaps = ((spec.topics.joint_states, f'{primary}/joint_states'),
+                  (spec.topics.imu, f'{primary}/imu/data'))
+    return NodeSpec('policy', 'policy', root, params, remaps)
 
 
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
@@ -237,6 +274,8 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
                             f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
         _require('dynamixel_driver', f'backend:={backend}')
+    if a['policy']:
+        nodes.append(_policy(a, backend, root))
     if a['excite']:
         _require('excite', f'excite:={a["excite"]}')
         params = {

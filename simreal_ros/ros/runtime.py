@@ -12,12 +12,14 @@ from simreal_ros.errors import SimrealError
 log = logging.getLogger('simreal_ros')
 
 
-def run_node(factory: Callable[[], object], args: Sequence[str] | None = None) -> int:
+def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
+             executor_factory: Callable[[], object] | None = None) -> int:
     """Create the node from ``factory`` and spin it until Ctrl-C, SIGTERM or a fatal error.
 
     Returns the process exit code: 0 on a requested shutdown or when the node finished its
     job (``node.finished`` set), 1 on a configuration error (one-line reason on stderr),
     2 on any other failure. Nodes may define ``close()`` for cleanup and ``exit_code``.
+    ``executor_factory`` replaces the default SingleThreadedExecutor.
     """
     apply_to_current_process()
     import rclpy
@@ -28,10 +30,10 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None) -
     code = 0
     try:
         node = factory()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)  # type: ignore[arg-type]
+        executor = (executor_factory or SingleThreadedExecutor)()
+        executor.add_node(node)  # type: ignore[attr-defined]
         while rclpy.ok() and not getattr(node, 'finished', False):
-            executor.spin_once(timeout_sec=0.1)
+            executor.spin_once(timeout_sec=0.1)  # type: ignore[attr-defined]
         code = int(getattr(node, 'exit_code', 0))
     except (KeyboardInterrupt, ExternalShutdownException):
         code = int(getattr(node, 'exit_code', 0)) if node is not None else 0

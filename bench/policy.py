@@ -1,0 +1,203 @@
+"""Policy node benchmark: overhead over the bare model call, and loop timing vs a plain timer.
+
+* overhead: the node in ``sync_to_states`` mode answers every joint_states message the bench
+  publishes (200 Hz); the node measures, per cycle, observation received -> command published
+  and subtracts its own model call (``overhead_p50/p99_ms`` on /diagnostics). Next to it, the
+  bare model call (same weights, same thread count) timed in this process, and the topic round
+  trip (state published here -> command received here).
+* loop_50hz / loop_500hz: the node's own control loop (wall clock) at 50 and 500 Hz, fed
+  joint_states at 100 Hz, against ``_plain_timer.py`` (an rclpy timer publishing JointState) at
+  the same rate, both running at the same time (so both see the same machine load). Period
+  error p99 = 99th percentile of |period - nominal|, from the command stamps (creation
+  instants) and from the receive instants at a subscriber in this process. Target: policy
+  p99 <= 0.5 ms and below the plain timer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+from sensor_msgs.msg import JointState
+import yaml
+
+from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.core.netenv import ros_env
+from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.core.robot import load_robot
+from simreal_ros.ros import messages
+from simreal_ros.ros.client import NodeProcess, RosClient
+
+DOMAIN = 160 + os.getpid() % 20
+ROBOT = load_robot('simreal_arm')
+
+
+def _p99_err_ms(ns: list[int], nominal_ms: float) -> float:
+    if len(ns) < 3:
+        return float('nan')
+    periods = np.diff(np.asarray(ns, dtype=np.int64)) / 1e6
+    return float(np.percentile(np.abs(periods - nominal_ms), 99))
+
+
+def _diag(diags: list[tuple[int, Any]], prefix: str) -> dict[str, str]:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.startswith(prefix) and st.name.endswith(': policy'):
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+def _bench_spec(tmp: Path) -> Path:
+    """The shipped spec, tolerant of 100 Hz states at a 500 Hz loop (stale after 0.1 s)."""
+    spec = load_policy_spec('simreal_arm_reach')
+    data = yaml.safe_load(spec.source.read_text(encoding='utf-8'))
+    data['model'] = str(spec.model)
+    data['safety'] = {'ramp_s': 0.2, 'stale_after_periods': 50}
+    path = tmp / 'bench_policy.yaml'
+    path.write_text(yaml.safe_dump(data), encoding='utf-8')
+    return path
+
+
+def bare_model(calls: int) -> dict[str, float]:
+    from simreal_ros.policy.model import load_model
+    spec = load_policy_spec('simreal_arm_reach')
+    model = load_model(spec.model, spec.obs_dim, spec.act_dim, threads=1)
+    x = np.zeros(spec.obs_dim)
+    ts = []
+    for _ in range(calls):
+        t0 = time.perf_counter_ns()
+        model(x)
+        ts.append(time.perf_counter_ns() - t0)
+    a = np.asarray(ts[20:], dtype=np.float64) / 1e6
+    return {'p50_ms': float(np.percentile(a, 50)), 'p99_ms': float(np.percentile(a, 99))}
+
+
+def overhead(client: RosClient, env: dict[str, str], tmp: Path, spec_path: Path,
+             seconds: float) -> dict[str, float]:
+    ns = '/ov'
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    sent: dict[int, int] = {}
+    rtt: list[int] = []
+
+    def on_cmd(msg: JointState) -> None:
+        now = time.monotonic_ns()
+        if sent:
+            rtt.append(now - sent.pop(max(sent)))
+            sent.clear()
+
+    client.collect(JointState, f'{ns}/joint_commands', callback=on_cmd)
+    pub = client.publisher(JointState, f'{ns}/joint_states')
+    node = NodeProcess(NodeSpec('policy', 'policy', ns, {
+        'policy': str(spec_path), 'sync_to_states': True, 'enable_on_start': True,
+        'rate_hz': 1000.0, 'diagnostics_period_s': 0.5}), env, tmp)
+    zeros = np.zeros(ROBOT.n)
+
+    def publish() -> None:
+        stamp = time.time_ns()
+        sent[stamp] = time.monotonic_ns()
+        pub.publish(messages.joint_state(ROBOT.joint_names, stamp, ROBOT.home, zeros))
+
+    deadline = time.monotonic() + 60
+    while _diag(diags, ns).get('mode') != 'running':
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'policy node did not start: {node.output()[-2000:]}')
+        publish()
+        time.sleep(0.005)
+    rtt.clear()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        publish()
+        time.sleep(0.005)
+    time.sleep(0.7)
+    d = _diag(diags, ns)
+    node.stop()
+    r = np.asarray(rtt, dtype=np.float64) / 1e6
+    return {'cycles': len(rtt),
+            'node_overhead_p50_ms': float(d['overhead_p50_ms']),
+            'node_overhead_p99_ms': float(d['overhead_p99_ms']),
+            'node_obs_to_cmd_p50_ms': float(d['obs_to_cmd_p50_ms']),
+            'node_model_call_p50_ms': float(d['model_p50_ms']),
+            'round_trip_p50_ms': float(np.percentile(r, 50)) if r.size else float('nan'),
+            'round_trip_p99_ms': float(np.percentile(r, 99)) if r.size else float('nan')}
+
+
+def loop(client: RosClient, env: dict[str, str], tmp: Path, spec_path: Path, rate: float,
+         seconds: float) -> dict[str, float]:
+    """The policy loop and a plain timer at ``rate``, running at the same time (same load)."""
+    nominal_ms = 1000.0 / rate
+    tag = f'{int(rate)}'
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    pol_rx = client.collect(JointState, f'/pl{tag}/joint_commands')
+    timer_rx = client.collect(JointState, f'/timer{tag}/joint_states')
+    pub = client.publisher(JointState, f'/pl{tag}/joint_states')
+    zeros = np.zeros(ROBOT.n)
+    feed = client.node.create_timer(0.01, lambda: pub.publish(messages.joint_state(
+        ROBOT.joint_names, time.time_ns(), ROBOT.home, zeros)))
+    node = NodeProcess(NodeSpec('policy', 'policy', f'/pl{tag}', {
+        'policy': str(spec_path), 'enable_on_start': True, 'rate_hz': rate,
+        'diagnostics_period_s': seconds}), env, tmp)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name('_plain_timer.py')),
+                             str(rate), '--ros-args', '-r', f'__ns:=/timer{tag}'], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while _diag(diags, f'/pl{tag}').get('mode') != 'running' or len(timer_rx) < 20:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'policy node or timer did not start: '
+                                   f'{node.output()[-2000:]}')
+            time.sleep(0.05)
+        time.sleep(0.5)
+        i0, j0 = len(pol_rx), len(timer_rx)
+        misses0 = int(_diag(diags, f'/pl{tag}').get('deadline_misses', 0))
+        time.sleep(seconds)
+        window, twindow = pol_rx[i0:], timer_rx[j0:]
+        time.sleep(0.3)
+        d = _diag(diags, f'/pl{tag}')
+    finally:
+        node.stop()
+        proc.terminate()
+        proc.wait()
+        client.node.destroy_timer(feed)
+    return {
+        'rate_hz': rate, 'seconds': seconds, 'commands': len(window),
+        'timer_messages': len(twindow),
+        'policy_stamp_p99_ms': _p99_err_ms([messages.stamp_to_ns(m.header.stamp)
+                                            for _t, m in window], nominal_ms),
+        'policy_receive_p99_ms': _p99_err_ms([t for t, _m in window], nominal_ms),
+        'policy_inside_p99_ms': float(d.get('period_err_p99_ms', 'nan')),
+        'policy_deadline_misses': int(d.get('deadline_misses', -1)) - misses0,
+        'plain_timer_stamp_p99_ms': _p99_err_ms([messages.stamp_to_ns(m.header.stamp)
+                                                 for _t, m in twindow], nominal_ms),
+        'plain_timer_receive_p99_ms': _p99_err_ms([t for t, _m in twindow], nominal_ms),
+        'target_p99_ms': 0.5,
+    }
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Run the overhead and loop-timing measurements and return the figures."""
+    env = ros_env(discovery='localhost', domain_id=DOMAIN)
+    os.environ.update(env)
+    seconds = 2.0 if quick else 8.0
+    client = RosClient(DOMAIN, 'bench_policy_client')
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec_path = _bench_spec(Path(tmp))
+            return {'bare_model_call': bare_model(500 if quick else 5000),
+                    'overhead': overhead(client, env, Path(tmp), spec_path, seconds),
+                    'loop_50hz': loop(client, env, Path(tmp), spec_path, 50.0, seconds),
+                    'loop_500hz': loop(client, env, Path(tmp), spec_path, 500.0, seconds),
+                    'cpu_count': os.cpu_count()}
+    finally:
+        client.close()
+
+
+if __name__ == '__main__':
+    import json
+    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))

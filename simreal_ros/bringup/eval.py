@@ -1,0 +1,288 @@
+"""``simreal eval``: seeded goal episodes through the real ROS stack, sim or real.
+
+The stack is the planner's (``backend:=sim|real ... policy:=<spec> policy_autostart:=true``),
+started by the launcher as separate processes; an in-process client publishes the goals on
+``goal`` and measures ``joint_states`` and ``joint_commands``. Goals are drawn from a seeded
+generator (reachable: inside the limits by a margin, contact-free, holdable), so the same
+``--seed`` gives the same episodes on every backend, and ``--compare`` turns two runs into the
+performance gap ``|J_sim - J_real|`` per metric.
+
+Episodes are chained: each starts where the previous one ended (the first at the default
+pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
+so sim-time and lockstep runs report sim seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+import json
+import math
+from pathlib import Path
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.tracking import tracking_summary
+from simreal_ros.errors import LaunchError, PlanError, SimrealError
+
+METRICS = ('success_rate', 'time_to_goal_mean_s', 'final_error_median_rad',
+           'tracking_rmse_mean_rad')
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What ``simreal eval`` runs."""
+
+    backend: str = 'sim'
+    policy: str = 'simreal_arm_reach'
+    episodes: int = 20
+    seed: int = 0
+    tolerance_rad: float = 0.05
+    dwell_s: float = 0.2
+    goal_timeout_s: float = 5.0
+    goal_margin_rad: float = 0.25
+    start_timeout_s: float = 60.0
+    launch_args: dict[str, str] = field(default_factory=dict)
+
+
+def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) -> np.ndarray:
+    """Return the seeded goals (robot joint order) of ``episodes`` episodes."""
+    from simreal_ros.sim.goals import GoalSampler
+    sampler = GoalSampler(load_robot(robot_name), margin_rad=margin_rad)
+    return sampler.sample(np.random.default_rng(seed), episodes)
+
+
+def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
+    """Return the planner arguments of an evaluation run."""
+    args = {'backend': s.backend, 'policy': s.policy, 'policy_autostart': 'true',
+            'seed': str(s.seed), **s.launch_args}
+    if s.backend in ('real', 'twin'):
+        args.setdefault('port', port or '/dev/null')
+    return args
+
+
+def _policy_diag(diags: list[tuple[int, Any]]) -> dict[str, str]:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith(': policy'):
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+class _Stack:
+    """The launched nodes plus the measuring client; stops everything on exit."""
+
+    def __init__(self, nodes: list[Any], env: Mapping[str, str], state_topic: str,
+                 log: Callable[[str], None]) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState
+
+        from simreal_ros.bringup.launcher import Launcher
+        from simreal_ros.ros import qos
+        from simreal_ros.ros.client import RosClient
+        self.lines: list[str] = []
+        self.launcher = Launcher(nodes, env, echo=self.lines.append)
+        self.client = RosClient(int(env['ROS_DOMAIN_ID']), 'simreal_eval')
+        self.states = self.client.collect(JointState, state_topic)
+        self.commands = self.client.collect(JointState, 'joint_commands', qos.COMMAND)
+        self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.goal_pub = self.client.publisher(JointState, 'goal')
+        self.log = log
+        self.launcher.start()
+
+    def check_alive(self) -> None:
+        for spec, proc in self.launcher.procs:
+            rc = proc.poll()
+            if rc is not None:
+                tail = '\n'.join(self.lines[-15:])
+                raise LaunchError(f'{spec.fqn} exited with code {rc} during the evaluation:\n'
+                                  f'{tail}')
+
+    def close(self) -> None:
+        try:
+            self.launcher.stop('evaluation finished')
+        finally:
+            self.client.close()
+
+
+def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
+             stamp_of: Callable[[Any], int]) -> dict[str, Any]:
+    from simreal_ros.ros import messages
+    i0 = len(stack.states)
+    c0 = len(stack.commands)
+    start_ns: int | None = None
+    inside_since: int | None = None
+    reached_ns: int | None = None
+    last_send = 0.0
+    wall_deadline = time.monotonic() + 10.0 * s.goal_timeout_s + 30.0
+    last_q = None
+    k = i0
+    while time.monotonic() < wall_deadline:
+        if time.monotonic() - last_send > 0.5:  # re-sent: a late subscriber still gets it
+            stack.goal_pub.publish(messages.joint_state(names, 0, goal))
+            last_send = time.monotonic()
+        with stack.client.lock:
+            batch = stack.states[k:]
+        k += len(batch)
+        done = False
+        for _t, msg in batch:
+            stamp = stamp_of(msg)
+            if start_ns is None:
+                start_ns = stamp
+            q = np.asarray(msg.position, dtype=np.float64)
+            last_q = q
+            err = float(np.max(np.abs(q - goal)))
+            if err < s.tolerance_rad:
+                inside_since = stamp if inside_since is None else inside_since
+                if stamp - inside_since >= s.dwell_s * 1e9:
+                    reached_ns = inside_since
+                    done = True
+                    break
+            else:
+                inside_since = None
+            if stamp - start_ns >= s.goal_timeout_s * 1e9:
+                done = True
+                break
+        if done:
+            break
+        stack.check_alive()
+        time.sleep(0.01)
+    with stack.client.lock:
+        states = stack.states[i0:k]
+        commands = stack.commands[c0:]
+    final = float(np.max(np.abs(last_q - goal))) if last_q is not None else float('nan')
+    track = tracking_summary(
+        names, [stamp_of(m) for _t, m in states], [list(m.position) for _t, m in states],
+        [stamp_of(m) for _t, m in commands], [list(m.position) for _t, m in commands])
+    rmse = [j['rmse'] for j in track['joints'].values() if not math.isnan(j['rmse'])]
+    return {'goal': [round(float(x), 6) for x in goal], 'success': reached_ns is not None,
+            'time_to_goal_s': (reached_ns - start_ns) / 1e9 if reached_ns is not None
+            and start_ns is not None else None,
+            'final_error_rad': final,
+            'tracking_rmse_rad': float(np.sqrt(np.mean(np.square(rmse)))) if rmse
+            else float('nan')}
+
+
+def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:
+    """Return the metrics J of a run (see :data:`METRICS`)."""
+    n = len(episodes)
+    times = [e['time_to_goal_s'] for e in episodes if e['success']]
+    finals = [e['final_error_rad'] for e in episodes]
+    tracks = [e['tracking_rmse_rad'] for e in episodes if not math.isnan(e['tracking_rmse_rad'])]
+    return {'episodes': n, 'successes': sum(e['success'] for e in episodes),
+            'success_rate': sum(e['success'] for e in episodes) / n if n else float('nan'),
+            'time_to_goal_mean_s': float(np.mean(times)) if times else float('nan'),
+            'time_to_goal_p90_s': float(np.percentile(times, 90)) if times else float('nan'),
+            'final_error_median_rad': float(np.median(finals)) if finals else float('nan'),
+            'final_error_max_rad': float(np.max(finals)) if finals else float('nan'),
+            'tracking_rmse_mean_rad': float(np.mean(tracks)) if tracks else float('nan')}
+
+
+def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the gap ``|J_a - J_b|`` per metric of two runs of the same episodes."""
+    for key in ('policy', 'seed', 'episodes'):
+        if a['settings'][key] != b['settings'][key]:
+            raise SimrealError(f'the runs differ in {key} ({a["settings"][key]!r} vs '
+                               f'{b["settings"][key]!r}): the gap needs the same episodes')
+    gap = {m: abs(float(a['metrics'][m]) - float(b['metrics'][m])) for m in METRICS}
+    pairs = zip(a['episodes'], b['episodes'], strict=False)
+    agree = sum(x['success'] == y['success'] for x, y in pairs)
+    def label(r: Mapping[str, Any]) -> str:
+        extra = ' '.join(f'{k}:={v}' for k, v in (r['settings'].get('launch_args') or {}).items())
+        return f'{r["settings"]["backend"]} {extra}'.strip()
+
+    return {'backends': [label(a), label(b)], 'gap': gap,
+            'episodes_with_same_outcome': agree}
+
+
+def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None] = print
+             ) -> dict[str, Any]:
+    """Start the stack, run the episodes, stop the stack; return settings, metrics, episodes."""
+    from simreal_ros.bringup.planner import plan
+    from simreal_ros.ros import messages
+    if s.episodes < 1:
+        raise SimrealError('--episodes must be >= 1')
+    nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
+    emulator = None
+    if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
+        try:
+            from simreal_ros.hardware.virtual_bus import EmulatorProcess  # type: ignore
+        except ImportError:
+            raise PlanError(f'--backend {s.backend} without port:= needs the virtual servo '
+                            f'bus (simreal_ros.hardware.virtual_bus), which this version '
+                            f'does not ship; pass port:=<device>') from None
+        emulator = EmulatorProcess()
+        emulator.__enter__()
+        nodes = plan(plan_args(s, port=str(emulator.port)))
+    spec = load_policy_spec(s.policy)
+    robot = load_robot(spec.robot)
+    goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
+    state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
+    t0 = time.monotonic()
+    stack = _Stack(nodes, env, state_topic, log)
+    try:
+        deadline = time.monotonic() + s.start_timeout_s
+        while _policy_diag(stack.diags).get('mode') != 'running':
+            stack.check_alive()
+            if time.monotonic() > deadline:
+                raise LaunchError(f'the policy did not take over within {s.start_timeout_s} s '
+                                  f'(last diagnostics: {_policy_diag(stack.diags)})')
+            time.sleep(0.05)
+        log(f'{spec.name} running on backend {s.backend}; {s.episodes} episodes')
+        episodes = []
+        for k, goal in enumerate(goals):
+            ep = _episode(stack, robot.joint_names, goal, s,
+                          lambda m: messages.stamp_to_ns(m.header.stamp))
+            episodes.append(ep)
+            log(f'  episode {k + 1}/{s.episodes}: '
+                + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
+                   else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
+        diag = _policy_diag(stack.diags)
+    finally:
+        stack.close()
+        if emulator is not None:
+            emulator.__exit__(None, None, None)
+    settings = asdict(s)
+    return {'settings': settings, 'metrics': summarize(episodes), 'episodes': episodes,
+            'policy_diagnostics': {k: diag.get(k) for k in (
+                'compute_p99_ms', 'model_p99_ms', 'period_err_p99_ms', 'deadline_misses',
+                'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published')},
+            'wall_time_s': time.monotonic() - t0}
+
+
+def format_report(r: Mapping[str, Any], gap: Mapping[str, Any] | None = None) -> str:
+    """Render an evaluation for a terminal."""
+    m, st = r['metrics'], r['settings']
+    lines = ['', f'simreal eval: {st["policy"]} on {st["backend"]}, {m["episodes"]} episodes '
+             f'(seed {st["seed"]}, tolerance {st["tolerance_rad"]} rad for {st["dwell_s"]} s)',
+             f'  success rate        {m["success_rate"]:.1%} ({m["successes"]}/{m["episodes"]})',
+             f'  time to goal        mean {m["time_to_goal_mean_s"]:.2f} s, '
+             f'p90 {m["time_to_goal_p90_s"]:.2f} s',
+             f'  final error         median {m["final_error_median_rad"]:.4f} rad, '
+             f'max {m["final_error_max_rad"]:.4f} rad',
+             f'  tracking rmse       {m["tracking_rmse_mean_rad"]:.4f} rad (state - command)']
+    d = r.get('policy_diagnostics') or {}
+    if d:
+        lines.append(f'  policy node         compute p99 {d.get("compute_p99_ms")} ms, deadline '
+                     f'misses {d.get("deadline_misses")}, rejected outputs '
+                     f'{d.get("rejected_outputs")}')
+    if gap is not None:
+        lines.append(f'  gap vs {gap["backends"][1]}:')
+        for k, v in gap['gap'].items():
+            lines.append(f'    |J_{gap["backends"][0]} - J_{gap["backends"][1]}| {k:<24} {v:.4g}')
+    return '\n'.join(lines)
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read a previous ``simreal eval --json`` output."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding='utf-8'))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SimrealError(f'{p}: not a simreal eval --json result ({exc})') from None
+    if not isinstance(data, dict) or 'metrics' not in data or 'settings' not in data:
+        raise SimrealError(f'{p}: not a simreal eval --json result (no metrics/settings)')
+    return data

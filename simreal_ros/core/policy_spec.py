@@ -1,0 +1,548 @@
+"""The policy interface, declared once: observation terms, action processing, rates, topics.
+
+A policy spec (``config/policies/<name>.yaml``) says exactly what the network sees and what its
+outputs mean, so the same file drives training, the sim and the real robot::
+
+    observation vector = concat over terms (in file order) of
+                         history of clip(scale * (value - offset), -clip, clip), oldest first
+    joint target       = clamp_limits(rate_limit(low_pass(default + scale * clip(action))))
+
+Observation terms are looked up in :data:`TERMS`; :func:`register_term` adds a new one in one
+place (its size, the inputs it needs and how it is computed). Everything here is numpy only.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+import math
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.paths import resolve_named
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
+from simreal_ros.errors import ConfigError
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+MODEL_SUFFIXES = ('.pt', '.onnx')
+ACTION_MODES = ('offset', 'absolute')
+SOURCES = ('joint_states', 'imu', 'goal', 'clock')
+
+
+@dataclass(frozen=True)
+class ObsInputs:
+    """What observation terms are computed from, in the policy's joint order.
+
+    ``goal`` is the absolute goal joint positions; ``imu_quat_wxyz`` the IMU orientation in the
+    world frame; ``time_s`` the controller time since the policy took over (phase clocks).
+    """
+
+    position: FloatArray
+    velocity: FloatArray
+    default: FloatArray
+    last_action: FloatArray
+    goal: FloatArray
+    time_s: float = 0.0
+    imu_gyro: FloatArray | None = None
+    imu_quat_wxyz: FloatArray | None = None
+
+
+@dataclass(frozen=True)
+class TermDef:
+    """One observation term: its size, the inputs it needs, how it is computed.
+
+    ``size(n_joints)`` gives the number of values; ``compute(inputs, options)`` returns them;
+    ``options`` lists the extra keys the term accepts in the YAML (with their defaults).
+    """
+
+    name: str
+    size: Callable[[int], int]
+    needs: tuple[str, ...]
+    compute: Callable[[ObsInputs, dict[str, float]], FloatArray]
+    options: dict[str, float] = field(default_factory=dict)
+    description: str = ''
+
+
+def _imu_quat(inputs: ObsInputs) -> FloatArray:
+    if inputs.imu_quat_wxyz is None:
+        raise ValueError('no imu/data received')
+    q = np.asarray(inputs.imu_quat_wxyz, dtype=np.float64)
+    norm = float(np.linalg.norm(q))
+    if not norm > 0.0:
+        raise ValueError('imu orientation quaternion has zero norm')
+    return q / norm
+
+
+def projected_gravity(quat_wxyz: FloatArray) -> FloatArray:
+    """Return the unit gravity direction (world -z) expressed in the body frame."""
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    # R^T @ [0, 0, -1] for R the rotation of the body in the world
+    return -np.array([2.0 * (x * z - w * y), 2.0 * (y * z + w * x),
+                      1.0 - 2.0 * (x * x + y * y)], dtype=np.float64)
+
+
+def _phase(inputs: ObsInputs, opts: dict[str, float]) -> FloatArray:
+    angle = 2.0 * math.pi * inputs.time_s / opts['period_s']
+    return np.array([math.sin(angle), math.cos(angle)], dtype=np.float64)
+
+
+def _base_ang_vel(inputs: ObsInputs, _opts: dict[str, float]) -> FloatArray:
+    if inputs.imu_gyro is None:
+        raise ValueError('no imu/data received')
+    return np.asarray(inputs.imu_gyro, dtype=np.float64)
+
+
+TERMS: dict[str, TermDef] = {}
+
+
+def register_term(term: TermDef) -> TermDef:
+    """Add an observation term to :data:`TERMS` (its name must be new)."""
+    if term.name in TERMS:
+        raise ValueError(f'observation term {term.name!r} is already registered')
+    TERMS[term.name] = term
+    return term
+
+
+register_term(TermDef(
+    'joint_pos_rel', lambda n: n, ('joint_states',),
+    lambda i, _o: i.position - i.default, description='joint position - default pose (rad)'))
+register_term(TermDef(
+    'joint_vel', lambda n: n, ('joint_states',), lambda i, _o: i.velocity.copy(),
+    description='joint velocity (rad/s)'))
+register_term(TermDef(
+    'last_action', lambda n: n, (), lambda i, _o: i.last_action.copy(),
+    description='the previous raw network output after the action clip'))
+register_term(TermDef(
+    'goal', lambda n: n, ('goal',), lambda i, _o: i.goal - i.default,
+    description='goal joint positions - default pose (rad), from the goal topic'))
+register_term(TermDef(
+    'goal_error', lambda n: n, ('goal', 'joint_states'), lambda i, _o: i.goal - i.position,
+    description='goal - measured joint position (rad)'))
+register_term(TermDef(
+    'base_ang_vel', lambda _n: 3, ('imu',), _base_ang_vel,
+    description='IMU angular velocity in the IMU frame (rad/s)'))
+register_term(TermDef(
+    'projected_gravity', lambda _n: 3, ('imu',),
+    lambda i, _o: projected_gravity(_imu_quat(i)),
+    description='unit gravity vector in the IMU frame, from the IMU orientation'))
+register_term(TermDef(
+    'phase', lambda _n: 2, ('clock',), _phase, {'period_s': 1.0},
+    description='[sin, cos] of 2*pi*t/period_s, t = time since the policy took over'))
+
+
+@dataclass(frozen=True)
+class ObsTerm:
+    """One configured observation term."""
+
+    name: str
+    size: int
+    scale: FloatArray
+    offset: FloatArray
+    clip: float | None
+    history: int
+    options: dict[str, float]
+
+    @property
+    def total(self) -> int:
+        """Values this term contributes to the observation vector."""
+        return self.size * self.history
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """How raw network outputs become joint targets (policy joint order)."""
+
+    mode: str
+    scale: FloatArray
+    clip: float | None
+    low_pass_hz: float
+    rate_limit_rad: float
+    reject_abs: float
+    limit_margin_rad: float
+
+
+@dataclass(frozen=True)
+class SafetySpec:
+    """Start-up ramp and staleness rules of the policy node."""
+
+    ramp_s: float
+    ramp_max_velocity: float
+    stale_after_periods: float
+
+
+@dataclass(frozen=True)
+class TopicsSpec:
+    """Which topics feed the policy (relative names, remappable)."""
+
+    joint_states: str
+    joint_commands: str
+    goal: str
+    imu: str
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A validated ``config/policies/<name>.yaml``."""
+
+    name: str
+    source: Path
+    robot: str
+    model: Path
+    control_rate_hz: float
+    joints: tuple[str, ...]
+    joint_index: IntArray
+    default: FloatArray
+    lower: FloatArray
+    upper: FloatArray
+    observation: tuple[ObsTerm, ...]
+    action: ActionSpec
+    safety: SafetySpec
+    topics: TopicsSpec
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Number of joints the policy controls (= action size)."""
+        return len(self.joints)
+
+    @property
+    def obs_dim(self) -> int:
+        """Length of the observation vector."""
+        return sum(t.total for t in self.observation)
+
+    @property
+    def act_dim(self) -> int:
+        """Length of the action vector."""
+        return self.n
+
+    @property
+    def period_ns(self) -> int:
+        """Control period in integer nanoseconds."""
+        return int(round(1e9 / self.control_rate_hz))
+
+    @property
+    def needs(self) -> set[str]:
+        """Input sources the observation terms need."""
+        return {s for t in self.observation for s in TERMS[t.name].needs}
+
+    def layout(self) -> list[tuple[str, int, int]]:
+        """``(term, start, stop)`` slices of the observation vector, in order."""
+        out = []
+        start = 0
+        for t in self.observation:
+            out.append((t.name, start, start + t.total))
+            start += t.total
+        return out
+
+
+def _vector(sec: Section, key: str, size: int, default: float, *, positive: bool = False
+            ) -> FloatArray:
+    """Read a number (broadcast) or a list of ``size`` numbers."""
+    v = sec.raw(key, default)
+    if isinstance(v, list):
+        if len(v) != size:
+            raise ConfigError(sec.source, sec.path(key),
+                              f'a number or a list of {size} numbers', v)
+        return np.array([check_number(x, sec.source, f'{sec.path(key)}[{k}]',
+                                      positive=positive) for k, x in enumerate(v)])
+    return np.full(size, check_number(v, sec.source, sec.path(key), positive=positive))
+
+
+def _optional_positive(sec: Section, key: str) -> float | None:
+    v = sec.raw(key, None)
+    if v is None:
+        return None
+    return check_number(v, sec.source, sec.path(key), positive=True)
+
+
+def _joints(top: Section, robot: RobotSpec) -> tuple[tuple[str, ...], IntArray]:
+    src = top.source
+    raw = top.raw('joints', None)
+    if raw is None:
+        names = list(robot.joint_names)
+    else:
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError(src, 'joints', 'a non-empty list of joint names of '
+                              f'{robot.name} {robot.joint_names}', raw)
+        names = []
+        for k, name in enumerate(raw):
+            if name not in robot.joint_names:
+                raise ConfigError(src, f'joints[{k}]', f'a joint of {robot.name} '
+                                  f'{robot.joint_names}', name)
+            if name in names:
+                raise ConfigError(src, f'joints[{k}]', 'a joint not listed before', name)
+            names.append(name)
+    return tuple(names), np.array([robot.index(nm) for nm in names], dtype=np.int64)
+
+
+def _default_pose(top: Section, robot: RobotSpec, joints: tuple[str, ...], idx: IntArray
+                  ) -> FloatArray:
+    src = top.source
+    raw = top.raw('default_pose', 'home')
+    home = robot.home[idx]
+    if raw == 'home':
+        return np.array(home, dtype=np.float64)
+    if not isinstance(raw, dict):
+        raise ConfigError(src, 'default_pose', "'home' or a mapping {joint: rad} (joints not "
+                          'named keep their home)', raw)
+    out = home.copy()
+    for name, value in raw.items():
+        if name not in joints:
+            raise ConfigError(src, f'default_pose.{name}', f'a joint of the policy {joints}',
+                              name)
+        k = joints.index(name)
+        v = check_number(value, src, f'default_pose.{name}')
+        lo, hi = robot.lower[idx[k]], robot.upper[idx[k]]
+        if not lo <= v <= hi:
+            raise ConfigError(src, f'default_pose.{name}', f'a position within [{lo}, {hi}]',
+                              value)
+        out[k] = v
+    return np.asarray(out, dtype=np.float64)
+
+
+def _observation(top: Section, n: int) -> tuple[ObsTerm, ...]:
+    src = top.source
+    items = top.items('observation')
+    if not items:
+        raise ConfigError(src, 'observation', 'a non-empty list of terms', items)
+    terms = []
+    seen: set[str] = set()
+    for k, item in enumerate(items):
+        sec = Section(item, src, f'observation[{k}]')
+        name = sec.string('term')
+        if name not in TERMS:
+            raise ConfigError(src, sec.path('term'), f'one of the registered terms '
+                              f'{sorted(TERMS)}', name)
+        if name in seen:
+            raise ConfigError(src, sec.path('term'), 'a term not listed before (use history '
+                              'for past values)', name)
+        seen.add(name)
+        tdef = TERMS[name]
+        size = tdef.size(n)
+        scale = _vector(sec, 'scale', size, 1.0)
+        offset = _vector(sec, 'offset', size, 0.0)
+        clip = _optional_positive(sec, 'clip')
+        history = sec.integer('history', 1, minimum=1, maximum=100)
+        options = {key: sec.number(key, default, positive=True)
+                   for key, default in tdef.options.items()}
+        sec.reject_unknown()
+        terms.append(ObsTerm(name, size, scale, offset, clip, history, options))
+    return tuple(terms)
+
+
+def _action(top: Section, n: int) -> ActionSpec:
+    sec = top.section('action')
+    src = sec.source
+    mode = sec.string('mode', 'offset')
+    if mode not in ACTION_MODES:
+        raise ConfigError(src, sec.path('mode'), f'one of {ACTION_MODES}', mode)
+    scale = _vector(sec, 'scale', n, 1.0, positive=True)
+    clip = _optional_positive(sec, 'clip')
+    low_pass = sec.number('low_pass_hz', 0.0, minimum=0.0)
+    rate = sec.number('rate_limit_rad', 0.0, minimum=0.0)
+    reject = sec.number('reject_abs', 100.0, positive=True)
+    if clip is not None and reject <= clip:
+        raise ConfigError(src, sec.path('reject_abs'), f'a number > clip ({clip}): outputs '
+                          'beyond it are faults, outputs beyond clip are only clipped', reject)
+    margin = sec.number('limit_margin_rad', 0.0, minimum=0.0)
+    sec.reject_unknown()
+    return ActionSpec(mode, scale, clip, low_pass, rate, reject, margin)
+
+
+def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -> PolicySpec:
+    """Load and validate a policy spec by shipped name (``simreal_arm_reach``) or path.
+
+    ``robot`` defaults to the robot the spec names; when given, its name must match.
+    """
+    path = resolve_named('policies', str(name_or_path))
+    src = str(path)
+    top = Section(load_yaml_mapping(path), src)
+    name = top.string('policy', path.stem)
+    robot_name = top.string('robot')
+    if robot is None:
+        from simreal_ros.core.robot import load_robot
+        robot = load_robot(robot_name)
+    elif robot.name != robot_name:
+        raise ConfigError(src, 'robot', f'{robot.name!r} (the robot being driven)', robot_name)
+    model_raw = top.string('model')
+    model = Path(model_raw).expanduser()
+    model = model if model.is_absolute() else path.parent / model
+    if model.suffix not in MODEL_SUFFIXES:
+        raise ConfigError(src, 'model', 'a TorchScript .pt or an ONNX .onnx file', model_raw)
+    rate = top.number('control_rate_hz', positive=True, maximum=2000.0)
+    joints, idx = _joints(top, robot)
+    default = _default_pose(top, robot, joints, idx)
+    observation = _observation(top, len(joints))
+    action = _action(top, len(joints))
+    lower = robot.lower[idx] + action.limit_margin_rad
+    upper = robot.upper[idx] - action.limit_margin_rad
+    if np.any(lower >= upper):
+        raise ConfigError(src, 'action.limit_margin_rad', 'a margin smaller than half of '
+                          'every joint range', action.limit_margin_rad)
+    if np.any(default < lower) or np.any(default > upper):
+        raise ConfigError(src, 'default_pose', 'a pose inside the joint limits less '
+                          'action.limit_margin_rad', default.tolist())
+    ssec = top.section('safety', {})
+    safety = SafetySpec(ssec.number('ramp_s', 2.0, minimum=0.0),
+                        ssec.number('ramp_max_velocity', 0.5, positive=True),
+                        ssec.number('stale_after_periods', 3.0, minimum=1.0))
+    ssec.reject_unknown()
+    tsec = top.section('topics', {})
+    topics = TopicsSpec(tsec.string('joint_states', 'joint_states'),
+                        tsec.string('joint_commands', 'joint_commands'),
+                        tsec.string('goal', 'goal'), tsec.string('imu', 'imu/data'))
+    tsec.reject_unknown()
+    metadata = {k: top.raw(k) for k in ('description', 'training', 'card') if top.has(k)}
+    top.reject_unknown()
+    spec = PolicySpec(name, path, robot_name, model, rate, joints, idx, default, lower, upper,
+                      observation, action, safety, topics, metadata)
+    if 'imu' in spec.needs and robot.imu is None:
+        raise ConfigError(src, 'observation', f'terms that {robot.name} can feed (it has no '
+                          'imu in its robot spec, so no imu/data)', sorted(spec.needs))
+    return spec
+
+
+class ObservationBuilder:
+    """Build observation vectors with per-term scaling, clipping and history."""
+
+    def __init__(self, spec: PolicySpec) -> None:
+        self.spec = spec
+        self._history: list[deque[FloatArray]] = [deque(maxlen=t.history)
+                                                  for t in spec.observation]
+
+    def reset(self) -> None:
+        """Forget the history (it is refilled with the next observation)."""
+        for h in self._history:
+            h.clear()
+
+    def term_value(self, term: ObsTerm, inputs: ObsInputs) -> FloatArray:
+        """Return the scaled, offset and clipped current value of one term."""
+        raw = np.asarray(TERMS[term.name].compute(inputs, term.options), dtype=np.float64)
+        if raw.shape != (term.size,):
+            raise ValueError(f'observation term {term.name!r} produced shape {raw.shape}, '
+                             f'expected ({term.size},)')
+        v = term.scale * (raw - term.offset)
+        if term.clip is not None:
+            v = np.clip(v, -term.clip, term.clip)
+        return v
+
+    def build(self, inputs: ObsInputs) -> FloatArray:
+        """Return the observation vector for ``inputs`` and push it into the history."""
+        parts: list[FloatArray] = []
+        for term, hist in zip(self.spec.observation, self._history, strict=True):
+            v = self.term_value(term, inputs)
+            if not hist:
+                hist.extend([v] * term.history)
+            else:
+                hist.append(v)
+            parts.extend(hist)
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """Outcome of processing one raw network output."""
+
+    ok: bool
+    target: FloatArray
+    action: FloatArray
+    reason: str = ''
+    clipped: bool = False
+
+
+class ActionProcessor:
+    """Turn raw network outputs into safe joint targets (policy order)."""
+
+    def __init__(self, spec: PolicySpec) -> None:
+        self.spec = spec
+        a = spec.action
+        dt = 1.0 / spec.control_rate_hz
+        self.alpha = 1.0 - math.exp(-2.0 * math.pi * a.low_pass_hz * dt) if a.low_pass_hz else 1.0
+        self.previous = spec.default.copy()
+
+    def reset(self, command: FloatArray) -> None:
+        """Start filtering and rate limiting from ``command``."""
+        self.previous = np.clip(np.asarray(command, dtype=np.float64), self.spec.lower,
+                                self.spec.upper)
+
+    def neutral_action(self) -> FloatArray:
+        """Return the action that commands the default pose."""
+        if self.spec.action.mode == 'offset':
+            return np.zeros(self.spec.n)
+        return self.spec.default / self.spec.action.scale
+
+    def process(self, raw: Any) -> ActionResult:
+        """Validate and process one network output; on rejection the previous target holds."""
+        spec, a = self.spec, self.spec.action
+        out = np.asarray(raw, dtype=np.float64).reshape(-1)
+        if out.shape != (spec.n,):
+            return ActionResult(False, self.previous.copy(), out,
+                                f'network output has {out.size} values, expected {spec.n}')
+        if not np.all(np.isfinite(out)):
+            return ActionResult(False, self.previous.copy(), out,
+                                f'network output contains NaN or inf: {out.tolist()}')
+        if np.any(np.abs(out) > a.reject_abs):
+            k = int(np.argmax(np.abs(out)))
+            return ActionResult(False, self.previous.copy(), out,
+                                f'network output {out[k]:.4g} for {spec.joints[k]} is beyond '
+                                f'action.reject_abs={a.reject_abs:g}')
+        action = out if a.clip is None else np.clip(out, -a.clip, a.clip)
+        target = a.scale * action + (spec.default if a.mode == 'offset' else 0.0)
+        target = self.previous + self.alpha * (target - self.previous)
+        if a.rate_limit_rad > 0:
+            target = self.previous + np.clip(target - self.previous, -a.rate_limit_rad,
+                                             a.rate_limit_rad)
+        limited = np.clip(target, spec.lower, spec.upper)
+        clipped = bool(np.any(limited != target) or np.any(action != out))
+        self.previous = limited
+        return ActionResult(True, limited.copy(), action, clipped=clipped)
+
+
+def ramp_duration(spec: PolicySpec, start: FloatArray, target: FloatArray) -> float:
+    """Seconds of the cosine ramp from ``start`` to ``target`` (peak speed within limits)."""
+    dist = float(np.max(np.abs(np.asarray(target) - np.asarray(start)), initial=0.0))
+    return max(spec.safety.ramp_s, 0.5 * math.pi * dist / spec.safety.ramp_max_velocity)
+
+
+def ramp_point(start: FloatArray, target: FloatArray, elapsed_s: float, duration_s: float
+               ) -> FloatArray:
+    """Point of the cosine ramp at ``elapsed_s`` (zero velocity at both ends)."""
+    if duration_s <= 0.0 or elapsed_s >= duration_s:
+        return np.array(target, dtype=np.float64)
+    u = max(0.0, elapsed_s) / duration_s
+    s = 0.5 - 0.5 * math.cos(math.pi * u)
+    a = np.asarray(start, dtype=np.float64)
+    out: FloatArray = a + (np.asarray(target, dtype=np.float64) - a) * s
+    return out
+
+
+def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str],
+              what: str) -> FloatArray:
+    """Reorder named values into ``order``; every name of ``order`` must be present.
+
+    Empty ``names`` means the values are already in ``order``. Raises ValueError naming what
+    is missing, unknown or malformed.
+    """
+    vals = np.asarray(values, dtype=np.float64)
+    if not names:
+        if vals.size != len(order):
+            raise ValueError(f'{what} without names must carry {len(order)} values in the '
+                             f'order {list(order)}; got {vals.size}')
+        out = vals.copy()
+    else:
+        if len(names) != vals.size:
+            raise ValueError(f'{what}: {len(names)} names but {vals.size} values')
+        lookup = {n: i for i, n in enumerate(names)}
+        missing = [n for n in order if n not in lookup]
+        if missing:
+            raise ValueError(f'{what} lacks joints {missing}')
+        out = vals[[lookup[n] for n in order]]
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f'{what} contains NaN or inf: {out.tolist()}')
+    return np.asarray(out, dtype=np.float64)

@@ -1,0 +1,377 @@
+"""``simreal_policy``: a policy spec's network driving the robot over the topic contract.
+
+Subscribes ``joint_states`` (+ ``imu/data`` when a term needs it, and ``goal``: a JointState
+whose position is the goal joint positions), publishes ``joint_commands`` (stamped when the
+command is created) and ``/diagnostics``; serves ``~/enable`` (std_srvs/SetBool).
+
+The control loop runs on its own thread against the node's ROS clock, so it follows sim time
+(``use_sim_time``) as well as the wall clock: it waits for each deadline (sleeping, then
+polling the clock for the last ``spin_wait_us``), runs one step and counts a deadline miss
+when a step ends after the next deadline (the schedule then skips ahead instead of bursting).
+With ``sync_to_states`` (lockstep sims) it instead answers every new joint_states stamp:
+a new action when a control period has passed in the stamps' time, the last command
+otherwise, so the lockstep bridge always gets its command.
+Safety (enable, ramp, stale hold, output rejection, limits) is
+:class:`simreal_ros.core.policy_control.PolicyController`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
+from rclpy.node import Node
+from sensor_msgs.msg import Imu, JointState
+from std_srvs.srv import SetBool
+
+from simreal_ros.core.policy_control import DISABLED, PolicyController
+from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import ConfigError
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.runtime import run_node
+
+PARAMETERS: dict[str, Any] = {
+    'policy': '', 'robot': '', 'rate_hz': 0.0, 'sync_to_states': False,
+    'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
+    'rt_priority': 0,
+}
+GIL_SWITCH_INTERVAL_S = 0.0002
+PR_SET_TIMERSLACK = 29
+WINDOW = 2000
+
+
+def _precise_sleep_for_this_thread() -> None:
+    """Set this thread's timer slack to 1 ns (Linux; default 50 us): sleeps end on time."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(1), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _pct(values: deque[int], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) / 1e6 if values \
+        else 0.0
+
+
+class PolicyNode(Node):
+    """Run a declared policy at its control rate with the safety rules of its spec."""
+
+    def __init__(self) -> None:
+        super().__init__('policy')
+        p = {k: self.declare_parameter(k, v).value for k, v in PARAMETERS.items()}
+        if not p['policy']:
+            raise ConfigError('policy', 'policy', 'a policy spec name (e.g. simreal_arm_reach) '
+                              'or path', p['policy'])
+        self.spec = load_policy_spec(p['policy'])
+        self.robot = load_robot(p['robot'] or self.spec.robot)
+        if self.robot.name != self.spec.robot:
+            raise ConfigError(str(self.spec.source), 'robot', f'{self.robot.name!r} (the '
+                              f'robot given to the node)', self.spec.robot)
+        rate = float(p['rate_hz']) or self.spec.control_rate_hz
+        if not 0 < rate <= 2000:
+            raise ConfigError('policy', 'rate_hz', "a rate in (0, 2000] Hz (0: the spec's)",
+                              p['rate_hz'])
+        self.period_ns = int(round(1e9 / rate))
+        from simreal_ros.policy.model import load_model
+        self.model = load_model(self.spec.model, self.spec.obs_dim, self.spec.act_dim,
+                                threads=int(p['threads']))
+        self.controller = PolicyController(self.spec, self.robot, self.model)
+        self.sync = bool(p['sync_to_states'])
+        self.enable_on_start = bool(p['enable_on_start'])
+        self.spin_ns = max(0, int(p['spin_wait_us'])) * 1000
+        self.names = self.robot.joint_names
+        self.lock = threading.Lock()
+        self.running = True
+        self.new_stamp = -1
+        self.answered_stamp = -1
+        self.received_mono = 0
+        self.next_deadline: int | None = None
+        self.stats: dict[str, Any] = {'published': 0, 'deadline_misses': 0, 'skipped_periods': 0,
+                                      'window_rejected': 0, 'window_stale': 0}
+        self.compute: deque[int] = deque(maxlen=WINDOW)
+        self.model_ns: deque[int] = deque(maxlen=WINDOW)
+        self.obs_to_cmd: deque[int] = deque(maxlen=WINDOW)
+        self.overhead: deque[int] = deque(maxlen=WINDOW)
+        self.wakes: deque[int] = deque(maxlen=WINDOW)
+        self.late: deque[int] = deque(maxlen=WINDOW)
+        self._msg = messages.joint_state(self.names, 0, self.robot.home)
+
+        t = self.spec.topics
+        self.pub = self.create_publisher(JointState, t.joint_commands, qos.COMMAND)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.create_subscription(JointState, t.joint_states, self._on_state, qos.STATE)
+        self.create_subscription(JointState, t.goal, self._on_goal, qos.COMMAND)
+        if 'imu' in self.spec.needs:
+            self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
+        self.create_service(SetBool, '~/enable', self._on_enable)
+        self.create_timer(float(p['diagnostics_period_s']), self._publish_diagnostics)
+        self.clock_moved = threading.Event()  # set on every /clock update (sim time)
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,
+                          on_clock_change=True),
+            post_callback=lambda _jump: self.clock_moved.set())
+        self.rt_priority = int(p['rt_priority'])
+        self.thread: threading.Thread | None = None
+        if not self.sync:  # lockstep: answered in the joint_states callback, no thread hop
+            self.thread = threading.Thread(target=self._loop, name='policy_loop', daemon=True)
+            self.thread.start()
+        self.get_logger().info(
+            f'{self.spec.name} ({self.model.format}, obs {self.spec.obs_dim}, act '
+            f'{self.spec.act_dim}) on {self.robot.name} at {1e9 / self.period_ns:g} Hz'
+            + (', answering every joint_states (lockstep)' if self.sync else '')
+            + ('; enabling when joint_states arrive' if self.enable_on_start
+               else '; disabled until ~/enable'))
+
+    # ---- inputs --------------------------------------------------------------------------
+    def _on_state(self, msg: JointState) -> None:
+        mono = time.monotonic_ns()
+        stamp = messages.stamp_to_ns(msg.header.stamp)
+        with self.lock:
+            try:
+                self.controller.set_state(msg.name, msg.position, msg.velocity, stamp)
+            except ValueError as exc:
+                self.get_logger().warn(f'rejected joint_states: {exc}',
+                                       throttle_duration_sec=1.0)
+                return
+            self.new_stamp = stamp
+            self.received_mono = mono
+        if self.sync:
+            self._sync_step()
+
+    def _on_goal(self, msg: JointState) -> None:
+        with self.lock:
+            try:
+                clamped = self.controller.set_goal(msg.name, msg.position)
+            except ValueError as exc:
+                self.get_logger().warn(f'rejected goal, keeping the previous one: {exc}')
+                return
+        if clamped:
+            self.get_logger().warn('goal outside the joint limits: clamped into them')
+
+    def _on_imu(self, msg: Imu) -> None:
+        o, w = msg.orientation, msg.angular_velocity
+        with self.lock:
+            try:
+                self.controller.set_imu((o.w, o.x, o.y, o.z), (w.x, w.y, w.z))
+            except ValueError as exc:
+                self.get_logger().warn(f'rejected imu/data: {exc}', throttle_duration_sec=1.0)
+
+    def _on_enable(self, req: SetBool.Request, res: SetBool.Response) -> SetBool.Response:
+        with self.lock:
+            if req.data:
+                res.success, res.message = self.controller.enable(self._now())
+            else:
+                res.success, res.message = True, self.controller.disable()
+            self.answered_stamp = -1
+        (self.get_logger().info if res.success else self.get_logger().warn)(
+            f'~/enable {bool(req.data)}: {res.message}')
+        if self.sync:
+            self._sync_step()  # a lockstep bridge is waiting for this state's answer
+        return res
+
+    # ---- the loop ------------------------------------------------------------------------
+    def _now(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def _wait_until(self, deadline: int) -> bool:
+        if getattr(self.get_clock(), 'ros_time_is_active', False):  # sim time: /clock
+            while self.running and self._now() < deadline:
+                self.clock_moved.wait(0.05)
+                self.clock_moved.clear()
+            return self.running
+        coarse = deadline - self._now() - self.spin_ns
+        if coarse > 0:
+            time.sleep(coarse / 1e9)
+        while self.running and self._now() < deadline:
+            pass
+        return self.running
+
+    def _loop(self) -> None:
+        _precise_sleep_for_this_thread()
+        if self.rt_priority > 0:
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.rt_priority))
+                self.get_logger().info(f'control loop at SCHED_FIFO priority {self.rt_priority}')
+            except (OSError, AttributeError) as exc:
+                self.get_logger().warn(f'rt_priority {self.rt_priority} not applied ({exc}); '
+                                       'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
+        try:
+            self._run_clock()
+        except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
+            if not self.context.ok():
+                return
+            self.get_logger().fatal(f'policy loop failed: {exc!r}')
+            self.exit_code = 2
+            self.finished = True
+
+    def _maybe_auto_enable(self, now: int) -> None:
+        if self.enable_on_start and self.controller.mode == DISABLED \
+                and self.controller.is_fresh(now):
+            ok, why = self.controller.enable(now)
+            if ok:
+                self.enable_on_start = False
+                self.get_logger().info(f'enabled at start: {why}')
+
+    def _run_clock(self) -> None:
+        while self.running:
+            now = self._now()
+            if now <= 0:  # sim time, no /clock yet
+                time.sleep(0.01)
+                continue
+            if self.next_deadline is None or self.next_deadline < now - 10 * self.period_ns:
+                self.next_deadline = now + self.period_ns  # (re)start, e.g. after a time jump
+            deadline = self.next_deadline
+            if not self._wait_until(deadline):
+                continue
+            wake = self._now()
+            self._cycle(wake, mono_start=time.monotonic_ns())
+            self.wakes.append(wake)
+            self.late.append(max(0, wake - deadline))
+            self.next_deadline = deadline + self.period_ns
+            done = self._now()
+            if done > self.next_deadline:  # this step ran into the next period: a miss
+                self.stats['deadline_misses'] += 1
+                # deadlines passed by more than half a period are skipped, not made up in a
+                # burst; a slightly late one runs at once and the schedule stays on the grid
+                late = done - self.next_deadline
+                if late > self.period_ns // 2:
+                    skip = (late - self.period_ns // 2) // self.period_ns + 1
+                    self.stats['skipped_periods'] += int(skip)
+                    self.next_deadline += int(skip) * self.period_ns
+
+    def _sync_step(self) -> None:
+        """Answer the newest joint_states stamp once (lockstep)."""
+        with self.lock:
+            stamp, received = self.new_stamp, self.received_mono
+            if stamp < 0 or stamp == self.answered_stamp:
+                return
+            self._maybe_auto_enable(stamp)
+            if self.controller.mode == DISABLED:
+                return
+        due = self.next_deadline is None or stamp >= self.next_deadline \
+            or stamp < self.next_deadline - 2 * self.period_ns
+        if due:
+            self.next_deadline = stamp + self.period_ns
+            self._cycle(stamp, mono_start=received, obs_latency=True)
+        else:
+            self._publish_last()
+        self.answered_stamp = stamp
+
+    def _cycle(self, now: int, mono_start: int, obs_latency: bool = False) -> None:
+        t0 = time.monotonic_ns()
+        with self.lock:
+            self._maybe_auto_enable(now)
+            res = self.controller.step(now)
+        if res.command is not None:
+            self._publish(res.command)
+        if res.mode == DISABLED:
+            return
+        done = time.monotonic_ns()
+        self.compute.append(done - t0)
+        if res.model_ns:
+            self.model_ns.append(res.model_ns)
+        if obs_latency:
+            self.obs_to_cmd.append(done - mono_start)
+            self.overhead.append(done - mono_start - res.model_ns)
+        if res.event:
+            if res.event.startswith('rejected'):
+                self.stats['window_rejected'] += 1
+                self.get_logger().error(res.event, throttle_duration_sec=1.0)
+            elif res.mode == 'hold':
+                self.stats['window_stale'] += 1
+                self.get_logger().warn(res.event, throttle_duration_sec=1.0)
+            else:
+                self.get_logger().warn(res.event, throttle_duration_sec=1.0)
+
+    def _publish(self, command: Any) -> None:
+        msg = self._msg
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self._now(), 1_000_000_000)
+        msg.position = [float(x) for x in command]
+        self.pub.publish(msg)
+        self.stats['published'] += 1
+
+    def _publish_last(self) -> None:
+        with self.lock:
+            cmd = self.controller.last_command
+        if cmd is not None:
+            self._publish(cmd)
+
+    # ---- diagnostics ---------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        with self.lock:
+            c = self.controller
+            counts = dict(c.counts)
+            mode, fault = c.mode, c.last_fault
+            age = (self._now() - c.state_stamp_ns) / 1e6 if c.position is not None else -1.0
+        rejected, self.stats['window_rejected'] = self.stats['window_rejected'], 0
+        stale, self.stats['window_stale'] = self.stats['window_stale'], 0
+        level, message = 'ok', mode
+        if stale:
+            level, message = 'warn', f'{mode}: {fault}'
+        if rejected:
+            level, message = 'error', f'{rejected} network outputs rejected: {fault}'
+        wakes = np.diff(np.asarray(self.wakes, dtype=np.int64))
+        err = np.abs(wakes - self.period_ns) / 1e6 if not self.sync else np.zeros(0)
+        values: dict[str, object] = {
+            'policy': self.spec.name, 'model': str(self.model.path),
+            'model_format': self.model.format, 'mode': mode,
+            'control_rate_hz': 1e9 / self.period_ns, 'sync_to_states': self.sync,
+            'compute_p50_ms': _pct(self.compute, 50), 'compute_p99_ms': _pct(self.compute, 99),
+            'compute_max_ms': _pct(self.compute, 100),
+            'model_p50_ms': _pct(self.model_ns, 50), 'model_p99_ms': _pct(self.model_ns, 99),
+            'obs_to_cmd_p50_ms': _pct(self.obs_to_cmd, 50),
+            'obs_to_cmd_p99_ms': _pct(self.obs_to_cmd, 99),
+            'overhead_p50_ms': _pct(self.overhead, 50), 'overhead_p99_ms': _pct(self.overhead, 99),
+            'period_err_p50_ms': float(np.percentile(err, 50)) if err.size else 0.0,
+            'period_err_p99_ms': float(np.percentile(err, 99)) if err.size else 0.0,
+            'wake_late_p99_ms': _pct(self.late, 99),
+            'deadline_misses': self.stats['deadline_misses'],
+            'skipped_periods': self.stats['skipped_periods'],
+            'commands_published': self.stats['published'],
+            'observation_age_ms': age, 'last_fault': fault,
+            **counts,
+        }
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [messages.diagnostic_status(f'{self.get_fully_qualified_name()}: policy',
+                                                 self.robot.name, level, message, values)]
+        self.pub_diag.publish(arr)
+
+    def close(self) -> None:
+        """Stop the loop thread."""
+        self.running = False
+        self.clock_moved.set()
+        if self.thread is not None:
+            self.thread.join(timeout=2.0)
+        self._jump_handle.unregister()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the policy node."""
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    return run_node(PolicyNode, args, executor_factory=_executor)
+
+
+def _executor() -> object:
+    """Return the C++ events executor where rclpy has it (far less GIL time per callback)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor
+        return SingleThreadedExecutor()
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

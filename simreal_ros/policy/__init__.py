@@ -1,0 +1,1 @@
+"""Policy models and training (torch / onnxruntime only; the interface lives in core)."""

@@ -1,0 +1,168 @@
+"""Load a policy network (TorchScript ``.pt`` or ONNX ``.onnx``) and check it against its spec.
+
+Pickled checkpoints (``torch.save`` of a module or a state dict) are refused: unpickling runs
+arbitrary code from the file. TorchScript archives hold TorchScript code and tensors only and
+are loaded with ``torch.jit.load``; ONNX files run in onnxruntime. Input and output sizes are
+checked at load with a real forward pass, and a mismatch names the expected and actual shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+import warnings
+import zipfile
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.errors import PolicyError
+
+FloatArray = npt.NDArray[np.float64]
+
+WARMUP_CALLS = 5
+EXPORT_HINT = ('export the network with torch.jit.script(model).save(path) (or '
+               'torch.jit.trace), or to ONNX')
+
+
+def _torchscript_members(path: Path) -> list[str]:
+    if not zipfile.is_zipfile(path):
+        raise PolicyError(f'{path}: not a TorchScript archive (a legacy pickle file?); '
+                          f'pickles are refused because loading them runs arbitrary code; '
+                          f'{EXPORT_HINT}')
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+    has_code = any('/code/' in n for n in names)
+    has_constants = any(n.endswith('/constants.pkl') for n in names)
+    if not (has_code and has_constants):
+        raise PolicyError(f'{path}: a pickled torch.save checkpoint, not TorchScript; pickles '
+                          f'are refused because loading them runs arbitrary code; '
+                          f'{EXPORT_HINT}')
+    return names
+
+
+class PolicyModel:
+    """A loaded network: ``model(obs) -> action`` on 1-D float64 numpy arrays."""
+
+    def __init__(self, path: Path, fmt: str, obs_dim: int, act_dim: int,
+                 call: Callable[[FloatArray], FloatArray]) -> None:
+        self.path = path
+        self.format = fmt
+        self.obs_dim = obs_dim
+        self.act_dim = act_dim
+        self._call = call
+
+    def __call__(self, obs: FloatArray) -> FloatArray:
+        """Run the network on one observation vector."""
+        return self._call(obs)
+
+
+def _first_layer_inputs(module: Any) -> int | None:
+    for p in module.parameters():
+        if p.dim() == 2:
+            return int(p.shape[1])
+    return None
+
+
+def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyModel:
+    _torchscript_members(path)
+    import torch
+    if threads > 0:
+        torch.set_num_threads(threads)
+    try:
+        with warnings.catch_warnings():  # torch >= 2.9 marks TorchScript as deprecated
+            warnings.simplefilter('ignore', DeprecationWarning)
+            module = torch.jit.load(str(path), map_location='cpu')
+    except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError with its reader text
+        raise PolicyError(f'{path}: torch.jit.load failed: {exc}'.splitlines()[0]) from None
+    module.eval()
+    probe = torch.zeros(1, obs_dim, dtype=torch.float32)
+    try:
+        with torch.inference_mode():
+            for _ in range(WARMUP_CALLS):  # the JIT profiles and optimizes on the first calls
+                out = module(probe)
+    except Exception as exc:  # noqa: BLE001
+        got = _first_layer_inputs(module)
+        actual = (f'the network takes (1, {got}) (its first layer has {got} inputs)'
+                  if got is not None and got != obs_dim
+                  else f'the network fails on it: {str(exc).strip().splitlines()[-1]}')
+        raise PolicyError(f'{path}: input shape mismatch: the spec declares an observation of '
+                          f'shape (1, {obs_dim}) but {actual}') from None
+    if not isinstance(out, torch.Tensor):
+        raise PolicyError(f'{path}: the network must return one tensor, got '
+                          f'{type(out).__name__}')
+    shape = tuple(int(s) for s in out.shape)
+    if shape not in ((1, act_dim), (act_dim,)):
+        raise PolicyError(f'{path}: output shape mismatch: the spec declares an action of '
+                          f'shape (1, {act_dim}) but the network returns {shape}')
+
+    def call(obs: FloatArray) -> FloatArray:
+        x = torch.from_numpy(np.asarray(obs, dtype=np.float32).reshape(1, obs_dim))
+        with torch.inference_mode():
+            y = module(x)
+        return np.asarray(y.numpy(), dtype=np.float64).reshape(act_dim)
+
+    return PolicyModel(path, 'torchscript', obs_dim, act_dim, call)
+
+
+def _load_onnx(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyModel:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise PolicyError(f'{path}: ONNX policies need the onnxruntime package, which is not '
+                          f'installed (pip install onnxruntime), or use a TorchScript .pt'
+                          ) from None
+    opts = ort.SessionOptions()
+    if threads > 0:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    try:
+        sess = ort.InferenceSession(str(path), sess_options=opts,
+                                    providers=['CPUExecutionProvider'])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+        raise PolicyError(f'{path}: onnxruntime could not load the model: '
+                          f'{str(exc).splitlines()[0]}') from None
+    inputs, outputs = sess.get_inputs(), sess.get_outputs()
+    if len(inputs) != 1 or len(outputs) < 1:
+        raise PolicyError(f'{path}: the network must take one input (the observation), it '
+                          f'takes {[i.name for i in inputs]}')
+    in_shape = list(inputs[0].shape)
+    if not in_shape or (isinstance(in_shape[-1], int) and in_shape[-1] != obs_dim):
+        raise PolicyError(f'{path}: input shape mismatch: the spec declares an observation of '
+                          f'shape (1, {obs_dim}) but the network takes {in_shape}')
+    out_shape = list(outputs[0].shape)
+    if out_shape and isinstance(out_shape[-1], int) and out_shape[-1] != act_dim:
+        raise PolicyError(f'{path}: output shape mismatch: the spec declares an action of '
+                          f'shape (1, {act_dim}) but the network returns {out_shape}')
+    in_name, out_name = inputs[0].name, outputs[0].name
+    rank = len(in_shape)
+
+    def call(obs: FloatArray) -> FloatArray:
+        x = np.asarray(obs, dtype=np.float32).reshape((1, obs_dim) if rank == 2 else (obs_dim,))
+        y = sess.run([out_name], {in_name: x})[0]
+        return np.asarray(y, dtype=np.float64).reshape(act_dim)
+
+    try:
+        probe = np.asarray(sess.run([out_name], {in_name: np.zeros(
+            (1, obs_dim) if rank == 2 else (obs_dim,), np.float32)})[0])
+    except Exception as exc:  # noqa: BLE001
+        raise PolicyError(f'{path}: the network does not run on an observation of shape '
+                          f'(1, {obs_dim}): {str(exc).splitlines()[0]}') from None
+    if probe.size != act_dim:
+        raise PolicyError(f'{path}: output shape mismatch: the spec declares an action of '
+                          f'shape (1, {act_dim}) but the network returns {probe.shape}')
+    return PolicyModel(path, 'onnx', obs_dim, act_dim, call)
+
+
+def load_model(path: str | Path, obs_dim: int, act_dim: int, threads: int = 1) -> PolicyModel:
+    """Load ``path`` (``.pt`` TorchScript or ``.onnx``) and check its input/output sizes."""
+    p = Path(path)
+    if not p.is_file():
+        raise PolicyError(f"{p}: policy model file not found (the policy spec's model: key "
+                          f'is relative to the spec file)')
+    if p.suffix == '.pt':
+        return _load_torchscript(p, obs_dim, act_dim, threads)
+    if p.suffix == '.onnx':
+        return _load_onnx(p, obs_dim, act_dim, threads)
+    raise PolicyError(f'{p}: unknown model format {p.suffix!r}; use a TorchScript .pt or an '
+                      f'ONNX .onnx file')

@@ -1,0 +1,363 @@
+"""``simreal train``: train a policy spec's network in MuJoCo, seeded and reproducible.
+
+Method: DAgger distillation. A privileged teacher knows each world's randomized masses and
+servo gains and commands the position that holds the goal exactly against gravity (a static
+P-servo inverse: ``q_goal + tau_gravity(q_goal) / kp``). The student is an MLP that sees only
+the policy spec's observation (built by the same :class:`ObservationBuilder` the node uses)
+and whose outputs go through the same :class:`ActionProcessor` (clip, rate limit, limits).
+Round 0 executes the teacher; later rounds mostly execute the student, the teacher labels
+every visited observation, and the student is refit on everything collected so far.
+
+Every world is a :class:`simreal_ros.sim.physics.SimRobot` (the sim bridge's physics) with
+domain randomization drawn per episode, an action delay (the sim's command delay line) and an
+observation delay (joint_states measured that long before the policy acts), both drawn per
+episode from the training config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+import json
+import math
+from pathlib import Path
+import re
+import time
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.commands import JointTarget
+from simreal_ros.core.dynamics import load_randomization
+from simreal_ros.core.paths import resolve_named
+from simreal_ros.core.policy_spec import (
+    ActionProcessor,
+    ObservationBuilder,
+    ObsInputs,
+    PolicySpec,
+    load_policy_spec,
+)
+from simreal_ros.core.robot import RobotSpec, load_robot
+from simreal_ros.core.validate import Section, check_range, load_yaml_mapping
+from simreal_ros.errors import ConfigError
+from simreal_ros.sim.goals import GoalSampler
+from simreal_ros.sim.physics import SimRobot
+
+FloatArray = npt.NDArray[np.float64]
+
+#: ``simreal train --quick``: a seconds-long smoke run of the whole pipeline.
+QUICK = {'iterations': 1, 'envs': 2, 'episode_s': 0.5, 'epochs': 1, 'eval_episodes': 2}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A validated ``config/training/<name>.yaml`` (see the shipped one for every key)."""
+
+    source: str
+    policy: str
+    seed: int = 0
+    threads: int = 1
+    randomization: str = 'default'
+    action_delay_s: tuple[float, float] = (0.0, 0.020)
+    observation_delay_s: tuple[float, float] = (0.0, 0.010)
+    noise_pos_rad: float = 0.0005
+    noise_vel_rad_s: float = 0.02
+    envs: int = 16
+    iterations: int = 14
+    episode_s: float = 6.0
+    goal_interval_s: tuple[float, float] = (1.2, 2.5)
+    goal_margin_rad: float = 0.25
+    hidden: tuple[int, ...] = (128, 128)
+    epochs: int = 30
+    batch_size: int = 512
+    learning_rate: float = 1e-3
+    eval_episodes: int = 40
+    tolerance_rad: float = 0.05
+    dwell_s: float = 0.2
+    goal_timeout_s: float = 4.0
+
+
+def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig:
+    """Load training settings by shipped name or path; ``overrides`` replace fields."""
+    path = resolve_named('training', str(name_or_path))
+    src = str(path)
+    top = Section(load_yaml_mapping(path), src)
+    noise = top.section('observation_noise', {})
+    net = top.section('network', {})
+    hidden = net.items('hidden', [128, 128])
+    if not hidden or any(isinstance(h, bool) or not isinstance(h, int) or h < 1
+                         for h in hidden):
+        raise ConfigError(src, 'network.hidden', 'a non-empty list of layer widths >= 1',
+                          hidden)
+    net.reject_unknown()
+
+    def rng_pair(key: str, default: tuple[float, float]) -> tuple[float, float]:
+        return check_range(top.raw(key, list(default)), src, key, minimum=0.0)
+
+    cfg = TrainConfig(
+        source=src, policy=top.string('policy'), seed=top.integer('seed', 0, minimum=0),
+        threads=top.integer('threads', 1, minimum=1, maximum=64),
+        randomization=str(top.raw('randomization', 'default') or ''),
+        action_delay_s=rng_pair('action_delay_s', (0.0, 0.02)),
+        observation_delay_s=rng_pair('observation_delay_s', (0.0, 0.01)),
+        noise_pos_rad=noise.number('joint_pos_rad', 0.0005, minimum=0.0),
+        noise_vel_rad_s=noise.number('joint_vel_rad_s', 0.02, minimum=0.0),
+        envs=top.integer('envs', 16, minimum=1, maximum=1024),
+        iterations=top.integer('iterations', 14, minimum=1),
+        episode_s=top.number('episode_s', 6.0, positive=True),
+        goal_interval_s=rng_pair('goal_interval_s', (1.2, 2.5)),
+        goal_margin_rad=top.number('goal_margin_rad', 0.25, minimum=0.0),
+        hidden=tuple(int(h) for h in hidden), epochs=top.integer('epochs', 30, minimum=1),
+        batch_size=top.integer('batch_size', 512, minimum=1),
+        learning_rate=top.number('learning_rate', 1e-3, positive=True),
+        eval_episodes=top.integer('eval_episodes', 40, minimum=0),
+        tolerance_rad=top.number('tolerance_rad', 0.05, positive=True),
+        dwell_s=top.number('dwell_s', 0.2, minimum=0.0),
+        goal_timeout_s=top.number('goal_timeout_s', 4.0, positive=True))
+    noise.reject_unknown()
+    top.reject_unknown(extra_allowed=('description',))
+    if cfg.goal_interval_s[0] <= 0:
+        raise ConfigError(src, 'goal_interval_s', 'a range of seconds > 0', cfg.goal_interval_s)
+    return replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+
+
+class World:
+    """One randomized MuJoCo world driven through the policy spec's interface."""
+
+    def __init__(self, spec: PolicySpec, robot: RobotSpec, cfg: TrainConfig, seed: int,
+                 randomize: bool = True) -> None:
+        rand = load_randomization(cfg.randomization) if cfg.randomization and randomize \
+            else None
+        self.spec, self.robot, self.cfg = spec, robot, cfg
+        self.randomize = randomize
+        self.sim = SimRobot(robot, randomization=rand, seed=seed)
+        self.rng = np.random.default_rng(seed + 7919)
+        self.teacher = GoalSampler(robot, built=self.sim.built)
+        self.goals = GoalSampler(robot, margin_rad=cfg.goal_margin_rad, built=self.sim.built)
+        self.obs = ObservationBuilder(spec)
+        self.act = ActionProcessor(spec)
+        self.idx = spec.joint_index
+        self.full_default = robot.home.copy()
+        self.full_default[self.idx] = spec.default
+        self.steps_per_tick = max(1, int(round(1.0 / (spec.control_rate_hz
+                                                      * robot.timestep_s))))
+        self.tick_s = self.steps_per_tick * robot.timestep_s
+        self.reset()
+
+    def reset(self) -> None:
+        """Draw new dynamics, delays and a first goal; the arm at the default pose, at rest."""
+        cfg, sim = self.cfg, self.sim
+        params = sim.reset(randomize=self.randomize)
+        if self.randomize:
+            params = replace(params, command_delay_s=float(self.rng.uniform(
+                *cfg.action_delay_s)))
+            obs_delay = float(self.rng.uniform(*cfg.observation_delay_s))
+        else:
+            params, obs_delay = replace(params, command_delay_s=0.0), 0.0
+        sim.params = params
+        self.obs_delay_steps = min(self.steps_per_tick - 1,
+                                   int(round(obs_delay / self.robot.timestep_s)))
+        self.kp = np.array([params.joints[n].kp for n in self.robot.joint_names])
+        sim.set_target(JointTarget.hold(self.full_default))
+        self.t = 0.0
+        self.obs.reset()
+        self.act.reset(self.spec.default)
+        self.last_action = self.act.neutral_action()
+        self.new_goal()
+        self.measured = sim.observe()
+
+    def new_goal(self, goal: FloatArray | None = None) -> None:
+        """Switch to ``goal`` (robot order) or a random reachable one."""
+        g = self.goals.sample(self.rng)[0] if goal is None else np.asarray(goal, float)
+        self.goal = g
+        self.goal_started = self.t
+        self.next_switch = self.t + float(self.rng.uniform(*self.cfg.goal_interval_s))
+        hold = self.teacher.holding_command(g, self.kp)[self.idx]
+        a = self.spec.action
+        base = self.spec.default if a.mode == 'offset' else 0.0
+        label = (hold - base) / a.scale
+        self.teacher_action = label if a.clip is None else np.clip(label, -a.clip, a.clip)
+
+    def observation(self, noisy: bool = True) -> FloatArray:
+        """Return the policy's observation of the (delayed, noisy) last measurement."""
+        m = self.measured
+        q, v = m.position.copy(), m.velocity.copy()
+        if noisy and self.randomize:
+            q += self.rng.normal(0.0, self.cfg.noise_pos_rad, q.shape)
+            v += self.rng.normal(0.0, self.cfg.noise_vel_rad_s, v.shape)
+        return self.obs.build(ObsInputs(
+            position=q[self.idx], velocity=v[self.idx], default=self.spec.default,
+            last_action=self.last_action, goal=self.goal[self.idx], time_s=self.t,
+            imu_gyro=m.imu_gyro, imu_quat_wxyz=m.imu_quat_wxyz))
+
+    def apply(self, raw_action: FloatArray) -> None:
+        """Process one action through the spec's pipeline and advance one control period."""
+        res = self.act.process(raw_action)
+        if res.ok:
+            self.last_action = res.action
+        target = self.full_default.copy()
+        target[self.idx] = res.target
+        self.sim.set_target(JointTarget.hold(target))
+        d = self.obs_delay_steps
+        self.sim.step(self.steps_per_tick - d)
+        self.measured = self.sim.observe()
+        if d:
+            self.sim.step(d)
+        self.t += self.tick_s
+
+    def goal_error(self) -> float:
+        """Max |q - goal| over the policy joints, now (rad)."""
+        q = self.sim.data.qpos[self.sim.built.qpos_adr]
+        return float(np.max(np.abs(q[self.idx] - self.goal[self.idx])))
+
+
+def build_network(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Any:
+    """Build the student: an ELU MLP plus a bias-free linear skip from input to output."""
+    import torch
+    from torch import nn
+
+    class ReachMLP(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers: list[nn.Module] = []
+            width = obs_dim
+            for h in hidden:
+                layers += [nn.Linear(width, h), nn.ELU()]
+                width = h
+            layers.append(nn.Linear(width, act_dim))
+            self.mlp = nn.Sequential(*layers)
+            self.skip = nn.Linear(obs_dim, act_dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.mlp(x) + self.skip(x)
+
+    return ReachMLP()
+
+
+def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
+                   goals_per_world: int) -> dict[str, float]:
+    """Chain ``goals_per_world`` random goals in each world under the student alone."""
+    cfg = worlds[0].cfg
+    ticks = int(math.ceil(cfg.goal_timeout_s / worlds[0].tick_s))
+    dwell = max(1, int(math.ceil(cfg.dwell_s / worlds[0].tick_s)))
+    hits, times, errors = 0, [], []
+    for w in worlds:
+        w.reset()
+    for _ in range(goals_per_world):
+        for w in worlds:
+            w.new_goal()
+        inside = [0] * len(worlds)
+        reached: list[float | None] = [None] * len(worlds)
+        for k in range(ticks):
+            actions = act(np.stack([w.observation() for w in worlds]))
+            for i, w in enumerate(worlds):
+                w.apply(actions[i])
+                if reached[i] is None:
+                    inside[i] = inside[i] + 1 if w.goal_error() < cfg.tolerance_rad else 0
+                    if inside[i] >= dwell:
+                        reached[i] = (k + 1 - dwell) * w.tick_s
+        for i, w in enumerate(worlds):
+            errors.append(w.goal_error())
+            if reached[i] is not None:
+                hits += 1
+                times.append(reached[i])
+    n = goals_per_world * len(worlds)
+    return {'goals': n, 'success_rate': hits / n if n else float('nan'),
+            'time_to_goal_mean_s': float(np.mean(times)) if times else float('nan'),
+            'final_error_median_rad': float(np.median(errors)) if errors else float('nan')}
+
+
+def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
+          ) -> dict[str, Any]:
+    """Train the spec's network with ``cfg``; write ``<policy>.pt``, spec and summary."""
+    import torch
+
+    t_start = time.monotonic()
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    torch.use_deterministic_algorithms(True)
+    spec = load_policy_spec(cfg.policy)
+    robot = load_robot(spec.robot)
+    rng = np.random.default_rng(cfg.seed)
+    seeds = rng.integers(0, 2**31 - 1, size=cfg.envs + 64)
+    worlds = [World(spec, robot, cfg, int(seeds[i])) for i in range(cfg.envs)]
+    net = build_network(spec.obs_dim, spec.act_dim, cfg.hidden)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    shuffle = torch.Generator().manual_seed(cfg.seed)
+    ticks = int(round(cfg.episode_s * spec.control_rate_hz))
+    data_x: list[FloatArray] = []
+    data_y: list[FloatArray] = []
+
+    def student(obs: FloatArray) -> FloatArray:
+        with torch.no_grad():
+            return np.asarray(net(torch.as_tensor(obs, dtype=torch.float32)).numpy(),
+                              dtype=np.float64)
+
+    log(f'training {spec.name}: obs {spec.obs_dim}, act {spec.act_dim}, {cfg.envs} worlds, '
+        f'{cfg.iterations} DAgger rounds of {cfg.episode_s:g} s, seed {cfg.seed}')
+    history = []
+    for it in range(cfg.iterations):
+        beta = 1.0 if it == 0 else 0.5 ** (it + 1)
+        for w in worlds:
+            w.reset()
+        for _k in range(ticks):
+            obs = np.stack([w.observation() for w in worlds])
+            labels = np.stack([w.teacher_action for w in worlds])
+            data_x.append(obs)
+            data_y.append(labels)
+            executed = labels if it == 0 else student(obs)
+            for i, w in enumerate(worlds):
+                if w.t >= w.next_switch:
+                    w.new_goal()
+                use_teacher = beta > 0 and rng.random() < beta
+                w.apply(labels[i] if use_teacher else executed[i])
+        x = torch.as_tensor(np.concatenate(data_x), dtype=torch.float32)
+        y = torch.as_tensor(np.concatenate(data_y), dtype=torch.float32)
+        loss_sum, batches = 0.0, 0
+        for _epoch in range(cfg.epochs):
+            perm = torch.randperm(len(x), generator=shuffle)
+            for s in range(0, len(x), cfg.batch_size):
+                b = perm[s:s + cfg.batch_size]
+                loss = torch.nn.functional.mse_loss(net(x[b]), y[b])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += float(loss.detach())
+                batches += 1
+        history.append({'round': it, 'samples': int(len(x)), 'beta': beta,
+                        'loss': loss_sum / max(1, batches)})
+        log(f'  round {it + 1}/{cfg.iterations}: {len(x)} samples, loss '
+            f'{history[-1]["loss"]:.3g}, {time.monotonic() - t_start:.0f} s')
+    net.eval()
+    settings = {**asdict(cfg), 'source': Path(cfg.source).name}
+    summary: dict[str, Any] = {'policy': spec.name, 'config': settings, 'rounds': history,
+                               'train_time_s': time.monotonic() - t_start}
+    if cfg.eval_episodes:
+        per = max(1, cfg.eval_episodes // max(1, min(8, cfg.envs)))
+        n_eval = min(8, cfg.envs)
+        nominal = [World(spec, robot, cfg, int(seeds[cfg.envs + i]), randomize=False)
+                   for i in range(n_eval)]
+        randomized = [World(spec, robot, cfg, int(seeds[cfg.envs + 32 + i]))
+                      for i in range(n_eval)]
+        summary['check_nominal'] = _success_rates(nominal, student, per)
+        summary['check_randomized'] = _success_rates(randomized, student, per)
+        log(f'  in-process check: nominal {summary["check_nominal"]["success_rate"]:.1%}, '
+            f'randomized {summary["check_randomized"]["success_rate"]:.1%} of '
+            f'{summary["check_nominal"]["goals"]} goals within {cfg.tolerance_rad} rad')
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path = out_dir / f'{spec.name}.pt'
+    torch.jit.script(net).save(str(model_path))
+    spec_text = spec.source.read_text(encoding='utf-8')
+    spec_text = re.sub(r'^model:\s*\S+', f'model: {model_path.name}', spec_text, count=1,
+                       flags=re.M)
+    spec_path = out_dir / f'{spec.name}.yaml'
+    if spec_path.resolve() != spec.source.resolve():
+        spec_path.write_text(spec_text, encoding='utf-8')
+    summary['total_time_s'] = time.monotonic() - t_start
+    summary['model'] = str(model_path)
+    summary['spec'] = str(spec_path)
+    (out_dir / f'{spec.name}.training.json').write_text(json.dumps(summary, indent=2) + '\n',
+                                                        encoding='utf-8')
+    log(f'wrote {model_path} ({model_path.stat().st_size / 1024:.0f} kB) and {spec_path} in '
+        f'{summary["total_time_s"]:.0f} s')
+    return summary

@@ -1,0 +1,202 @@
+"""The policy node over real DDS: closed loop in sim, enable/ramp, stale hold, NaN, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+import numpy as np
+import pytest
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool
+import torch
+import yaml
+
+from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.core.robot import load_robot
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+ROBOT = load_robot('simreal_arm')
+SPEC = load_policy_spec('simreal_arm_reach')
+NAMES = ROBOT.joint_names
+
+
+def policy_status(diags: list) -> DiagnosticStatus:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith(': policy'):
+                return st
+    raise AssertionError('no policy diagnostics yet')
+
+
+def values(st: DiagnosticStatus) -> dict:
+    return {kv.key: kv.value for kv in st.values}
+
+
+def mode(diags: list) -> str:
+    return values(policy_status(diags))['mode']
+
+
+def positions(samples: list, since: int = 0) -> np.ndarray:
+    return np.array([list(m.position) for _t, m in samples[since:]])
+
+
+def enable(client, on: bool = True, node: str = '/policy'):
+    return client.call(SetBool, f'{node}/enable', SetBool.Request(data=on))
+
+
+def test_closed_loop_in_sim_ramps_then_reaches_goals(start_node, ros_client):
+    states = ros_client.collect(JointState, 'joint_states')
+    commands = ros_client.collect(JointState, 'joint_commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('sim_bridge')
+    policy = start_node('policy', policy='simreal_arm_reach', diagnostics_period_s=0.2)
+    ros_client.wait_for(lambda: len(states) > 10, 20, 'joint_states')
+    ros_client.wait_for(lambda: mode(diags) == 'disabled', 30, 'the policy node up')
+    # move the arm away from the default pose by hand while the policy is disabled
+    pub = ros_client.publisher(JointState, 'joint_commands')
+    away = ROBOT.home + np.array([0.5, -0.3, 0.3, 0.0, 0.4, 0.0])
+    pub.publish(messages.joint_state(NAMES, time.time_ns(), away))
+    ros_client.wait_for(lambda: np.abs(positions(states)[-1] - away).max() < 0.04, 10,
+                        'the arm at the hand-commanded pose')
+    n_hand = len(commands)
+    time.sleep(0.5)
+    assert len(commands) == n_hand, 'a disabled policy must not publish'
+    assert enable(ros_client).success
+    ros_client.wait_for(lambda: mode(diags) == 'running', 20, 'ramp done, policy running')
+    ramp = positions(commands, n_hand)
+    t = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in commands[n_hand:]]) / 1e9
+    assert np.abs(ramp[0] - away).max() < 0.05, 'the ramp starts at the measured pose'
+    in_ramp = t < t[0] + SPEC.safety.ramp_s - 0.05  # 2 s: longer than 0.5 rad at 0.5 rad/s
+    speed = np.abs(np.diff(ramp[in_ramp], axis=0)) / np.diff(t[in_ramp])[:, None]
+    assert speed.max() <= SPEC.safety.ramp_max_velocity * 1.1, 'ramp speed'
+    assert np.abs(ramp[in_ramp][-1] - SPEC.default).max() < 0.01, 'the ramp ends at default'
+    goal_pub = ros_client.publisher(JointState, 'goal')
+    for goal in (ROBOT.home + np.array([0.8, 0.3, -0.5, 0.6, -0.4, 1.0]),
+                 ROBOT.home + np.array([-0.9, -0.4, 0.4, -0.5, 0.5, -0.8])):
+        goal_pub.publish(messages.joint_state(NAMES, 0, goal))
+        ros_client.wait_for(lambda g=goal: np.abs(positions(states)[-1] - g).max() < 0.05,
+                            15, f'reaching goal {np.round(goal, 2)}')
+    cmds = positions(commands, n_hand)
+    assert np.all(cmds <= SPEC.upper + 1e-9) and np.all(cmds >= SPEC.lower - 1e-9)
+    stamps = [messages.stamp_to_ns(m.header.stamp) for _t, m in commands[n_hand:]]
+    assert np.all(np.diff(stamps) > 0) and abs(stamps[-1] - time.time_ns()) < 1e9
+    v = values(policy_status(diags))
+    assert int(v['rejected_outputs']) == 0 and float(v['compute_p50_ms']) > 0
+    assert float(v['control_rate_hz']) == 50.0 and v['model_format'] == 'torchscript'
+    assert policy.proc.poll() is None, policy.output()
+
+
+class FakeBackend:
+    """joint_states at 100 Hz from the test process (stamped with the wall clock)."""
+
+    def __init__(self, client, q: np.ndarray) -> None:
+        self.pub = client.publisher(JointState, 'joint_states')
+        self.q = q
+        self.on = True
+        self.timer = client.node.create_timer(0.01, self.tick)
+
+    def tick(self) -> None:
+        if self.on:
+            self.pub.publish(messages.joint_state(NAMES, time.time_ns(), self.q,
+                                                  np.zeros(len(NAMES))))
+
+
+class Probe(torch.nn.Module):
+    """Goal-triggered faults: goal base_yaw > 1 -> NaN, goal shoulder > 1 -> +40 (saturates)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g = x[:, 12:18]
+        out = torch.zeros(x.shape[0], 6)
+        if bool(g[0, 0] > 1.0):
+            out = out + float('nan')
+        if bool(g[0, 1] > 1.0):
+            out = out + 40.0
+        return out
+
+
+def probe_spec(tmp_path: Path) -> Path:
+    torch.jit.script(Probe()).save(str(tmp_path / 'probe.pt'))
+    data = yaml.safe_load(SPEC.source.read_text())
+    data.update(policy='probe', model='probe.pt')
+    data['safety'] = {'ramp_s': 0.2, 'stale_after_periods': 3}
+    data['action']['rate_limit_rad'] = 0.5
+    p = tmp_path / 'probe.yaml'
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def test_stale_hold_limits_and_nan_rejection(start_node, ros_client, tmp_path):
+    commands = ros_client.collect(JointState, 'joint_commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    backend = FakeBackend(ros_client, ROBOT.home.copy())
+    policy = start_node('policy', policy=str(probe_spec(tmp_path)), enable_on_start=True,
+                        diagnostics_period_s=0.2)
+    ros_client.wait_for(lambda: mode(diags) == 'running', 30, 'auto-enabled and running')
+    goal = ros_client.publisher(JointState, 'goal')
+
+    # a saturating output: clipped and clamped, never beyond the limits
+    g = ROBOT.home.copy()
+    g[1] = ROBOT.home[1] + 1.2
+    goal.publish(messages.joint_state(NAMES, 0, g))
+    ros_client.wait_for(lambda: abs(positions(commands)[-1][1] - SPEC.upper[1]) < 1e-9, 10,
+                        'the command clamped at the upper limit')
+    cmds = positions(commands)
+    assert np.all(cmds <= SPEC.upper + 1e-12) and np.all(cmds >= SPEC.lower - 1e-12)
+    ros_client.wait_for(lambda: int(values(policy_status(diags))['clipped_actions']) > 0, 5,
+                        'clipped actions counted')
+
+    # NaN outputs: rejected, the last command held, an ERROR diagnostic
+    held = positions(commands)[-1]
+    g[0] = ROBOT.home[0] + 1.5
+    goal.publish(messages.joint_state(NAMES, 0, g))
+    ros_client.wait_for(lambda: int(values(policy_status(diags))['rejected_outputs']) >= 5, 10,
+                        'rejections counted')
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.ERROR and 'rejected' in s.message
+                                    for _t, a in diags for s in a.status), 5, 'ERROR status')
+    n = len(commands)
+    time.sleep(0.3)
+    after = positions(commands, n)
+    assert len(after) > 5 and np.all(np.isfinite(after))
+    np.testing.assert_array_equal(after, np.tile(held, (len(after), 1)))
+    assert 'NaN' in values(policy_status(diags))['last_fault']
+
+    # stale observations: the last command is held (re-sent), mode hold, WARN
+    g[0] = ROBOT.home[0]
+    goal.publish(messages.joint_state(NAMES, 0, g))
+    time.sleep(0.3)
+    backend.on = False
+    ros_client.wait_for(lambda: mode(diags) == 'hold', 5, 'hold on stale joint_states')
+    n = len(commands)
+    time.sleep(0.3)
+    stale_cmds = positions(commands, n)
+    assert len(stale_cmds) >= 5
+    assert np.all(stale_cmds == stale_cmds[0])
+    st = policy_status(diags)
+    assert st.level == DiagnosticStatus.WARN and 'ms old' in st.message
+    backend.on = True
+    ros_client.wait_for(lambda: mode(diags) == 'running', 5, 'running again')
+    # disable: publishing stops
+    assert enable(ros_client, False).success
+    time.sleep(0.2)
+    n = len(commands)
+    time.sleep(0.4)
+    assert len(commands) == n
+    assert policy.proc.poll() is None, policy.output()
+
+
+def test_bad_start_up_exits_with_a_one_line_reason(start_node, tmp_path):
+    torch.save(torch.nn.Linear(24, 6), tmp_path / 'pickled.pt')
+    data = yaml.safe_load(SPEC.source.read_text())
+    data['model'] = 'pickled.pt'
+    (tmp_path / 'p.yaml').write_text(yaml.safe_dump(data))
+    p = start_node('policy', policy=str(tmp_path / 'p.yaml'))
+    p2 = start_node('policy', name='policy2')
+    data['model'] = 'nope.onnx'
+    (tmp_path / 'q.yaml').write_text(yaml.safe_dump(data))
+    p3 = start_node('policy', name='policy3', policy=str(tmp_path / 'q.yaml'))
+    assert p.wait(60) == 1 and 'pickled torch.save checkpoint' in p.output()
+    assert p2.wait(60) == 1 and 'policy spec name' in p2.output()
+    assert p3.wait(60) == 1 and 'nope.onnx' in p3.output() and 'not found' in p3.output()

@@ -1,0 +1,139 @@
+"""Loading policy networks: TorchScript and ONNX, pickles refused, shapes checked."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.errors import PolicyError
+from simreal_ros.policy.model import load_model
+
+
+def mlp(i: int = 24, o: int = 6) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(i, 16), torch.nn.Tanh(), torch.nn.Linear(16, o))
+
+
+def test_torchscript_loads_and_matches_the_module(tmp_path):
+    m = mlp()
+    p = tmp_path / 'net.pt'
+    torch.jit.script(m).save(str(p))
+    model = load_model(p, 24, 6)
+    x = np.linspace(-1, 1, 24)
+    expected = m(torch.tensor(x, dtype=torch.float32)[None]).detach().numpy()[0]
+    np.testing.assert_allclose(model(x), expected, rtol=1e-6)
+    assert model.format == 'torchscript' and model(x).dtype == np.float64
+
+
+def test_traced_module_with_1d_output_loads(tmp_path):
+    class Flat(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[0, :6] * 2.0
+    p = tmp_path / 'flat.pt'
+    torch.jit.trace(Flat(), torch.zeros(1, 24)).save(str(p))
+    np.testing.assert_allclose(load_model(p, 24, 6)(np.ones(24)), np.full(6, 2.0))
+
+
+@pytest.mark.parametrize('what', ['module', 'state_dict'])
+def test_pickled_checkpoints_are_refused(tmp_path, what):
+    m = mlp()
+    p = tmp_path / 'ckpt.pt'
+    torch.save(m if what == 'module' else m.state_dict(), p)
+    with pytest.raises(PolicyError, match='pickled torch.save checkpoint.*arbitrary code'):
+        load_model(p, 24, 6)
+
+
+def test_legacy_pickle_files_are_refused_without_unpickling(tmp_path):
+    marker = tmp_path / 'executed'
+    p = tmp_path / 'evil.pt'
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), 'w'))
+    p.write_bytes(pickle.dumps(Evil()))
+    with pytest.raises(PolicyError, match='not a TorchScript archive'):
+        load_model(p, 24, 6)
+    assert not marker.exists()
+
+
+def test_wrong_input_size_names_expected_and_actual(tmp_path):
+    p = tmp_path / 'net.pt'
+    torch.jit.script(mlp(30, 6)).save(str(p))
+    with pytest.raises(PolicyError) as err:
+        load_model(p, 24, 6)
+    assert 'input shape mismatch' in str(err.value)
+    assert '(1, 24)' in str(err.value) and '(1, 30)' in str(err.value)
+
+
+def test_wrong_output_size_names_expected_and_actual(tmp_path):
+    p = tmp_path / 'net.pt'
+    torch.jit.script(mlp(24, 7)).save(str(p))
+    with pytest.raises(PolicyError, match=r'action of shape \(1, 6\) but the network returns '
+                                          r'\(1, 7\)'):
+        load_model(p, 24, 6)
+
+
+def test_missing_file_unknown_format_and_garbage(tmp_path):
+    with pytest.raises(PolicyError, match='not found'):
+        load_model(tmp_path / 'nope.pt', 24, 6)
+    (tmp_path / 'net.h5').write_bytes(b'x')
+    with pytest.raises(PolicyError, match='unknown model format'):
+        load_model(tmp_path / 'net.h5', 24, 6)
+    (tmp_path / 'junk.onnx').write_bytes(b'not onnx at all')
+    with pytest.raises(PolicyError, match='onnxruntime could not load'):
+        load_model(tmp_path / 'junk.onnx', 24, 6)
+
+
+def export_onnx(path, i=24, o=6):
+    m = mlp(i, o)
+    torch.onnx.export(m, (torch.zeros(1, i),), str(path), dynamo=False,
+                      input_names=['obs'], output_names=['action'])
+    return m
+
+
+def test_onnx_loads_and_matches_and_checks_shapes(tmp_path):
+    p = tmp_path / 'net.onnx'
+    m = export_onnx(p)
+    model = load_model(p, 24, 6)
+    x = np.linspace(-1, 1, 24)
+    expected = m(torch.tensor(x, dtype=torch.float32)[None]).detach().numpy()[0]
+    np.testing.assert_allclose(model(x), expected, rtol=1e-5, atol=1e-6)
+    assert model.format == 'onnx'
+    with pytest.raises(PolicyError, match=r'observation of shape \(1, 25\) but the network '
+                                          r'takes \[1, 24\]'):
+        load_model(p, 25, 6)
+    with pytest.raises(PolicyError, match=r'action of shape \(1, 5\) but the network returns '
+                                          r'\[1, 6\]'):
+        load_model(p, 24, 5)
+
+
+def test_onnx_without_onnxruntime_names_the_package(tmp_path):
+    p = tmp_path / 'net.onnx'
+    export_onnx(p)
+    code = ('import sys; sys.modules["onnxruntime"] = None\n'
+            'from simreal_ros.policy.model import load_model\n'
+            'from simreal_ros.errors import PolicyError\n'
+            'try:\n'
+            f'    load_model({str(p)!r}, 24, 6)\n'
+            'except PolicyError as e:\n'
+            '    print(e)\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert 'need the onnxruntime package' in out.stdout and 'pip install onnxruntime' in \
+        out.stdout, out.stderr
+
+
+def test_shipped_policy_weights_match_their_spec():
+    spec = load_policy_spec('simreal_arm_reach')
+    assert spec.model.stat().st_size < 2 * 1024 * 1024
+    model = load_model(spec.model, spec.obs_dim, spec.act_dim)
+    out = model(np.zeros(spec.obs_dim))
+    assert out.shape == (spec.act_dim,) and np.all(np.isfinite(out))
+    # at the default pose with the goal there, the policy commands (about) the default pose
+    assert np.abs(out * spec.action.scale).max() < 0.1
