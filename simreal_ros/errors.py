@@ -46,3 +46,7 @@ class CommandError(SimrealError):
 
 class ModelError(SimrealError):
     """A robot model could not be built (URDF, actuators, scene, overlay)."""
+
+
+class BagError(SimrealError):
+    """A bag cannot be written, read or repaired (exists already, missing, truncated, ...)."""
