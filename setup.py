@@ -57,6 +57,7 @@ setup(
             'simreal = simreal_ros.cli:main',
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
+            'simreal_recorder = simreal_ros.nodes.recorder:main',
         ],
     },
 )

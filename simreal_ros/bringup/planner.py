@@ -56,6 +56,7 @@ ARGUMENTS: dict[str, Argument] = {
 NODES: dict[str, tuple[str, str]] = {
     'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
+    'recorder': ('simreal_recorder', 'simreal_ros.nodes.recorder'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
