@@ -50,6 +50,9 @@ ARGUMENTS: dict[str, Argument] = {
     'excite_rate': Argument('100', 'excitation command rate (Hz)'),
     'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+    'record': Argument('false', 'add the gap recorder (rosbag2 + live gap)', ('true', 'false')),
+    'bag': Argument('', 'recorder: output bag directory ("" = ./bags/simreal_<date>_<time>)'),
+    'record_topics': Argument('*', 'recorder: comma-separated topic names or patterns'),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
@@ -188,6 +191,10 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         remaps = ((('joint_states', f'{_ns(root, "sim_a")}/joint_states'),)
                   if backend == 'sim2sim' else ())
         nodes.append(NodeSpec('excite', 'excite', root, params, remaps, exit_ends_launch=True))
+    if a['record'] == 'true':
+        from simreal_ros.bringup.record_plan import recorder_spec
+        _require('recorder', 'record:=true')
+        nodes.append(recorder_spec(a, root))
     return nodes
 
 
