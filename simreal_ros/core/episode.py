@@ -89,6 +89,7 @@ class Episode:
     joints: dict[str, JointStream]
     stats: dict[str, StreamSummary]
     receive: dict[str, npt.NDArray[np.int64]]
+    stamps: dict[str, npt.NDArray[np.int64]]
     injector: InjectorEvents | None
     commands_topic: str = ''
 
@@ -150,6 +151,7 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
             header[t] = _header_first(reader.types, info.topics[t][0])
         stats = {t: StreamStats() for t in wanted}
         receive: dict[str, list[int]] = {t: [] for t in wanted}
+        stamps: dict[str, list[int]] = {t: [] for t in wanted if header[t]}
         joints: dict[str, JointStream] = {}
         injector: InjectorEvents | None = None
         total = sum(info.topics[t][1] for t in wanted)
@@ -160,6 +162,8 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
                 progress(done, total)
             stamp = _stamp(m.data) if header[m.topic] else None
             stats[m.topic].add(stamp, m.timestamp)
+            if stamp is not None:
+                stamps[m.topic].append(stamp)
             receive[m.topic].append(m.timestamp)
             if m.msgtype == JOINT_STATE:
                 msg = reader.deserialize(m)
@@ -195,7 +199,8 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
     commands = next((t for t in wanted if t.rsplit('/', 1)[-1] == 'joint_commands'
                      and info.topics[t][0] == JOINT_STATE), '')
     return Episode(info, joints, {t: s.summary() for t, s in stats.items()},
-                   {t: np.asarray(v, dtype=np.int64) for t, v in receive.items()}, injector,
+                   {t: np.asarray(v, dtype=np.int64) for t, v in receive.items()},
+                   {t: np.asarray(v, dtype=np.int64) for t, v in stamps.items()}, injector,
                    commands)
 
 
