@@ -22,14 +22,17 @@ check                     what it measures (per stamped topic unless said otherw
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 import math
-from typing import Any
+from pathlib import Path
+import tempfile
+from typing import Any, Sequence
 
 import numpy as np
 
 from simreal_ros.core.episode import JOINT_STATE, Episode
-from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.robot import RobotSpec, load_robot
+from simreal_ros.errors import ConfigError, SimrealError
 
 
 @dataclass(frozen=True)
@@ -211,3 +214,52 @@ def _check_limits(ep: Episode, robot: RobotSpec, th: Thresholds, v: Verdict) -> 
                 f'the {limit:g} N*m limit'))
     if not found:
         v.skipped.append('saturated_effort: no joint_states with efforts')
+
+
+def thresholds_from(entries: Sequence[str], base: Thresholds | None = None) -> Thresholds:
+    """Apply ``name=value`` overrides (``--threshold``) to ``base``; SimrealError on bad ones."""
+    th = base or Thresholds()
+    known = {f.name: f.type for f in fields(Thresholds)}
+    changes: dict[str, Any] = {}
+    for e in entries:
+        name, sep, value = e.partition('=')
+        if not sep or name not in known:
+            raise SimrealError(f'threshold {e!r}: expected NAME=VALUE with NAME one of '
+                               f'{sorted(known)}')
+        try:
+            changes[name] = int(value) if isinstance(getattr(th, name), int) else float(value)
+        except ValueError:
+            raise SimrealError(f'threshold {name}={value!r} is not a number') from None
+    try:
+        return replace(th, **changes)
+    except ValueError as exc:
+        raise SimrealError(str(exc)) from None
+
+
+def robot_for(ep: Episode, robot: str | None) -> RobotSpec | None:
+    """Return the robot spec for the limit checks: ``robot``, else the one in the bag."""
+    if robot:
+        return load_robot(robot)
+    cd = ep.info.custom_data
+    path = cd.get('robot_spec.path', '')
+    if path and Path(path).is_file():
+        try:
+            return load_robot(path)
+        except ConfigError:
+            pass
+    text = cd.get('robot_spec', '')
+    if text:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = Path(tmp) / 'robot_spec.yaml'
+            p.write_text(text, encoding='utf-8')
+            try:
+                return load_robot(p)
+            except ConfigError:
+                pass
+    name = cd.get('robot_spec.argument', '')
+    if name:
+        try:
+            return load_robot(name)
+        except ConfigError:
+            return None
+    return None
