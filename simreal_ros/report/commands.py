@@ -43,6 +43,8 @@ def cmd_record(ns: argparse.Namespace) -> int:
         p['use_sim_time'] = True
     ros_args: list[str] = []
     for key, value in p.items():
+        if value == '':
+            continue  # the default; rcl cannot parse an empty override
         if isinstance(value, list):
             value = '[' + ','.join(f"'{v}'" for v in value) + ']'
         elif isinstance(value, bool):
