@@ -1,4 +1,4 @@
-"""Bag writer, reader and repair: real files, read by rosbags and by the independent mcap reader."""
+"""Bag writer, reader and repair: real files, read by rosbags and by the independent mcap."""
 
 from __future__ import annotations
 
