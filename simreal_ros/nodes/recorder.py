@@ -50,7 +50,7 @@ PARAMETERS: dict[str, Any] = {
     'storage': 'mcap', 'compression': 'none', 'split_size_mb': 0.0, 'split_duration_s': 0.0,
     'flush_period_s': 0.05, 'discovery_period_s': 0.5, 'queue_limit': 200_000,
     'duration_s': 0.0, 'gap_primary': '', 'gap_secondary': '', 'gap_window_s': 5.0,
-    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 1000,
+    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0,
 }
 STRING_ARRAYS = ('embed', 'custom_data')
 DESCRIPTIONS = {
@@ -59,30 +59,29 @@ DESCRIPTIONS = {
     'exclude': 'names or patterns never recorded',
     'embed': 'key=path entries: files embedded in custom_data (robot spec, overlays, ...)',
     'custom_data': 'key=value entries added to custom_data',
+    'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
+             'publishers), N = keep the last N',
 }
 
 
-def _qos_of_publishers(infos: list[Any]) -> tuple[QoSProfile, list[QosSpec]]:
-    """Return the subscription QoS matching every publisher, and what each offers."""
+def offered_qos(infos: list[Any]) -> list[QosSpec]:
+    """Return the QoS each publisher (TopicEndpointInfo) offers."""
     offered: list[QosSpec] = []
-    reliable = bool(infos)
-    transient = bool(infos)
     for info in infos:
         q = info.qos_profile
         rel = q.reliability == ReliabilityPolicy.RELIABLE
         dur = q.durability == DurabilityPolicy.TRANSIENT_LOCAL
-        reliable &= rel
-        transient &= dur
         offered.append(QosSpec('reliable' if rel else 'best_effort',
                                'transient_local' if dur else 'volatile',
                                'keep_all' if q.history == HistoryPolicy.KEEP_ALL else 'keep_last',
                                int(q.depth)))
-    return offered_profile(reliable, transient), offered
+    return offered
 
 
-def offered_profile(reliable: bool, transient: bool, depth: int = 1000) -> QoSProfile:
-    """Return the recorder's subscription profile for these publisher properties."""
-    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
+def offered_profile(reliable: bool, transient: bool, depth: int = 0) -> QoSProfile:
+    """Return the recorder's subscription profile (depth 0 = keep all)."""
+    return QoSProfile(depth=depth or 1000,
+                      history=HistoryPolicy.KEEP_ALL if depth == 0 else HistoryPolicy.KEEP_LAST,
                       reliability=(ReliabilityPolicy.RELIABLE if reliable
                                    else ReliabilityPolicy.BEST_EFFORT),
                       durability=(DurabilityPolicy.TRANSIENT_LOCAL if transient
@@ -243,8 +242,10 @@ class Recorder(Node):
                     raise SimrealError(f'topic {name} has several types {types}; a bag topic '
                                        f'has one')
                 cls = import_message(types[0])
-                profile, offered = _qos_of_publishers(infos)
-                profile.depth = int(self.p['depth'])
+                offered = offered_qos(infos)
+                profile = offered_profile(all(q.reliability == 'reliable' for q in offered),
+                                          all(q.durability == 'transient_local'
+                                              for q in offered), int(self.p['depth']))
                 with self.lock:
                     handle = self.writer.add_topic(name, types[0], offered)
             except SimrealError as exc:

@@ -54,13 +54,21 @@ def main(argv: list[str] | None = None) -> int:
     img_pub = node.create_publisher(Image, 'load/image_raw', profile) if ns.image else None
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    spin = threading.Thread(target=lambda: executor.spin(), daemon=True)
+    stop = threading.Event()
+
+    def _spin() -> None:
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    spin = threading.Thread(target=_spin, daemon=True)
     spin.start()
     deadline = time.monotonic() + 60
     all_pubs = pubs + ([img_pub] if img_pub is not None else [])
     while any(p.get_subscription_count() < ns.subscribers for p in all_pubs):
         if time.monotonic() > deadline:
             print('loadgen: no subscriber matched within 60 s', file=sys.stderr)
+            stop.set()
+            spin.join()
             return 1
         time.sleep(0.01)
     time.sleep(ns.settle)
@@ -104,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(ns.stamps_file, 'w', encoding='utf-8') as f:
             json.dump(stamps, f)
     print(json.dumps(out), flush=True)
+    stop.set()
+    spin.join()
     executor.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()
