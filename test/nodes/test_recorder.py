@@ -20,7 +20,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from simreal_ros.core.bag import BagReader, QosSpec
+from simreal_ros.core.bag import BagReader
 from simreal_ros.errors import SimrealError
 from simreal_ros.nodes.recorder import import_message
 from simreal_ros.ros import messages
@@ -132,7 +132,8 @@ def test_qos_matched_and_late_publishers_recorded(start_node, ros_client, tmp_pa
         assert topics['/be'][1] >= 15  # best effort: loopback loses next to nothing
         assert b.info.qos['/latched'][0].durability == 'transient_local'
         assert b.info.qos['/be'][0].reliability == 'best_effort'
-        assert b.info.qos['/late_topic'][0] == QosSpec('reliable', 'volatile', 'keep_last', 10)
+        late = b.info.qos['/late_topic'][0]  # (discovery does not tell the history depth)
+        assert (late.reliability, late.durability) == ('reliable', 'volatile')
         assert b.deserialize(next(b.messages(['/latched']))).data == 'robot description'
 
 
@@ -179,7 +180,7 @@ def test_live_gap_error_topic_and_diagnostics(start_node, ros_client, tmp_path):
 def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     bag = tmp_path / 'run'
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=sim2sim',
-                        'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=3',
+                        'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=7',
                         'overlay_b:=worn_arm'], env=ros_env, capture_output=True, text=True,
                        timeout=180)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
