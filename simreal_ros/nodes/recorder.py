@@ -25,6 +25,7 @@ import importlib
 import os
 from pathlib import Path
 import struct
+import sys
 import threading
 import time
 from typing import Any
@@ -53,6 +54,11 @@ PARAMETERS: dict[str, Any] = {
     'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0,
 }
 STRING_ARRAYS = ('embed', 'custom_data')
+#: Messages written per lock/GIL hold of the writer thread.
+WRITE_BATCH = 100
+#: The executor thread waits for the GIL on every message it takes; the default 5 ms switch
+#: interval would let a busy writer thread stall it (a GIL convoy).
+GIL_SWITCH_INTERVAL_S = 0.0002
 DESCRIPTIONS = {
     'bag': 'output bag directory (must not exist); "" = ./bags/simreal_<date>_<time>',
     'topics': 'topic names or glob patterns to record ("*" = all)',
@@ -148,6 +154,7 @@ class Recorder(Node):
 
     def __init__(self) -> None:
         super().__init__('recorder')
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         p: dict[str, Any] = {}
         for k, v in PARAMETERS.items():
             desc = ParameterDescriptor(description=DESCRIPTIONS.get(k, ''), read_only=True)
@@ -295,7 +302,7 @@ class Recorder(Node):
                 continue
             with self.lock:
                 n = 0
-                while queue and n < 2000:
+                while queue and n < WRITE_BATCH:
                     t, stamp, data = queue.popleft()
                     try:
                         writer.write(t.handle, stamp, data)
@@ -318,6 +325,7 @@ class Recorder(Node):
                 self.exit_code = 2
                 self.finished = True
                 return
+            time.sleep(0)  # hand the GIL to the executor thread between batches
 
     def _feed_live(self, t: _Topic, data: bytes) -> None:
         try:

@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--rate', type=float, default=1000.0)
     ap.add_argument('--duration', type=float, default=1.0)
     ap.add_argument('--joints', type=int, default=6)
-    ap.add_argument('--depth', type=int, default=5000)
+    ap.add_argument('--depth', type=int, default=5000, help='history depth; 0 = keep all')
+    ap.add_argument('--count', type=int, default=0,
+                    help='with --rate 0: publish this many messages as fast as possible')
     ap.add_argument('--subscribers', type=int, default=1)
     ap.add_argument('--settle', type=float, default=1.0, help='wait after subscribers match')
     ap.add_argument('--image', action='store_true')
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rclpy.init()
     node = Node('loadgen')
-    profile = QoSProfile(depth=ns.depth, history=HistoryPolicy.KEEP_LAST,
+    profile = QoSProfile(depth=ns.depth or 1000,
+                         history=HistoryPolicy.KEEP_LAST if ns.depth else HistoryPolicy.KEEP_ALL,
                          reliability=ReliabilityPolicy.RELIABLE)
     names = [f'{ns.prefix}{i}' for i in range(ns.topics)]
     pubs = [node.create_publisher(JointState, n, profile) for n in names]
@@ -81,16 +84,19 @@ def main(argv: list[str] | None = None) -> int:
     if img_pub is not None:
         image = Image(height=480, width=640, encoding='rgb8', step=640 * 3)
         image.data = bytes(640 * 480 * 3)
-    period_ns = int(1e9 / ns.rate)
-    img_every = max(1, int(round(ns.rate / ns.image_rate))) if image is not None else 0
-    total = int(round(ns.duration * ns.rate))
+    flat_out = ns.rate <= 0
+    period_ns = int(1e9 / ns.rate) if not flat_out else 1
+    img_every = (max(1, int(round(ns.rate / ns.image_rate))) if image is not None
+                 and not flat_out else 0)
+    total = ns.count if flat_out else int(round(ns.duration * ns.rate))
     rate = PreciseRate(period_ns, 0)
     sent = [0] * len(pubs)
     stamps: list[int] = []
     images = 0
     first = time.time_ns()
     for k in range(total):
-        rate.sleep()
+        if not flat_out:
+            rate.sleep()
         now = time.time_ns()
         msg.header.stamp = stamp_from_ns(now)
         msg.position[0] = float(k)
@@ -98,14 +104,15 @@ def main(argv: list[str] | None = None) -> int:
             p.publish(msg)
             sent[i] += 1
         stamps.append(now)
-        if image is not None and k % img_every == 0:
+        if image is not None and img_every and k % img_every == 0:
             image.header.stamp = msg.header.stamp
             img_pub.publish(image)  # type: ignore[union-attr]
             images += 1
     last = time.time_ns()
-    time.sleep(0.5)  # let reliable retransmissions finish before the publishers go
+    from rclpy.duration import Duration
+    acked = all(p.wait_for_all_acked(Duration(seconds=60)) for p in all_pubs)
     out = {'sent': dict(zip(names, sent, strict=True)), 'first_ns': first, 'last_ns': last,
-           'overruns': rate.overruns}
+           'overruns': rate.overruns, 'acked': acked}
     if image is not None:
         out['sent']['load/image_raw'] = images
     if ns.stamps_file:
