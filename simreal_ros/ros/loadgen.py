@@ -19,6 +19,24 @@ import time
 from simreal_ros.core.timing import PreciseRate
 
 
+def _publish(pub: object, msg: object) -> int:
+    """Publish; while a keep-all history is full (the reader is behind), wait and retry.
+
+    Returns how many times the publisher was blocked.
+    """
+    from rclpy._rclpy_pybind11 import RCLError
+    blocked = 0
+    while True:
+        try:
+            pub.publish(msg)  # type: ignore[attr-defined]
+            return blocked
+        except RCLError:
+            blocked += 1
+            if blocked > 10_000:
+                raise
+            time.sleep(0.001)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Publish the load; print what was sent as JSON."""
     ap = argparse.ArgumentParser(prog='loadgen')
@@ -93,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     sent = [0] * len(pubs)
     stamps: list[int] = []
     images = 0
+    blocked = 0
     first = time.time_ns()
     for k in range(total):
         if not flat_out:
@@ -101,18 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         msg.header.stamp = stamp_from_ns(now)
         msg.position[0] = float(k)
         for i, p in enumerate(pubs):
-            p.publish(msg)
+            blocked += _publish(p, msg)
             sent[i] += 1
         stamps.append(now)
         if image is not None and img_every and k % img_every == 0:
             image.header.stamp = msg.header.stamp
-            img_pub.publish(image)  # type: ignore[union-attr]
+            blocked += _publish(img_pub, image)
             images += 1
     last = time.time_ns()
     from rclpy.duration import Duration
     acked = all(p.wait_for_all_acked(Duration(seconds=60)) for p in all_pubs)
     out = {'sent': dict(zip(names, sent, strict=True)), 'first_ns': first, 'last_ns': last,
-           'overruns': rate.overruns, 'acked': acked}
+           'overruns': rate.overruns, 'acked': acked, 'blocked': blocked}
     if image is not None:
         out['sent']['load/image_raw'] = images
     if ns.stamps_file:
