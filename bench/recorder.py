@@ -67,8 +67,13 @@ def _loadgen(env: dict[str, str], *args: str) -> dict[str, Any]:
 def _bare_round(env: dict[str, str], count: int) -> float:
     sub = subprocess.Popen([sys.executable, '-c', BARE, str(count)], env=env,
                            stdout=subprocess.PIPE, text=True)
-    _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
-    out, _ = sub.communicate(timeout=180)
+    try:
+        _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
+        out, _ = sub.communicate(timeout=180)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
     res = json.loads(out)
     if res['received'] != count:
         raise RuntimeError(f'bare subscriber lost messages: {res["received"]} of {count}')
@@ -101,8 +106,11 @@ def _stop_when_written(client: RosClient, rec: NodeProcess, count: int) -> None:
 def _recorder_round(tmp: Path, env: dict[str, str], client: RosClient, count: int,
                     k: int) -> float:
     rec = _recorder(tmp, env, f'ingest_{k}', ['/load/t0'])
-    _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
-    _stop_when_written(client, rec, count)
+    try:
+        _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
+        _stop_when_written(client, rec, count)
+    finally:
+        rec.stop()
     with BagReader(tmp / f'ingest_{k}') as b:
         ts = [m.timestamp for m in b.messages()]
     if len(ts) != count:
@@ -118,6 +126,7 @@ def ingest(tmp: Path, env: dict[str, str], client: RosClient, count: int, rounds
         rec.append(_recorder_round(tmp, env, client, count, k))
     b, r = float(np.median(bare)), float(np.median(rec))
     return {'messages_per_round': count, 'rounds': rounds,
+            'bare_rounds': [round(x) for x in bare], 'recorder_rounds': [round(x) for x in rec],
             'bare_subscriber_msgs_per_s': b, 'recorder_msgs_per_s': r,
             'ratio_recorder_over_bare': r / b, 'target_ratio': 0.8, 'lossless': True}
 
@@ -125,9 +134,12 @@ def ingest(tmp: Path, env: dict[str, str], client: RosClient, count: int, rounds
 def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float
            ) -> dict[str, Any]:
     rec = _recorder(tmp, env, 'images', ['/load/*'])
-    sent = _loadgen(env, '--topics', '4', '--rate', '1000', '--duration', str(seconds),
-                    '--image', '--image-rate', '30', '--settle', '0.5')['sent']
-    _stop_when_written(client, rec, sum(sent.values()))
+    try:
+        sent = _loadgen(env, '--topics', '4', '--rate', '1000', '--duration', str(seconds),
+                        '--image', '--image-rate', '30', '--settle', '0.5')['sent']
+        _stop_when_written(client, rec, sum(sent.values()))
+    finally:
+        rec.stop()
     with BagReader(tmp / 'images') as b:
         counts = {t.lstrip('/'): n for t, (_ty, n) in b.info.topics.items()}
         first, last, size = None, 0, 0
@@ -149,8 +161,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory(prefix='simreal_bench_recorder_') as d:
             tmp = Path(d)
-            return {'ingest': ingest(tmp, env, client, 10_000 if quick else 40_000,
-                                     1 if quick else 3),
+            return {'ingest': ingest(tmp, env, client, 10_000 if quick else 20_000,
+                                     1 if quick else 5),
                     'image_30hz': images(tmp, env, client, 2.0 if quick else 8.0)}
     finally:
         client.close()
