@@ -270,7 +270,6 @@ class Recorder(Node):
             self.get_logger().info(f'recording {name} [{types[0]}] '
                                    f'({profile.reliability.name.lower()}, '
                                    f'{profile.durability.name.lower()})')
-        # explicitly named topics that nobody publishes stay reported in diagnostics
 
     def _make_callback(self, t: _Topic) -> Any:
         queue = self.queue
@@ -368,6 +367,10 @@ class Recorder(Node):
             }
         for topic, err in sorted(self.failed.items()):
             values[f'failed {topic}'] = err
+        waiting = [t for t in self.patterns if not any(c in t for c in '*?[')
+                   and t not in self.topics and t not in self.failed]
+        if waiting:
+            values['waiting_for_publishers'] = ','.join(waiting)
         statuses = [messages.diagnostic_status(f'{name}: recorder', 'bag', level, message,
                                                values)]
         for topic, s in sorted(summaries.items()):
