@@ -6,7 +6,10 @@
   is compared with that of a bare rclpy raw subscriber process with the same QoS, which does
   nothing but count. Target ratio recorder / bare >= 0.8. Rounds alternate, median reported.
 * **image_30hz**: four 1 kHz JointState topics plus a 640x480 rgb8 image stream at 30 Hz
-  into the recorder: MB/s ingested and written, and whether every message arrived.
+  into the recorder: MB/s offered (bytes / publishing time) and recorded (bytes / span of bag
+  receive times), MB/s written to disk, whether every message arrived, and how long after the
+  publisher's last message the last one was received (how far the recorder fell behind); the
+  same load into the bare subscriber for comparison.
 """
 
 from __future__ import annotations
@@ -36,21 +39,24 @@ apply_to_current_process()
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 rclpy.init()
 node = Node('bare_subscriber')
 count = int(sys.argv[1])
 got = []
 def cb(data, info):
-    got.append(info['received_timestamp'])
+    got.append((info['received_timestamp'], len(data)))
 qos = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_ALL,
                  reliability=ReliabilityPolicy.RELIABLE)
-node.create_subscription(JointState, '/load/t0', cb, qos, raw=True)
+for name in sys.argv[2:]:
+    node.create_subscription(Image if name.endswith('image_raw') else JointState, name, cb,
+                             qos, raw=True)
 deadline = time.monotonic() + 120
 while len(got) < count and time.monotonic() < deadline:
     rclpy.spin_once(node, timeout_sec=0.1)
-print(json.dumps({'received': len(got), 'first_ns': got[0] if got else 0,
-                  'last_ns': got[-1] if got else 0}), flush=True)
+print(json.dumps({'received': len(got), 'first_ns': got[0][0] if got else 0,
+                  'last_ns': got[-1][0] if got else 0, 'bytes': sum(n for _t, n in got)}),
+      flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
 """
@@ -65,7 +71,7 @@ def _loadgen(env: dict[str, str], *args: str) -> dict[str, Any]:
 
 
 def _bare_round(env: dict[str, str], count: int) -> float:
-    sub = subprocess.Popen([sys.executable, '-c', BARE, str(count)], env=env,
+    sub = subprocess.Popen([sys.executable, '-c', BARE, str(count), '/load/t0'], env=env,
                            stdout=subprocess.PIPE, text=True)
     try:
         _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
@@ -131,12 +137,36 @@ def ingest(tmp: Path, env: dict[str, str], client: RosClient, count: int, rounds
             'ratio_recorder_over_bare': r / b, 'target_ratio': 0.8, 'lossless': True}
 
 
+IMAGE_LOAD = ('--topics', '4', '--rate', '1000', '--image', '--image-rate', '30',
+              '--settle', '0.5')
+
+
+def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
+    topics = [f'/load/t{i}' for i in range(4)] + ['/load/image_raw']
+    expected = 4 * int(round(seconds * 1000)) + int(round(seconds * 30)) + 1
+    sub = subprocess.Popen([sys.executable, '-c', BARE, str(expected), *topics], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        out, _ = sub.communicate(timeout=180)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    res = json.loads(out)
+    published_s = (load['last_ns'] - load['first_ns']) / 1e9
+    return {'lossless': res['received'] == sum(load['sent'].values()),
+            'offered_mb_per_s': res['bytes'] / 1e6 / published_s,
+            'last_receive_after_publisher_s': (res['last_ns'] - load['last_ns']) / 1e9}
+
+
 def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float
            ) -> dict[str, Any]:
+    bare = _bare_images(env, seconds)
     rec = _recorder(tmp, env, 'images', ['/load/*'])
     try:
-        sent = _loadgen(env, '--topics', '4', '--rate', '1000', '--duration', str(seconds),
-                        '--image', '--image-rate', '30', '--settle', '0.5')['sent']
+        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        sent = load['sent']
         _stop_when_written(client, rec, sum(sent.values()))
     finally:
         rec.stop()
@@ -148,10 +178,13 @@ def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float
             last = m.timestamp
             size += len(m.data)
     on_disk = sum(p.stat().st_size for p in (tmp / 'images').glob('*.mcap'))
+    published_s = (load['last_ns'] - load['first_ns']) / 1e9
     span = (last - (first or last)) / 1e9
-    return {'seconds': span, 'sent': sent, 'recorded': counts, 'lossless': counts == sent,
-            'ingest_mb_per_s': size / 1e6 / span, 'written_mb_per_s': on_disk / 1e6 / span,
-            'image_mb_per_s_nominal': 640 * 480 * 3 * 30 / 1e6}
+    return {'published_s': published_s, 'sent': sent, 'recorded': counts,
+            'lossless': counts == sent, 'offered_mb_per_s': size / 1e6 / published_s,
+            'recorded_mb_per_s': size / 1e6 / span, 'written_mb_per_s': on_disk / 1e6 / span,
+            'last_receive_after_publisher_s': (last - load['last_ns']) / 1e9,
+            'image_mb_per_s_nominal': 640 * 480 * 3 * 30 / 1e6, 'bare_subscriber': bare}
 
 
 def run(quick: bool = False) -> dict[str, Any]:
