@@ -143,7 +143,9 @@ IMAGE_LOAD = ('--topics', '4', '--rate', '1000', '--image', '--image-rate', '30'
 
 def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
     topics = [f'/load/t{i}' for i in range(4)] + ['/load/image_raw']
-    expected = 4 * int(round(seconds * 1000)) + int(round(seconds * 30)) + 1
+    ticks = int(round(seconds * 1000))
+    every = max(1, int(round(1000 / 30)))  # as loadgen: one image every `every` ticks
+    expected = 4 * ticks + (ticks + every - 1) // every
     sub = subprocess.Popen([sys.executable, '-c', BARE, str(expected), *topics], env=env,
                            stdout=subprocess.PIPE, text=True)
     try:
