@@ -60,7 +60,7 @@ WRITE_BATCH = 5000
 #: GIL for every message it takes; a writer that wakes rarely and then writes everything in one
 #: burst costs it far fewer GIL hand-overs than one that polls often (measured: with a 2 ms
 #: poll and a 0.2 ms switch interval the recorder fell behind 4 kHz + 30 Hz images).
-WRITER_IDLE_S = 0.02
+WRITER_IDLE_S = 0.01
 GIL_SWITCH_INTERVAL_S = 0.005
 #: With keep-all, the depth bounds the samples DDS holds for the recorder before it refuses
 #: more (the publisher then re-sends them after its next heartbeat, seconds later).

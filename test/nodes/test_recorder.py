@@ -82,9 +82,9 @@ def test_sigkill_keeps_99_percent(start_node, ros_env, ros_client, tmp_path):
     rec = start_node('recorder', bag=str(bag), topics=['/load/t0'], diagnostics_period_s=0.5,
                      custom_data=['purpose=sigkill test'])
     stamps_file = tmp_path / 'stamps.json'
-    gen = loadgen(ros_env, '--topics', '1', '--rate', '500', '--duration', '12',
+    gen = loadgen(ros_env, '--topics', '1', '--rate', '500', '--duration', '16',
                   '--stamps-file', str(stamps_file))
-    ros_client.wait_for(lambda: written(diags) >= 2500, 60, 'recording under way')
+    ros_client.wait_for(lambda: written(diags) >= 5000, 60, '10 s recorded')
     kill_ns = time.time_ns()
     os.killpg(rec.proc.pid, signal.SIGKILL)
     rec.proc.wait(timeout=10)
