@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--json', action='store_true', help='one-line JSON')
     p.add_argument('--quick', action='store_true', help='shorter runs (smoke test)')
     p.set_defaults(func=cmd_bench)
+    from simreal_ros.report.commands import add_commands
+    add_commands(sub)
     return parser
 
 

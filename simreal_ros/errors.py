@@ -50,3 +50,7 @@ class ModelError(SimrealError):
 
 class PolicyError(SimrealError):
     """A policy model could not be loaded or does not match its spec (file, format, shapes)."""
+
+
+class BagError(SimrealError):
+    """A bag cannot be written, read or repaired (exists already, missing, truncated, ...)."""

@@ -57,6 +57,9 @@ ARGUMENTS: dict[str, Argument] = {
     'policy': Argument('', 'add the policy node: policy spec name (config/policies) or path'),
     'policy_autostart': Argument('false', 'enable the policy when joint_states arrive '
                                  '(else call ~/enable)', ('true', 'false')),
+    'record': Argument('false', 'add the gap recorder (rosbag2 + live gap)', ('true', 'false')),
+    'bag': Argument('', 'recorder: output bag directory ("" = ./bags/simreal_<date>_<time>)'),
+    'record_topics': Argument('*', 'recorder: comma-separated topic names or patterns'),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
@@ -65,6 +68,7 @@ NODES: dict[str, tuple[str, str]] = {
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
     'injector': ('simreal_injector', 'simreal_ros.nodes.injector'),
     'policy': ('simreal_policy', 'simreal_ros.nodes.policy'),
+    'recorder': ('simreal_recorder', 'simreal_ros.nodes.recorder'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
@@ -292,6 +296,10 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         remaps = ((('joint_states', f'{_ns(root, "sim_a")}/joint_states'),)
                   if backend == 'sim2sim' else ())
         nodes.append(NodeSpec('excite', 'excite', root, params, remaps, exit_ends_launch=True))
+    if a['record'] == 'true':
+        from simreal_ros.bringup.record_plan import recorder_spec
+        _require('recorder', 'record:=true')
+        nodes.append(recorder_spec(a, root))
     return nodes
 
 

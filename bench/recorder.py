@@ -1,0 +1,207 @@
+"""Recorder benchmark: figures measured side by side in one run.
+
+* **ingest**: a publisher sends JointState messages on one topic as fast as it can (reliable,
+  keep-all: a slow reader throttles the publisher instead of losing messages). The receive
+  rate of the recorder (bag timestamps are receive times; every message must be in the bag)
+  is compared with that of a bare rclpy raw subscriber process with the same QoS, which does
+  nothing but count. Target ratio recorder / bare >= 0.8. Rounds alternate, median reported.
+* **image_30hz**: four 1 kHz JointState topics plus a 640x480 rgb8 image stream at 30 Hz
+  into the recorder: MB/s offered (bytes / publishing time) and recorded (bytes / span of bag
+  receive times), MB/s written to disk, whether every message arrived, and how long after the
+  publisher's last message the last one was received (how far the recorder fell behind); the
+  same load into the bare subscriber for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.core.bag import BagReader
+from simreal_ros.core.netenv import ros_env
+from simreal_ros.ros.client import NodeProcess, RosClient
+
+DOMAIN = 200 + os.getpid() % 20
+
+BARE = r"""
+import json, sys, time
+from simreal_ros.core.netenv import apply_to_current_process
+apply_to_current_process()
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image, JointState
+rclpy.init()
+node = Node('bare_subscriber')
+count = int(sys.argv[1])
+got = []
+def cb(data, info):
+    got.append((info['received_timestamp'], len(data)))
+qos = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_ALL,
+                 reliability=ReliabilityPolicy.RELIABLE)
+for name in sys.argv[2:]:
+    node.create_subscription(Image if name.endswith('image_raw') else JointState, name, cb,
+                             qos, raw=True)
+deadline = time.monotonic() + 120
+while len(got) < count and time.monotonic() < deadline:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print(json.dumps({'received': len(got), 'first_ns': got[0][0] if got else 0,
+                  'last_ns': got[-1][0] if got else 0, 'bytes': sum(n for _t, n in got)}),
+      flush=True)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+def _loadgen(env: dict[str, str], *args: str) -> dict[str, Any]:
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros.ros.loadgen', *args], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f'loadgen failed: {r.stderr[-2000:]}')
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _bare_round(env: dict[str, str], count: int) -> float:
+    sub = subprocess.Popen([sys.executable, '-c', BARE, str(count), '/load/t0'], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
+        out, _ = sub.communicate(timeout=180)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    res = json.loads(out)
+    if res['received'] != count:
+        raise RuntimeError(f'bare subscriber lost messages: {res["received"]} of {count}')
+    return (count - 1) / ((res['last_ns'] - res['first_ns']) / 1e9)
+
+
+def _recorder(tmp: Path, env: dict[str, str], name: str, topics: list[str]) -> NodeProcess:
+    spec = NodeSpec('recorder', 'recorder', '', {'bag': str(tmp / name), 'topics': topics})
+    return NodeProcess(spec, env, tmp)
+
+
+def _written(client: RosClient, diags: list[tuple[int, Any]]) -> int:
+    with client.lock:
+        for _t, arr in reversed(diags):
+            for st in arr.status:
+                if st.name.endswith(': recorder'):
+                    return int({kv.key: kv.value for kv in st.values}['messages_written'])
+    return 0
+
+
+def _stop_when_written(client: RosClient, rec: NodeProcess, count: int) -> None:
+    from diagnostic_msgs.msg import DiagnosticArray
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    deadline = time.monotonic() + 120
+    while _written(client, diags) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rec.stop()
+
+
+def _recorder_round(tmp: Path, env: dict[str, str], client: RosClient, count: int,
+                    k: int) -> float:
+    rec = _recorder(tmp, env, f'ingest_{k}', ['/load/t0'])
+    try:
+        _loadgen(env, '--rate', '0', '--count', str(count), '--depth', '0', '--settle', '0.5')
+        _stop_when_written(client, rec, count)
+    finally:
+        rec.stop()
+    with BagReader(tmp / f'ingest_{k}') as b:
+        ts = [m.timestamp for m in b.messages()]
+    if len(ts) != count:
+        raise RuntimeError(f'the recorder lost messages: {len(ts)} of {count}')
+    return (count - 1) / ((ts[-1] - ts[0]) / 1e9)
+
+
+def ingest(tmp: Path, env: dict[str, str], client: RosClient, count: int, rounds: int
+           ) -> dict[str, Any]:
+    bare, rec = [], []
+    for k in range(rounds):
+        bare.append(_bare_round(env, count))
+        rec.append(_recorder_round(tmp, env, client, count, k))
+    b, r = float(np.median(bare)), float(np.median(rec))
+    return {'messages_per_round': count, 'rounds': rounds,
+            'bare_rounds': [round(x) for x in bare], 'recorder_rounds': [round(x) for x in rec],
+            'bare_subscriber_msgs_per_s': b, 'recorder_msgs_per_s': r,
+            'ratio_recorder_over_bare': r / b, 'target_ratio': 0.8, 'lossless': True}
+
+
+IMAGE_LOAD = ('--topics', '4', '--rate', '1000', '--image', '--image-rate', '30',
+              '--settle', '0.5')
+
+
+def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
+    topics = [f'/load/t{i}' for i in range(4)] + ['/load/image_raw']
+    ticks = int(round(seconds * 1000))
+    every = max(1, int(round(1000 / 30)))  # as loadgen: one image every `every` ticks
+    expected = 4 * ticks + (ticks + every - 1) // every
+    sub = subprocess.Popen([sys.executable, '-c', BARE, str(expected), *topics], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        out, _ = sub.communicate(timeout=180)
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait()
+    res = json.loads(out)
+    published_s = (load['last_ns'] - load['first_ns']) / 1e9
+    return {'lossless': res['received'] == sum(load['sent'].values()),
+            'offered_mb_per_s': res['bytes'] / 1e6 / published_s,
+            'last_receive_after_publisher_s': (res['last_ns'] - load['last_ns']) / 1e9}
+
+
+def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float
+           ) -> dict[str, Any]:
+    bare = _bare_images(env, seconds)
+    rec = _recorder(tmp, env, 'images', ['/load/*'])
+    try:
+        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        sent = load['sent']
+        _stop_when_written(client, rec, sum(sent.values()))
+    finally:
+        rec.stop()
+    with BagReader(tmp / 'images') as b:
+        counts = {t.lstrip('/'): n for t, (_ty, n) in b.info.topics.items()}
+        first, last, size = None, 0, 0
+        for m in b.messages():
+            first = m.timestamp if first is None else first
+            last = m.timestamp
+            size += len(m.data)
+    on_disk = sum(p.stat().st_size for p in (tmp / 'images').glob('*.mcap'))
+    published_s = (load['last_ns'] - load['first_ns']) / 1e9
+    span = (last - (first or last)) / 1e9
+    return {'published_s': published_s, 'sent': sent, 'recorded': counts,
+            'lossless': counts == sent, 'offered_mb_per_s': size / 1e6 / published_s,
+            'recorded_mb_per_s': size / 1e6 / span, 'written_mb_per_s': on_disk / 1e6 / span,
+            'last_receive_after_publisher_s': (last - load['last_ns']) / 1e9,
+            'image_mb_per_s_nominal': 640 * 480 * 3 * 30 / 1e6, 'bare_subscriber': bare}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Run both measurements; return their figures."""
+    env = ros_env(discovery='localhost', domain_id=DOMAIN)
+    client = RosClient(DOMAIN, 'bench_recorder_client')
+    try:
+        with tempfile.TemporaryDirectory(prefix='simreal_bench_recorder_') as d:
+            tmp = Path(d)
+            return {'ingest': ingest(tmp, env, client, 10_000 if quick else 20_000,
+                                     1 if quick else 5),
+                    'image_30hz': images(tmp, env, client, 2.0 if quick else 8.0)}
+    finally:
+        client.close()
+
+
+if __name__ == '__main__':
+    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))

@@ -1,0 +1,81 @@
+"""The recorder's part of the launch plan (``record:=true``): pairing, topics, provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from simreal_ros.errors import ConfigError, PlanError
+
+if TYPE_CHECKING:
+    from simreal_ros.bringup.planner import NodeSpec
+
+#: Live-gap pairing per backend: (primary, secondary) joint_states, relative to the graph root.
+PAIRING: dict[str, tuple[str, str]] = {
+    'sim2sim': ('sim_a/joint_states', 'sim_b/joint_states'),
+    'twin': ('joint_states', 'twin/joint_states'),
+}
+
+#: Launch arguments whose config files are embedded in the bag's custom_data:
+#: argument -> (custom_data key, config kind under config/).
+EMBEDDED: dict[str, tuple[str, str]] = {
+    'robot': ('robot_spec', 'robots'),
+    'overlay': ('overlay', 'overlays'),
+    'overlay_b': ('overlay_b', 'overlays'),
+    'randomization': ('randomization', 'randomization'),
+    'scene': ('scene', 'scenes'),
+    'latency': ('injector_profile', 'latency'),
+    'policy': ('policy_spec', 'policies'),
+}
+
+
+def _join(root: str, rel: str) -> str:
+    return f'{root.rstrip("/")}/{rel}' if root else rel
+
+
+def config_files(args: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """``key=path`` entries to embed and ``key=value`` entries for values that are not files."""
+    from simreal_ros.core.paths import resolve_named
+    embed: list[str] = []
+    custom: list[str] = []
+    for arg, (key, kind) in EMBEDDED.items():
+        value = str(args.get(arg, '') or '')
+        if not value:
+            continue
+        custom.append(f'{key}.argument={value}')
+        try:
+            path = resolve_named(kind, value)
+        except ConfigError:
+            if Path(value).expanduser().is_dir():
+                continue  # e.g. a policy directory: its name is kept as the argument
+            if arg == 'robot':
+                raise PlanError(f'robot:={value!r}: no such robot spec') from None
+            continue
+        embed.append(f'{key}={path.resolve()}')
+    return embed, custom
+
+
+def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
+    """Return the recorder NodeSpec for ``record:=true``."""
+    from simreal_ros.bringup.planner import NodeSpec
+    topics = [t.strip() for t in args.get('record_topics', '*').split(',') if t.strip()]
+    if not topics:
+        raise PlanError('record_topics:= needs at least one topic name or pattern (or "*")')
+    embed, custom = config_files(args)
+    custom.append(f'backend={args["backend"]}')
+    primary, secondary = PAIRING.get(args['backend'], ('', ''))
+    if primary and args.get('latency'):
+        # the injector delays the primary's contract topic: compare the undelayed stream
+        head, _, tail = primary.rpartition('/')
+        primary = f'{head}/backend/{tail}' if head else f'backend/{tail}'
+    params: dict[str, Any] = {
+        'bag': args.get('bag', ''), 'topics': topics,
+        'gap_primary': _join(root, primary) if primary else '',
+        'gap_secondary': _join(root, secondary) if secondary else '',
+        'embed': embed, 'custom_data': custom,
+        'use_sim_time': args.get('timing', 'realtime') != 'realtime'
+        or args.get('sim_time') == 'true',
+    }
+    # ROS parameter files cannot type an empty list: leave empty ones out
+    params = {k: v for k, v in params.items() if v != []}
+    return NodeSpec('recorder', 'recorder', root, params)

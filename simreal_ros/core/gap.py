@@ -1,0 +1,507 @@
+"""Sim-vs-real gap metrics and stream statistics (pure numpy; times are integer nanoseconds).
+
+Two ``joint_states`` streams (primary: the robot or ``sim_a``; secondary: the twin or ``sim_b``)
+are paired by header stamp: the secondary is linearly interpolated onto each primary stamp that
+lies inside the secondary's time range, by joint name. On the pairs:
+
+* per-joint RMSE, max |error| and mean error (offset), position and velocity;
+* the lag between the streams from the peak of their cross-correlation (both resampled on a
+  common fine grid, the peak refined by a parabola). ``lag > 0`` means the secondary follows
+  the primary late: ``secondary(t) ~ primary(t - lag)``;
+* k-step error: where the secondary was re-synced to the primary (twin mode), the error k
+  samples after each re-sync, which is the model's k-step prediction error.
+
+:class:`StreamStats` counts what a data-quality check needs of any stamped topic: rate, gaps,
+out-of-order and duplicate stamps, and the skew between the header stamp and receive time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+# ---------------------------------------------------------------------------------------------
+# pairing
+
+
+@dataclass(frozen=True)
+class Series:
+    """Samples of one joint_states stream: stamps (ns, sorted) and values (n x joints)."""
+
+    names: tuple[str, ...]
+    stamps: IntArray
+    position: FloatArray
+    velocity: FloatArray
+
+    @classmethod
+    def from_samples(cls, names: Sequence[str], stamps: Sequence[int],
+                     position: Sequence[Sequence[float]],
+                     velocity: Sequence[Sequence[float]] | None = None) -> 'Series':
+        """Build from lists; samples are sorted by stamp and duplicate stamps dropped."""
+        t = np.asarray(stamps, dtype=np.int64)
+        q = np.asarray(position, dtype=np.float64).reshape(len(t), len(names))
+        if velocity is None or len(velocity) == 0:
+            v = np.full_like(q, np.nan)
+        else:
+            v = np.asarray(velocity, dtype=np.float64).reshape(len(t), len(names))
+        order = np.argsort(t, kind='stable')
+        t, q, v = t[order], q[order], v[order]
+        if len(t) > 1:
+            keep = np.concatenate([[True], np.diff(t) > 0])
+            t, q, v = t[keep], q[keep], v[keep]
+        return cls(tuple(names), t, q, v)
+
+    def select(self, names: Sequence[str]) -> 'Series':
+        """Return the columns of ``names`` in that order (KeyError naming a missing joint)."""
+        idx = []
+        for n in names:
+            if n not in self.names:
+                raise KeyError(f'joint {n!r} is not in the stream (it has {list(self.names)})')
+            idx.append(self.names.index(n))
+        return Series(tuple(names), self.stamps, self.position[:, idx], self.velocity[:, idx])
+
+    def __len__(self) -> int:
+        return int(self.stamps.shape[0])
+
+
+def _interp(t_query: IntArray, t: IntArray, x: FloatArray) -> FloatArray:
+    """Linear interpolation of every column of ``x`` (at ``t``) onto ``t_query``."""
+    tq = (t_query - t[0]).astype(np.float64)
+    tt = (t - t[0]).astype(np.float64)
+    out = np.empty((len(t_query), x.shape[1]))
+    for j in range(x.shape[1]):
+        out[:, j] = np.interp(tq, tt, x[:, j])
+    return out
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Primary samples with the secondary interpolated onto their stamps."""
+
+    names: tuple[str, ...]
+    stamps: IntArray
+    primary_position: FloatArray
+    secondary_position: FloatArray
+    primary_velocity: FloatArray
+    secondary_velocity: FloatArray
+
+    @property
+    def position_error(self) -> FloatArray:
+        """Position error, primary minus secondary (rad)."""
+        return self.primary_position - self.secondary_position
+
+    @property
+    def velocity_error(self) -> FloatArray:
+        """Velocity error, primary minus secondary (rad/s)."""
+        return self.primary_velocity - self.secondary_velocity
+
+    def __len__(self) -> int:
+        return int(self.stamps.shape[0])
+
+
+def pair(primary: Series, secondary: Series) -> Paired:
+    """Pair by header stamp: interpolate ``secondary`` onto the primary stamps it spans.
+
+    Joints are matched by name (the primary's order, restricted to joints both streams have).
+    """
+    names = tuple(n for n in primary.names if n in secondary.names)
+    p = primary.select(names)
+    s = secondary.select(names)
+    empty = np.zeros((0, len(names)))
+    if len(p) == 0 or len(s) < 2:
+        return Paired(names, np.zeros(0, np.int64), empty, empty, empty, empty)
+    inside = (p.stamps >= s.stamps[0]) & (p.stamps <= s.stamps[-1])
+    t = p.stamps[inside]
+    return Paired(names, t, p.position[inside], _interp(t, s.stamps, s.position),
+                  p.velocity[inside], _interp(t, s.stamps, s.velocity))
+
+
+# ---------------------------------------------------------------------------------------------
+# lag
+
+
+def estimate_lag_ns(primary: Series, secondary: Series, max_lag_ns: int = 200_000_000,
+                    grid_ns: int | None = None) -> float:
+    """Lag of ``secondary`` behind ``primary`` (ns) from the cross-correlation peak.
+
+    Both streams' positions are resampled on a common grid (default: a quarter of the finer
+    median sample period, at most 1 ms). The primary's central part (the overlap less
+    ``max_lag_ns`` at each end) is correlated with the secondary shifted by every lag in
+    ``[-max_lag_ns, max_lag_ns]`` (Pearson-normalized per lag, so an offset or gain between
+    the streams does not move the peak; summed over joints), and the peak is refined with a
+    parabola. Returns NaN when the overlap is too short or the signals are constant.
+    """
+    names = tuple(n for n in primary.names if n in secondary.names)
+    if len(primary) < 4 or len(secondary) < 4 or not names:
+        return math.nan
+    p = primary.select(names)
+    s = secondary.select(names)
+    t0 = max(p.stamps[0], s.stamps[0])
+    t1 = min(p.stamps[-1], s.stamps[-1])
+    if grid_ns is None:
+        period = min(float(np.median(np.diff(p.stamps))), float(np.median(np.diff(s.stamps))))
+        grid_ns = int(max(1_000, min(period / 4, 1_000_000)))
+    span = int(t1 - t0)
+    max_lag_ns = int(min(max_lag_ns, span // 4))
+    max_k = max_lag_ns // grid_ns
+    if max_k < 2:
+        return math.nan
+    grid = np.arange(t0, t1, grid_ns, dtype=np.int64)
+    n = len(grid)
+    a = _interp(grid, p.stamps, p.position)
+    b = _interp(grid, s.stamps, s.position)
+    centre = slice(max_k, n - max_k)
+    m = n - 2 * max_k
+    size = 1 << int(math.ceil(math.log2(2 * n)))
+    lags = np.arange(-max_k, max_k + 1)
+    total = np.zeros(len(lags))
+    used = 0
+    for j in range(len(names)):
+        if not (np.all(np.isfinite(a[:, j])) and np.all(np.isfinite(b[:, j]))):
+            continue
+        aj = np.zeros(n)
+        aj[centre] = a[centre, j] - a[centre, j].mean()
+        a_energy = float(np.dot(aj, aj))
+        if a_energy <= 1e-18:
+            continue
+        bj = b[:, j]
+        cc = np.fft.irfft(np.fft.rfft(bj, size) * np.conj(np.fft.rfft(aj, size)), size)
+        raw = np.concatenate([cc[-max_k:], cc[:max_k + 1]])  # sum_t a[t] b[t + k]
+        # energy and sum of b over each shifted window [max_k + k, max_k + k + m)
+        c1 = np.concatenate([[0.0], np.cumsum(bj)])
+        c2 = np.concatenate([[0.0], np.cumsum(bj * bj)])
+        lo = max_k + lags
+        s1 = c1[lo + m] - c1[lo]
+        s2 = c2[lo + m] - c2[lo]
+        b_var = np.maximum(s2 - s1 * s1 / m, 1e-300)
+        total += raw / np.sqrt(a_energy * b_var)  # a is zero-mean: raw is the covariance
+        used += 1
+    if not used:
+        return math.nan
+    i = int(np.argmax(total))
+    shift = float(lags[i])
+    if 0 < i < len(total) - 1:
+        y0, y1, y2 = total[i - 1], total[i], total[i + 1]
+        den = y0 - 2 * y1 + y2
+        if den < 0:
+            shift += 0.5 * (y0 - y2) / den
+    return shift * grid_ns
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics
+
+
+@dataclass(frozen=True)
+class JointMetrics:
+    """Error statistics of one joint (position in rad, velocity in rad/s)."""
+
+    rmse: float
+    max_abs: float
+    mean: float
+    velocity_rmse: float
+    velocity_max_abs: float
+
+
+def _nanstat(x: FloatArray) -> tuple[float, float, float]:
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    return (float(np.sqrt(np.mean(x * x))), float(np.max(np.abs(x))), float(np.mean(x)))
+
+
+def joint_metrics(paired: Paired) -> dict[str, JointMetrics]:
+    """Per-joint RMSE, max |error| and mean error of the paired streams."""
+    out: dict[str, JointMetrics] = {}
+    pe, ve = paired.position_error, paired.velocity_error
+    for j, name in enumerate(paired.names):
+        r, m, mean = _nanstat(pe[:, j])
+        vr, vm, _ = _nanstat(ve[:, j])
+        out[name] = JointMetrics(r, m, mean, vr, vm)
+    return out
+
+
+def detect_resyncs(paired: Paired, threshold: float = 1e-6, factor: float = 10.0) -> IntArray:
+    """Stamps where the secondary was snapped onto the primary (twin re-sync).
+
+    A re-sync is a sample whose largest |position error| is below ``threshold`` while the
+    sample before had an error ``factor`` times larger (and above ``threshold``).
+    """
+    if len(paired) < 2:
+        return np.zeros(0, np.int64)
+    e = np.max(np.abs(paired.position_error), axis=1)
+    hit = (e[1:] < threshold) & (e[:-1] > threshold) & (e[:-1] > factor * np.maximum(e[1:],
+                                                                                       1e-300))
+    return np.asarray(paired.stamps[1:][hit], dtype=np.int64)
+
+
+def k_step_errors(paired: Paired, resync_ns: Sequence[int] | IntArray,
+                  ks: Sequence[int] = (1, 5, 10, 20, 50)) -> dict[int, dict[str, float]]:
+    """RMS over re-syncs of each joint's position error ``k`` samples after the re-sync.
+
+    Only re-syncs followed by at least ``k`` samples before the next re-sync count.
+    """
+    out: dict[int, dict[str, float]] = {}
+    if len(paired) == 0:
+        return out
+    starts = np.searchsorted(paired.stamps, np.asarray(resync_ns, dtype=np.int64))
+    ends = np.concatenate([starts[1:], [len(paired)]])
+    err = paired.position_error
+    for k in ks:
+        rows = [s + k for s, e in zip(starts, ends, strict=True) if s + k < e]
+        if not rows:
+            continue
+        sel = err[rows]
+        out[int(k)] = {n: float(np.sqrt(np.mean(sel[:, j] ** 2)))
+                       for j, n in enumerate(paired.names)}
+        out[int(k)]['_count'] = float(len(rows))
+    return out
+
+
+@dataclass
+class GapSummary:
+    """Everything the offline gap report and the live diagnostics say about two streams."""
+
+    names: tuple[str, ...]
+    pairs: int
+    joints: dict[str, JointMetrics]
+    lag_ms: float
+    lag_per_joint_ms: dict[str, float]
+    k_step: dict[int, dict[str, float]] = field(default_factory=dict)
+    resyncs: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (NaN becomes None)."""
+        def num(x: float) -> float | None:
+            return None if not math.isfinite(x) else float(x)
+        return {
+            'joints': list(self.names), 'pairs': self.pairs,
+            'lag_ms': num(self.lag_ms),
+            'per_joint': {n: {'rmse_rad': num(m.rmse), 'max_abs_rad': num(m.max_abs),
+                              'mean_rad': num(m.mean), 'velocity_rmse': num(m.velocity_rmse),
+                              'velocity_max_abs': num(m.velocity_max_abs),
+                              'lag_ms': num(self.lag_per_joint_ms.get(n, math.nan))}
+                          for n, m in self.joints.items()},
+            'resyncs': self.resyncs,
+            'k_step_rmse_rad': {str(k): {n: num(v) for n, v in d.items() if n != '_count'}
+                                for k, d in self.k_step.items()},
+        }
+
+
+def summarize(primary: Series, secondary: Series, *, max_lag_ns: int = 200_000_000,
+              resync_ns: Sequence[int] | None = None,
+              ks: Sequence[int] = (1, 5, 10, 20, 50)) -> GapSummary:
+    """Pair the streams and compute every gap metric.
+
+    ``resync_ns=None`` detects re-syncs from the error itself (:func:`detect_resyncs`).
+    """
+    paired = pair(primary, secondary)
+    lag = estimate_lag_ns(primary, secondary, max_lag_ns)
+    per_joint = {}
+    for n in paired.names:
+        per_joint[n] = estimate_lag_ns(primary.select([n]), secondary.select([n]),
+                                       max_lag_ns) / 1e6
+    resyncs = detect_resyncs(paired) if resync_ns is None else np.asarray(resync_ns, np.int64)
+    return GapSummary(paired.names, len(paired), joint_metrics(paired), lag / 1e6, per_joint,
+                      k_step_errors(paired, resyncs, ks) if len(resyncs) else {},
+                      int(len(resyncs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# live: windowed pairing
+
+
+class LiveGap:
+    """Windowed gap between two streams, fed one message at a time (the recorder's live gap).
+
+    Keeps the last ``window_ns`` of both streams (by header stamp). :meth:`latest_error`
+    returns the error of the newest primary sample the secondary already covers, for
+    ``gap/joint_error``; :meth:`summary` computes the windowed metrics for /diagnostics.
+    """
+
+    def __init__(self, window_ns: int = 5_000_000_000, max_lag_ns: int = 200_000_000) -> None:
+        if window_ns <= 0:
+            raise ValueError('window_ns must be > 0')
+        self.window_ns = int(window_ns)
+        self.max_lag_ns = int(max_lag_ns)
+        self.names: tuple[str, ...] | None = None
+        self._p: deque[tuple[int, FloatArray, FloatArray]] = deque()
+        self._s: deque[tuple[int, FloatArray, FloatArray]] = deque()
+        self._s_names: tuple[str, ...] | None = None
+        self._emitted_ns = -1
+
+    @staticmethod
+    def _row(names: Sequence[str], want: Sequence[str], values: Sequence[float]) -> FloatArray:
+        if len(values) != len(names):
+            return np.full(len(want), np.nan)
+        lookup = dict(zip(names, values, strict=True))
+        return np.array([float(lookup.get(n, math.nan)) for n in want])
+
+    def _trim(self, buf: deque[tuple[int, FloatArray, FloatArray]]) -> None:
+        if buf:
+            newest = buf[-1][0]
+            while buf and buf[0][0] < newest - self.window_ns:
+                buf.popleft()
+
+    def add_primary(self, stamp_ns: int, names: Sequence[str], position: Sequence[float],
+                    velocity: Sequence[float] = ()) -> None:
+        """Add one primary sample (out-of-order samples are ignored)."""
+        if self.names is None:
+            self.names = tuple(names)
+        if self._p and stamp_ns <= self._p[-1][0]:
+            return
+        self._p.append((int(stamp_ns), self._row(names, self.names, position),
+                        self._row(names, self.names, velocity)))
+        self._trim(self._p)
+
+    def add_secondary(self, stamp_ns: int, names: Sequence[str], position: Sequence[float],
+                      velocity: Sequence[float] = ()) -> None:
+        """Add one secondary sample (stored in the primary's joint order once known)."""
+        want = self.names if self.names is not None else tuple(names)
+        if self._s and stamp_ns <= self._s[-1][0]:
+            return
+        if self._s_names is not None and want != self._s_names:
+            self._s.clear()
+        self._s_names = tuple(want)
+        self._s.append((int(stamp_ns), self._row(names, want, position),
+                        self._row(names, want, velocity)))
+        self._trim(self._s)
+
+    def _series(self, buf: deque[tuple[int, FloatArray, FloatArray]],
+                names: tuple[str, ...]) -> Series:
+        if not buf:
+            z = np.zeros((0, len(names)))
+            return Series(names, np.zeros(0, np.int64), z, z)
+        return Series(names, np.array([b[0] for b in buf], np.int64),
+                      np.stack([b[1] for b in buf]), np.stack([b[2] for b in buf]))
+
+    def latest_error(self) -> tuple[int, FloatArray, FloatArray] | None:
+        """Return the error of the newest primary sample the secondary covers.
+
+        Returns (stamp, position error, velocity error), each primary sample at most once,
+        or None when there is no new one.
+        """
+        if self.names is None or len(self._s) < 2 or not self._p \
+                or self._s_names != self.names:
+            return None
+        s_lo, s_hi = self._s[0][0], self._s[-1][0]
+        for stamp, q, v in reversed(self._p):
+            if stamp <= self._emitted_ns:
+                return None
+            if s_lo <= stamp <= s_hi:
+                s = self._series(self._s, self.names)
+                t = np.array([stamp], np.int64)
+                sq = _interp(t, s.stamps, s.position)[0]
+                sv = _interp(t, s.stamps, s.velocity)[0]
+                self._emitted_ns = stamp
+                return stamp, q - sq, v - sv
+        return None
+
+    def summary(self) -> GapSummary | None:
+        """Windowed metrics; None until both streams have samples with the same joints."""
+        if self.names is None or self._s_names != self.names or len(self._p) < 2 \
+                or len(self._s) < 2:
+            return None
+        p = self._series(self._p, self.names)
+        s = self._series(self._s, self.names)
+        paired = pair(p, s)
+        if len(paired) == 0:
+            return None
+        lag = estimate_lag_ns(p, s, self.max_lag_ns)
+        return GapSummary(paired.names, len(paired), joint_metrics(paired), lag / 1e6, {})
+
+
+# ---------------------------------------------------------------------------------------------
+# stream statistics
+
+
+@dataclass
+class StreamSummary:
+    """Statistics of one stamped topic."""
+
+    count: int
+    rate_hz: float
+    median_period_ms: float
+    gaps: int
+    max_gap_ms: float
+    out_of_order: int
+    duplicates: int
+    skew_mean_ms: float
+    skew_max_ms: float
+    span_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (NaN becomes None)."""
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in self.__dict__.items()}
+
+
+class StreamStats:
+    """Per-topic statistics, fed (header stamp or None, receive time) pairs.
+
+    Times are the header stamps (receive times for messages without a header). A gap is an
+    interval between consecutive distinct times longer than ``gap_factor`` times
+    the median interval (and longer than ``min_gap_ns``). Out-of-order: a stamp earlier than
+    the previous one; duplicate: equal to it. Skew: receive time minus header stamp. With
+    ``window`` set, only the newest samples are kept (live use).
+    """
+
+    def __init__(self, gap_factor: float = 3.0, min_gap_ns: int = 2_000_000,
+                 window: int | None = None) -> None:
+        self.gap_factor = gap_factor
+        self.min_gap_ns = min_gap_ns
+        self._recv: deque[int] = deque(maxlen=window)
+        self._times: deque[int] = deque(maxlen=window)
+        self._skew: deque[int] = deque(maxlen=window)
+        self.count = 0
+        self.out_of_order = 0
+        self.duplicates = 0
+        self._last_stamp: int | None = None
+
+    def add(self, stamp_ns: int | None, receive_ns: int) -> None:
+        """Add one message."""
+        self.count += 1
+        self._recv.append(int(receive_ns))
+        self._times.append(int(receive_ns if stamp_ns is None else stamp_ns))
+        if stamp_ns is None:
+            return
+        if self._last_stamp is not None:
+            if stamp_ns < self._last_stamp:
+                self.out_of_order += 1
+            elif stamp_ns == self._last_stamp:
+                self.duplicates += 1
+        if self._last_stamp is None or stamp_ns > self._last_stamp:
+            self._last_stamp = int(stamp_ns)
+        self._skew.append(int(receive_ns) - int(stamp_ns))
+
+    def summary(self) -> StreamSummary:
+        """Return the statistics so far."""
+        recv = np.asarray(self._times, dtype=np.int64)
+        nan = math.nan
+        if len(recv) < 2:
+            return StreamSummary(self.count, nan, nan, 0, nan, self.out_of_order,
+                                 self.duplicates, nan, nan, 0.0)
+        recv = np.unique(recv)
+        if len(recv) < 2:
+            return StreamSummary(self.count, nan, nan, 0, nan, self.out_of_order,
+                                 self.duplicates, nan, nan, 0.0)
+        d = np.diff(recv)
+        med = float(np.median(d))
+        limit = max(self.gap_factor * med, float(self.min_gap_ns))
+        gaps = d[d > limit]
+        span = float(recv[-1] - recv[0])
+        skew = np.asarray(self._skew, dtype=np.float64)
+        return StreamSummary(
+            self.count, (len(recv) - 1) / (span / 1e9) if span > 0 else nan, med / 1e6,
+            int(gaps.size), float(d.max()) / 1e6, self.out_of_order, self.duplicates,
+            float(skew.mean()) / 1e6 if skew.size else nan,
+            float(np.abs(skew).max()) / 1e6 if skew.size else nan, span / 1e9)

@@ -1,0 +1,57 @@
+"""What makes a bag self-describing: embedded config files with hashes, version, git revision."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+import subprocess
+from typing import Mapping
+
+from simreal_ros.core.paths import share_dir
+from simreal_ros.errors import ConfigError
+
+#: Files larger than this are hashed but not embedded (custom_data lives in metadata.yaml).
+MAX_EMBED_BYTES = 1_000_000
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def embed_files(files: Mapping[str, str], source: str = 'embed') -> dict[str, str]:
+    """Return custom_data entries for ``{key: file path}``.
+
+    Each file gives ``<key>.path``, ``<key>.sha256`` and ``<key>`` (its text). A path that does
+    not exist raises ConfigError naming the key. Empty paths are skipped.
+    """
+    out: dict[str, str] = {}
+    for key, value in files.items():
+        if not value:
+            continue
+        p = Path(value).expanduser()
+        if not p.is_file():
+            raise ConfigError(source, f'embed {key}', 'a path to an existing file', value)
+        data = p.read_bytes()
+        out[f'{key}.path'] = str(p.resolve())
+        out[f'{key}.sha256'] = hashlib.sha256(data).hexdigest()
+        if len(data) <= MAX_EMBED_BYTES:
+            out[key] = data.decode('utf-8', errors='replace')
+    return out
+
+
+def git_revision(directory: Path | None = None) -> str:
+    """Return the checkout's git revision (``<sha>``, ``<sha>-dirty`` or ``unknown``)."""
+    try:
+        where = directory or share_dir()
+    except ConfigError:
+        return 'unknown'
+    try:
+        sha = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=where, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+                               cwd=where, capture_output=True, text=True, timeout=5,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
+    return f'{sha}-dirty' if dirty else (sha or 'unknown')

@@ -1,0 +1,1 @@
+"""Offline reports and the recording sub-commands of ``simreal``."""

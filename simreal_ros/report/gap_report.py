@@ -1,0 +1,281 @@
+"""``simreal gap BAG --out DIR``: gap metrics as JSON and a self-contained HTML report.
+
+``DIR/gap.json`` holds the metrics (per-joint RMSE, max and mean error, lag, k-step error
+after twin re-syncs, per-topic stream statistics, injector latency statistics); ``DIR/
+report.html`` embeds every plot as a base64 PNG (no other files needed); the PNGs are also
+written next to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from simreal_ros.core.episode import Episode, default_pairing, load_episode
+from simreal_ros.core.gap import GapSummary, pair, summarize
+from simreal_ros.errors import BagError, SimrealError
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (redrawn at most every 0.2 s)."""
+
+    def __init__(self, label: str, stream: Any = None, enabled: bool = True) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        """Show ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2 and done < total:
+            return
+        self._last = now
+        frac = done / total if total else 1.0
+        bar = '#' * int(30 * frac)
+        self.stream.write(f'\r{self.label} [{bar:<30}] {100 * frac:5.1f} % '
+                          f'({done}/{total} messages)')
+        if done >= total:
+            self.stream.write('\n')
+        self.stream.flush()
+
+
+def _num(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(x)
+
+
+def _figure() -> Any:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format='png', dpi=90, bbox_inches='tight')
+    _figure().close(fig)
+    return buf.getvalue()
+
+
+def _latency_stats(ep: Episode) -> dict[str, Any] | None:
+    if ep.injector is None:
+        return None
+    lat = ep.injector.latency_ms()
+    fates = ep.injector.fate_counts()
+    out: dict[str, Any] = {'malformed_messages': ep.injector.malformed, 'routes': {}}
+    for route in ep.injector.routes:
+        x = lat.get(route, np.zeros(0))
+        stats: dict[str, Any] = {'events': int(sum(fates[route].values())),
+                                 'fates': fates[route], 'delivered': int(x.size)}
+        if x.size:
+            stats.update({'latency_ms_mean': float(x.mean()),
+                          'latency_ms_p50': float(np.percentile(x, 50)),
+                          'latency_ms_p99': float(np.percentile(x, 99)),
+                          'latency_ms_max': float(x.max()), 'latency_ms_min': float(x.min())})
+        out['routes'][route] = stats
+    return out
+
+
+def analyse(ep: Episode, primary: str | None, secondary: str | None,
+            max_lag_s: float = 0.2, resync_topic: str = '') -> dict[str, Any]:
+    """Compute the metrics of an episode (the content of gap.json)."""
+    out: dict[str, Any] = {
+        'bag': str(ep.info.path), 'duration_s': (ep.info.end_ns - ep.info.start_ns) / 1e9,
+        'message_count': ep.info.message_count,
+        'topics': {t: {'type': ty, 'count': n, **ep.stats[t].as_dict()}
+                   for t, (ty, n) in sorted(ep.info.topics.items()) if t in ep.stats},
+        'custom_data_keys': sorted(ep.info.custom_data),
+    }
+    out['pairing'] = None
+    out['gap'] = None
+    if primary and secondary:
+        for t in (primary, secondary):
+            if t not in ep.joints:
+                raise BagError(f'{t} is not a sensor_msgs/msg/JointState topic of the bag; '
+                               f'joint_states topics: {sorted(ep.joints)}')
+        pa, se = ep.joints[primary].series(), ep.joints[secondary].series()
+        resync = None
+        if resync_topic:
+            if resync_topic not in ep.receive:
+                raise BagError(f'--resync-topic {resync_topic} is not in the bag')
+            stamps = ep.stamps.get(resync_topic)
+            resync = (stamps if stamps is not None else ep.receive[resync_topic]).tolist()
+        summary = summarize(pa, se, max_lag_ns=int(max_lag_s * 1e9), resync_ns=resync)
+        out['pairing'] = {'primary': primary, 'secondary': secondary}
+        out['gap'] = summary.as_dict()
+    out['injector'] = _latency_stats(ep)
+    return out
+
+
+def _plots(ep: Episode, primary: str | None, secondary: str | None,
+           summary: dict[str, Any]) -> list[tuple[str, str, bytes]]:
+    plt = _figure()
+    figs: list[tuple[str, str, bytes]] = []
+    t0 = ep.info.start_ns
+    if primary and secondary:
+        pa, se = ep.joints[primary].series(), ep.joints[secondary].series()
+        paired = pair(pa, se)
+        names = paired.names
+        n = len(names)
+        tt = (paired.stamps - t0) / 1e9
+        fig, axes = plt.subplots(n, 1, figsize=(10, 1.9 * n + 0.5), sharex=True, squeeze=False)
+        for j, name in enumerate(names):
+            ax = axes[j, 0]
+            ax.plot((pa.stamps - t0) / 1e9, pa.select([name]).position[:, 0], lw=1.0,
+                    label=f'primary {primary}')
+            ax.plot((se.stamps - t0) / 1e9, se.select([name]).position[:, 0], lw=1.0,
+                    ls='--', label=f'secondary {secondary}')
+            ax.set_ylabel(f'{name}\n[rad]', fontsize=8)
+            ax.grid(alpha=0.3)
+        axes[0, 0].legend(fontsize=7, loc='upper right')
+        axes[-1, 0].set_xlabel('time [s]')
+        fig.suptitle('joint positions: primary vs secondary')
+        figs.append(('overlay.png', 'Per-joint primary vs secondary', _png(fig)))
+
+        fig, ax = plt.subplots(figsize=(10, 3.5))
+        for j, name in enumerate(names):
+            ax.plot(tt, paired.position_error[:, j], lw=0.9, label=name)
+        ax.set_xlabel('time [s]')
+        ax.set_ylabel('primary - secondary [rad]')
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=min(n, 6))
+        lag = summary['gap']['lag_ms']
+        ax.set_title('position error over time' + (f' (lag {lag:.2f} ms)' if lag is not None
+                                                   else ''))
+        figs.append(('error.png', 'Error over time', _png(fig)))
+
+    if ep.injector is not None and ep.injector.rows:
+        lat = ep.injector.latency_ms()
+        routes = [r for r in ep.injector.routes if lat.get(r, np.zeros(0)).size]
+        if routes:
+            fig, axes = plt.subplots(1, len(routes), figsize=(5 * len(routes), 3.2),
+                                     squeeze=False)
+            for i, r in enumerate(routes):
+                ax = axes[0, i]
+                ax.hist(lat[r], bins=50, color='tab:purple', alpha=0.8)
+                ax.set_title(f'{r}: p50 {np.percentile(lat[r], 50):.2f} ms, '
+                             f'p99 {np.percentile(lat[r], 99):.2f} ms', fontsize=9)
+                ax.set_xlabel('deliver - receive [ms]')
+                ax.set_ylabel('events')
+                ax.grid(alpha=0.3)
+            fig.suptitle('injected latency (injector ground truth)')
+            figs.append(('latency.png', 'Latency histograms (injector ground truth)',
+                         _png(fig)))
+
+    rates = {t: r for t, r in ep.receive.items() if r.size > 2}
+    if rates:
+        fig, ax = plt.subplots(figsize=(10, 3.5))
+        for t, r in sorted(rates.items()):
+            sec = (r - t0) // 1_000_000_000
+            counts = np.bincount(sec - sec.min())
+            ax.step(np.arange(len(counts)) + sec.min(), counts, where='post', label=t)
+        ax.set_xlabel('time [s]')
+        ax.set_ylabel('messages / s')
+        ax.set_yscale('log')
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        ax.set_title('receive rates per topic')
+        figs.append(('rates.png', 'Rates per topic', _png(fig)))
+    return figs
+
+
+def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
+    def cell(x: Any) -> str:
+        if isinstance(x, float):
+            return f'{x:.4g}'
+        return html.escape('' if x is None else str(x))
+    th = ''.join(f'<th>{html.escape(h)}</th>' for h in head)
+    body = ''.join('<tr>' + ''.join(f'<td>{cell(c)}</td>' for c in r) + '</tr>' for r in rows)
+    return f'<table><tr>{th}</tr>{body}</table>'
+
+
+def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
+    parts = [f'<h1>simreal gap report</h1><p>bag <code>{html.escape(metrics["bag"])}</code>, '
+             f'{metrics["duration_s"]:.2f} s, {metrics["message_count"]} messages</p>']
+    gap = metrics.get('gap')
+    if gap:
+        p = metrics['pairing']
+        parts.append(f'<h2>Gap: {html.escape(p["primary"])} vs {html.escape(p["secondary"])}'
+                     f'</h2><p>{gap["pairs"]} paired samples; lag '
+                     f'{gap["lag_ms"] if gap["lag_ms"] is None else round(gap["lag_ms"], 3)} '
+                     f'ms (secondary behind primary); {gap["resyncs"]} re-syncs</p>')
+        parts.append(_table([[n, m['rmse_rad'], m['max_abs_rad'], m['mean_rad'],
+                              m['velocity_rmse'], m['lag_ms']]
+                             for n, m in gap['per_joint'].items()],
+                            ['joint', 'RMSE [rad]', 'max |err| [rad]', 'mean [rad]',
+                             'vel RMSE [rad/s]', 'lag [ms]']))
+        if gap['k_step_rmse_rad']:
+            ks = sorted(gap['k_step_rmse_rad'], key=int)
+            joints = list(gap['per_joint'])
+            parts.append('<h3>k-step error after re-sync (RMSE, rad)</h3>' + _table(
+                [[k] + [gap['k_step_rmse_rad'][k].get(j) for j in joints] for k in ks],
+                ['k'] + joints))
+    else:
+        parts.append('<p>No primary/secondary pair in this bag (give --primary and '
+                     '--secondary): stream statistics only.</p>')
+    inj = metrics.get('injector')
+    if inj:
+        parts.append('<h2>Injected latency</h2>' + _table(
+            [[r, s['events'], s['delivered'], s.get('latency_ms_p50'), s.get('latency_ms_p99'),
+              s.get('latency_ms_max'), ', '.join(f'{k}: {v}' for k, v in s['fates'].items()
+                                                  if v)]
+             for r, s in inj['routes'].items()],
+            ['route', 'events', 'delivered', 'p50 [ms]', 'p99 [ms]', 'max [ms]', 'fates']))
+    parts.append('<h2>Topics</h2>' + _table(
+        [[t, s['type'], s['count'], s['rate_hz'], s['gaps'], s['out_of_order'],
+          s['duplicates'], s['skew_mean_ms']] for t, s in metrics['topics'].items()],
+        ['topic', 'type', 'count', 'rate [Hz]', 'gaps', 'out of order', 'duplicates',
+         'skew mean [ms]']))
+    for _name, title, png in figs:
+        b64 = base64.b64encode(png).decode('ascii')
+        parts.append(f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
+                     f'src="data:image/png;base64,{b64}">')
+    style = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
+             'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;'
+             'padding:3px 8px;font-size:13px;text-align:right}th{background:#f3f3f3}'
+             'td:first-child{text-align:left}img{max-width:100%}')
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>simreal gap report'
+            f'</title><style>{style}</style></head><body>{"".join(parts)}</body></html>\n')
+
+
+def write_report(bag: str, out_dir: str, primary: str | None = None,
+                 secondary: str | None = None, max_lag_s: float = 0.2,
+                 resync_topic: str = '', progress: bool = True) -> dict[str, Any]:
+    """Analyse ``bag`` and write gap.json, report.html and the PNGs into ``out_dir``."""
+    if (primary is None) != (secondary is None):
+        raise SimrealError('give both --primary and --secondary, or neither')
+    if not max_lag_s > 0:
+        raise SimrealError(f'--max-lag must be > 0 s, got {max_lag_s}')
+    ep = load_episode(bag, progress=ProgressBar('reading', enabled=progress))
+    if primary is None:
+        found = default_pairing(ep.info)
+        primary, secondary = found if found else (None, None)
+    metrics = analyse(ep, primary, secondary, max_lag_s, resync_topic)
+    out = Path(out_dir).expanduser()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimrealError(f'cannot create the report directory {out}: {exc}') from None
+    figs = _plots(ep, primary, secondary, metrics)
+    for name, _title, png in figs:
+        (out / name).write_bytes(png)
+    metrics['images'] = [name for name, _t, _p in figs]
+    (out / 'gap.json').write_text(json.dumps(metrics, indent=2, allow_nan=False) + '\n',
+                                  encoding='utf-8')
+    (out / 'report.html').write_text(_html(metrics, figs), encoding='utf-8')
+    return metrics
+
+
+__all__ = ['GapSummary', 'ProgressBar', 'analyse', 'write_report']

@@ -1,0 +1,66 @@
+"""record:=true in the planner: the recorder node, its pairing per mode, embedded configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simreal_ros.bringup.planner import _parse, plan
+from simreal_ros.bringup.record_plan import PAIRING, recorder_spec
+from simreal_ros.errors import PlanError
+
+
+def _recorder(nodes):
+    found = [n for n in nodes if n.kind == 'recorder']
+    assert len(found) == 1, nodes
+    return found[0]
+
+
+def test_no_recorder_unless_asked():
+    assert not [n for n in plan({'backend': 'sim2sim'}) if n.kind == 'recorder']
+
+
+def test_sim2sim_pairs_sim_a_with_sim_b_and_embeds_configs(tmp_path):
+    rec = _recorder(plan({'backend': 'sim2sim', 'record': 'true', 'bag': str(tmp_path / 'b'),
+                          'overlay_b': 'worn_arm', 'record_topics': '/sim_a/*, joint_commands'}))
+    p = rec.parameters
+    assert rec.executable == 'simreal_recorder' and rec.fqn == '/recorder'
+    assert (p['gap_primary'], p['gap_secondary']) == PAIRING['sim2sim']
+    assert p['topics'] == ['/sim_a/*', 'joint_commands']
+    assert p['bag'] == str(tmp_path / 'b')
+    embedded = dict(e.split('=', 1) for e in p['embed'])
+    assert set(embedded) == {'robot_spec', 'overlay_b'}
+    assert all(Path(v).is_file() for v in embedded.values())
+    assert 'backend=sim2sim' in p['custom_data']
+    assert p['use_sim_time'] is False
+
+
+def test_namespace_prefixes_the_pairing_and_sim_backend_has_none():
+    rec = _recorder(plan({'backend': 'sim2sim', 'record': 'true', 'namespace': 'lab'}))
+    assert rec.namespace == '/lab'
+    assert rec.parameters['gap_primary'] == '/lab/sim_a/joint_states'
+    rec = _recorder(plan({'backend': 'sim', 'record': 'true', 'timing': 'free'}))
+    assert 'gap_primary' not in rec.parameters or rec.parameters['gap_primary'] == ''
+    assert rec.parameters['use_sim_time'] is True
+
+
+def test_twin_pairing_is_root_vs_twin():
+    a = _parse({'backend': 'twin', 'record': 'true'})
+    p = recorder_spec(a, '').parameters
+    assert (p['gap_primary'], p['gap_secondary']) == ('joint_states', 'twin/joint_states')
+
+
+def test_bad_record_arguments():
+    with pytest.raises(PlanError, match='record:='):
+        plan({'record': 'yes'})
+    with pytest.raises(PlanError, match='record_topics'):
+        plan({'record': 'true', 'record_topics': ' , '})
+
+
+def test_with_latency_the_gap_compares_the_undelayed_primary():
+    from simreal_ros.bringup.planner import plan
+    rec = [n for n in plan({'backend': 'sim2sim', 'latency': 'wifi', 'record': 'true',
+                            'bag': '/tmp/x'}) if n.kind == 'recorder'][0]
+    assert rec.parameters['gap_primary'] == 'sim_a/backend/joint_states'
+    assert rec.parameters['gap_secondary'] == 'sim_b/joint_states'

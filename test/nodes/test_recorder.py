@@ -1,0 +1,228 @@
+"""The recorder node over real DDS: exact counts, SIGKILL, QoS matching, live gap, launch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+import numpy as np
+import pytest
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from simreal_ros.core.bag import BagReader
+from simreal_ros.errors import SimrealError
+from simreal_ros.nodes.recorder import import_message
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+
+
+def loadgen(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, '-m', 'simreal_ros.ros.loadgen', *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def recorder_status(diags: list, key: str = 'recorder') -> dict[str, str]:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith(f': {key}'):
+                return {kv.key: kv.value for kv in st.values}
+    raise LookupError(key)
+
+
+def written(diags: list) -> int:
+    return int(recorder_status(diags)['messages_written'])
+
+
+def test_exact_counts_4_topics_at_1khz_for_10s(start_node, ros_env, ros_client, tmp_path):
+    bag = tmp_path / 'bag'
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    rec = start_node('recorder', bag=str(bag), topics=['/load/*'], diagnostics_period_s=0.5)
+    gen = loadgen(ros_env, '--topics', '4', '--rate', '1000', '--duration', '10')
+    out, err = gen.communicate(timeout=120)
+    assert gen.returncode == 0, err
+    sent = json.loads(out)['sent']
+    assert sent == {f'load/t{i}': 10_000 for i in range(4)}
+    try:
+        ros_client.wait_for(lambda: written(diags) >= 40_000, 30, 'all messages written')
+    except AssertionError:
+        print(len(diags), recorder_status(diags) if diags else None)
+        raise
+    assert rec.stop() == 0, rec.output()
+    with BagReader(bag) as b:
+        assert {t: n for t, (_ty, n) in b.info.topics.items()} == {
+            f'/load/t{i}': 10_000 for i in range(4)}
+        seqs: dict[str, list[int]] = {}
+        for m in b.messages():
+            seqs.setdefault(m.topic, []).append(int(b.deserialize(m).position[0]))
+    assert all(v == list(range(10_000)) for v in seqs.values())
+    n = 0
+    with next(bag.glob('*.mcap')).open('rb') as f:  # the independent reader agrees
+        for _s, channel, _m, msg in make_reader(
+                f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            assert channel.topic.startswith('/load/t') and len(msg.position) == 6
+            n += 1
+    assert n == 40_000
+
+
+def test_sigkill_keeps_99_percent(start_node, ros_env, ros_client, tmp_path):
+    bag = tmp_path / 'bag'
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    rec = start_node('recorder', bag=str(bag), topics=['/load/t0'], diagnostics_period_s=0.5,
+                     custom_data=['purpose=sigkill test'])
+    stamps_file = tmp_path / 'stamps.json'
+    gen = loadgen(ros_env, '--topics', '1', '--rate', '500', '--duration', '16',
+                  '--stamps-file', str(stamps_file))
+    ros_client.wait_for(lambda: written(diags) >= 5000, 60, '10 s recorded')
+    kill_ns = time.time_ns()
+    os.killpg(rec.proc.pid, signal.SIGKILL)
+    rec.proc.wait(timeout=10)
+    _out, err = gen.communicate(timeout=60)
+    assert gen.returncode == 0, err
+    stamps = np.array(json.loads(stamps_file.read_text()), dtype=np.int64)
+    before = int(np.sum(stamps < kill_ns - 5_000_000))  # sent (and so received) before
+    with pytest.raises(SimrealError, match='simreal bag repair'):
+        BagReader(bag)
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bag', 'repair', str(bag)],
+                       env=ros_env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with BagReader(bag) as b:
+        seqs = [int(b.deserialize(m).position[0]) for m in b.messages()]
+        assert b.info.custom_data['purpose'] == 'sigkill test'
+    assert seqs == list(range(len(seqs)))
+    assert len(seqs) >= 0.99 * before, (len(seqs), before)
+
+
+def test_qos_matched_and_late_publishers_recorded(start_node, ros_client, tmp_path):
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    pub_latched = ros_client.node.create_publisher(String, '/latched', latched)
+    pub_latched.publish(String(data='robot description'))  # before the recorder exists
+    pub_be = ros_client.node.create_publisher(
+        JointState, '/be', QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+    bag = tmp_path / 'bag'
+    rec = start_node('recorder', bag=str(bag), topics=['/latched', '/be', '/late*'],
+                     discovery_period_s=0.2)
+    ros_client.wait_for(lambda: pub_be.get_subscription_count() >= 1, 30, 'recorder on /be')
+    for i in range(20):
+        pub_be.publish(messages.joint_state(['j'], i + 1, [float(i)]))
+        time.sleep(0.01)
+    pub_late = ros_client.publisher(JointState, '/late_topic')  # appears after the start
+    ros_client.wait_for(lambda: pub_late.get_subscription_count() >= 1, 30, 'late discovery')
+    for i in range(30):
+        pub_late.publish(messages.joint_state(['j'], i + 1, [float(i)]))
+        time.sleep(0.005)
+    time.sleep(0.5)
+    assert rec.stop() == 0, rec.output()
+    with BagReader(bag) as b:
+        topics = b.info.topics
+        assert topics['/latched'][1] == 1
+        assert topics['/late_topic'][1] == 30
+        assert topics['/be'][1] >= 15  # best effort: loopback loses next to nothing
+        assert b.info.qos['/latched'][0].durability == 'transient_local'
+        assert b.info.qos['/be'][0].reliability == 'best_effort'
+        late = b.info.qos['/late_topic'][0]  # (discovery does not tell the history depth)
+        assert (late.reliability, late.durability) == ('reliable', 'volatile')
+        assert b.deserialize(next(b.messages(['/latched']))).data == 'robot description'
+
+
+def test_live_gap_error_topic_and_diagnostics(start_node, ros_client, tmp_path):
+    names = ['j1', 'j2']
+    err = ros_client.collect(JointState, '/gap/joint_error')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    rec = start_node('recorder', bag=str(tmp_path / 'bag'), topics=['/sim_*/joint_states'],
+                     gap_primary='sim_a/joint_states', gap_secondary='sim_b/joint_states',
+                     diagnostics_period_s=0.5, gap_window_s=3.0)
+    pa = ros_client.publisher(JointState, '/sim_a/joint_states')
+    pb = ros_client.publisher(JointState, '/sim_b/joint_states')
+    ros_client.wait_for(lambda: pa.get_subscription_count() >= 1
+                        and pb.get_subscription_count() >= 1, 30, 'recorder subscribed')
+
+    def q(t: float) -> list[float]:
+        return [0.3 * math.sin(2 * math.pi * 0.8 * t), 0.2 * math.sin(2 * math.pi * 1.3 * t)]
+
+    t0 = 10**9
+    lag = 0.025
+    for k in range(400):  # 4 s at 100 Hz; stamps exact, secondary 25 ms late, j1 +0.05
+        t = k * 0.01
+        pa.publish(messages.joint_state(names, t0 + k * 10_000_000, q(t)))
+        qb = q(t - lag)
+        pb.publish(messages.joint_state(names[::-1], t0 + k * 10_000_000,
+                                        [qb[1], qb[0] + 0.05]))
+        time.sleep(0.01)
+    ros_client.wait_for(lambda: int(recorder_status(diags, 'gap')['pairs']) > 250, 20,
+                        'gap diagnostics')
+    assert rec.stop() == 0, rec.output()
+    with ros_client.lock:
+        errors = [m for _t, m in err]
+    assert len(errors) > 300 and list(errors[-1].name) == names
+    mean_j1 = float(np.mean([m.position[0] for m in errors]))
+    assert mean_j1 == pytest.approx(-0.05, abs=0.02)
+    gap = recorder_status(diags, 'gap')
+    assert abs(float(gap['lag_ms']) - 25.0) < 1.5
+    assert float(gap['j1.max_abs_rad']) > 0.05
+    assert float(gap['j2.rmse_rad']) < float(gap['j1.rmse_rad'])
+    topic = recorder_status(diags, 'topic /sim_a/joint_states')
+    assert int(topic['out_of_order']) == 0 and float(topic['rate_hz']) > 50
+
+
+def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
+    bag = tmp_path / 'run'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=sim2sim',
+                        'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=7',
+                        'overlay_b:=worn_arm'], env=ros_env, capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    with BagReader(bag) as b:
+        topics = b.info.topics
+        cd = b.info.custom_data
+    for t in ('/sim_a/joint_states', '/sim_b/joint_states', '/joint_commands', '/diagnostics'):
+        assert topics[t][1] > 0, topics
+    assert cd['backend'] == 'sim2sim' and cd['overlay_b.argument'] == 'worn_arm'
+    assert 'joints:' in cd['overlay_b'] and len(cd['robot_spec.sha256']) == 64
+    assert cd['simreal_version'] and cd['git_revision']
+    out = tmp_path / 'report'
+    g = subprocess.run([sys.executable, '-m', 'simreal_ros', 'gap', str(bag), '--out', str(out),
+                        '--json', '--quiet'], capture_output=True, text=True, timeout=120)
+    assert g.returncode == 0, g.stderr
+    m = json.loads(g.stdout)
+    assert m['pairing']['primary'] == '/sim_a/joint_states' and m['gap']['pairs'] > 100
+    assert (out / 'report.html').stat().st_size > 10_000
+    c = subprocess.run([sys.executable, '-m', 'simreal_ros', 'check', str(bag), '--json'],
+                       capture_output=True, text=True, timeout=120)
+    assert c.returncode in (0, 1), c.stderr  # a verdict, whichever it is
+    assert {f['check'] for f in json.loads(c.stdout)['findings']} >= {'dropped', 'gaps'}
+
+
+def test_record_cli_rejects_bad_input(ros_env, tmp_path):
+    existing = tmp_path / 'old'
+    existing.mkdir()
+    cases = [(['--out', str(existing)], 'exists already'),
+             (['--out', str(tmp_path / 'a'), '--split-size-mb', '-1'], 'split_size_mb'),
+             (['--out', str(tmp_path / 'b'), '--storage', 'bag1'], 'storage'),
+             (['--out', str(tmp_path / 'c'), '--flush-period', '5'], 'flush_period_s')]
+    for args, what in cases:
+        r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'record', *args], env=ros_env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and what in r.stderr, (args, r.stderr)
+    assert list(existing.iterdir()) == []
+
+
+def test_unknown_message_type_is_named():
+    with pytest.raises(SimrealError, match='nope_msgs/msg/Thing.*not installed'):
+        import_message('nope_msgs/msg/Thing')
+    with pytest.raises(SimrealError, match='pkg/msg/Name'):
+        import_message('Thing')
+    assert import_message('sensor_msgs/msg/JointState') is JointState
+    assert Path(messages.__file__).is_file()
