@@ -38,7 +38,8 @@ setup(
         *tree('bench'),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2'],
+    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2',
+                      'dynamixel-sdk>=3.7'],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'yourdfpy>=0.0.56', 'colcon-core',
