@@ -56,6 +56,8 @@ setup(
             'simreal = simreal_ros.cli:main',
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
+            'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
+            'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
         ],
     },
 )

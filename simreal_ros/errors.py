@@ -46,3 +46,11 @@ class CommandError(SimrealError):
 
 class ModelError(SimrealError):
     """A robot model could not be built (URDF, actuators, scene, overlay)."""
+
+
+class BusError(SimrealError):
+    """The servo bus failed: port missing, servo missing or of the wrong model, no answer."""
+
+
+class PortLostError(BusError):
+    """The serial port vanished or failed (adapter unplugged): reconnect."""

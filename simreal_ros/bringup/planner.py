@@ -50,18 +50,28 @@ ARGUMENTS: dict[str, Argument] = {
     'excite_rate': Argument('100', 'excitation command rate (Hz)'),
     'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+    'real_driver': Argument('dynamixel', 'real/twin: the hardware driver',
+                            ('dynamixel', 'external')),
+    'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),
+    'watchdog': Argument('hold', 'real: action when commands stop', ('hold', 'torque_off')),
+    'external_states': Argument('/joint_states_raw',
+                                'external: joint_states topic of the existing driver'),
+    'external_command': Argument('forward_position', 'external: command interface',
+                                 ('forward_position', 'trajectory')),
+    'external_command_topic': Argument('', 'external: command topic of the existing driver '
+                                       '("" = the default of the interface)'),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
 NODES: dict[str, tuple[str, str]] = {
     'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
     'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
+    'dynamixel_driver': ('simreal_dynamixel_driver', 'simreal_ros.nodes.dynamixel_driver'),
+    'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
-NOT_YET_SHIPPED: dict[str, str] = {
-    'dynamixel_driver': 'the Dynamixel servo bus driver',
-}
+NOT_YET_SHIPPED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,38 @@ def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
     return NodeSpec('sim_bridge', name, namespace, params, remaps)
 
 
+def _real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+    """The hardware node of backend:=real/twin: the Dynamixel driver or the external adapter."""
+    if a['real_driver'] == 'external':
+        _require('external_adapter', f'backend:={backend} real_driver:=external')
+        from simreal_ros.core.driver_config import ExternalAdapterConfig
+        params: dict[str, Any] = {'robot': a['robot'], 'source_states': a['external_states'],
+                                  'command_mode': a['external_command']}
+        if a['external_command_topic']:
+            params['command_topic'] = a['external_command_topic']
+        elif a['external_command'] == 'trajectory':
+            params['command_topic'] = '/joint_trajectory_controller/joint_trajectory'
+        try:
+            ExternalAdapterConfig.from_mapping(params)
+        except ConfigError as exc:
+            raise PlanError(f'external adapter settings: {exc}') from None
+        return NodeSpec('external_adapter', 'external_adapter', root, params)
+    if not a['port']:
+        raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
+                        f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
+    _require('dynamixel_driver', f'backend:={backend}')
+    from simreal_ros.core.driver_config import DriverConfig
+    params = {'robot': a['robot'], 'port': a['port'],
+              'baud': _typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
+              'rate_hz': _typed(a, 'driver_rate', float, 'a number (Hz)'),
+              'watchdog': a['watchdog']}
+    try:
+        DriverConfig.from_mapping(params)
+    except ConfigError as exc:
+        raise PlanError(f'driver settings: {exc}') from None
+    return NodeSpec('dynamixel_driver', 'dynamixel_driver', root, params)
+
+
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     """Return the nodes for the given ``name:=value`` arguments (see :data:`ARGUMENTS`)."""
     a = _parse(args)
@@ -167,10 +209,11 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'sim_b'), a['overlay_b'], root or '',
                              False))
     elif backend in ('real', 'twin'):
-        if not a['port']:
-            raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
-                            f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
-        _require('dynamixel_driver', f'backend:={backend}')
+        nodes.append(_real_driver(a, backend, root))
+        if backend == 'twin':
+            _require('sim_bridge', 'backend:=twin')
+            nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'twin'), a['overlay'], root or '',
+                                 False))
     if a['excite']:
         _require('excite', f'excite:={a["excite"]}')
         params = {
