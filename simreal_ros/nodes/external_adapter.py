@@ -145,12 +145,12 @@ class ExternalAdapter(Node):
             st = dict(self.stats)
             age = time.monotonic() - self.last_state_mono if self.last_state_mono else None
         level, message = 'ok', 'relaying'
-        if age is None:
+        if st['states_incomplete'] and not st['states_in']:
+            level, message = 'error', f'{self.cfg.source_states}: {st["last_incomplete"]}'
+        elif age is None:
             level, message = 'warn', f'waiting for {self.cfg.source_states}'
         elif age > STALE_S:
             level, message = 'error', f'{self.cfg.source_states} silent for {age:.1f} s'
-        elif st['states_incomplete'] and not st['states_in']:
-            level, message = 'error', f'{self.cfg.source_states}: {st["last_incomplete"]}'
         values = {**st, 'source_states': self.cfg.source_states,
                   'command_topic': self.cfg.command_topic,
                   **{f'state_{k}': v for k, v in self.state_stats.summary().items()}}
