@@ -25,6 +25,7 @@ import dynamixel_sdk.port_handler as sdk_port
 import numpy as np
 import numpy.typing as npt
 import serial
+import termios
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, PortLostError
@@ -39,6 +40,9 @@ GOAL_ADDR = _A['goal_position'].address
 TORQUE_ADDR = _A['torque_enable'].address
 HW_ERROR_ADDR = _A['hardware_error_status'].address
 TEMPERATURE_ADDR = _A['present_temperature'].address
+
+#: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
+PORT_FAILURES = (serial.SerialException, OSError, termios.error, TypeError, AttributeError)
 
 COMM_NAMES = {sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUPT: 'corrupt (CRC)',
               sdk.COMM_TX_FAIL: 'tx failed', sdk.COMM_PORT_BUSY: 'port busy',
@@ -134,7 +138,7 @@ class DynamixelBus:
         port = self._port()
         try:
             return fn(*args)
-        except (serial.SerialException, OSError, TypeError, AttributeError) as exc:
+        except PORT_FAILURES as exc:
             port.is_using = False
             self.close()
             raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None

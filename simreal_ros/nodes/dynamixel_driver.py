@@ -239,13 +239,14 @@ class DynamixelDriver(Node):
         fresh = seq != self.used_seq
         self.used_seq = seq
         if not self.torque_on:
-            if not (fresh and cmd is not None):
+            if not (reset or (fresh and cmd is not None)):
                 return None
             self.bus.hold_present()  # re-enable where the arm is, then track the command
             self.bus.set_torque(True)
             self.torque_on = True
+            self.watchdog_active = False
             self.goal = state.position.copy()
-            self.get_logger().info('command received: torque enabled again')
+            self.get_logger().info(f'{"reset" if reset else "command"}: torque enabled again')
         if reset:
             home = self.robot.home
             goal = clamp_step(self.goal, home, np.full(self.robot.n,
