@@ -177,6 +177,7 @@ class VirtualArm:
         self.ki = np.zeros(self.n)
         self.limit = np.zeros(self.n)
         self.torque_on = np.zeros(self.n, dtype=bool)
+        self.temperature_limit = np.full(self.n, 80.0)
         for i, reg in enumerate(self.servos):
             reg.set('goal_position', self.q_to_ticks(i, q[i]))
             reg.set('present_temperature', int(round(self.temperature[i])))
@@ -206,6 +207,7 @@ class VirtualArm:
         if reg.get('operating_mode') == ct.MODE_CURRENT_BASED_POSITION:
             limit_reg = min(limit_reg, abs(reg.get('goal_current')))
         self.limit[i] = limit_reg * ct.CURRENT_UNIT_A * kt
+        self.temperature_limit[i] = reg.get('temperature_limit')
         on = reg.get('torque_enable') == 1
         if on and not self.torque_on[i]:  # torque switched on: the profile starts from here
             q = float(self.data.qpos[self.built.qpos_adr[i]])
@@ -323,8 +325,11 @@ class VirtualArm:
             sat = on & (self.limit > 0) & (np.abs(tau) >= 0.98 * self.limit)
             self.saturated_s = np.where(sat, self.saturated_s + self.dt, 0.0)
             if np.any(self.saturated_s >= imp.overload_s) or \
-                    np.any(self.temperature >= 80.0 - 1e-9):
+                    np.any(self.temperature >= self.temperature_limit):
                 self._check_faults()
+        while pending and pending[0][0] <= self.step_count:  # due now: as the sim bridge does
+            _, i, q = pending.popleft()
+            self.goal[i] = q
 
     def _check_faults(self) -> None:
         for i, reg in enumerate(self.servos):
