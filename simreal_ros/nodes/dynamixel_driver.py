@@ -210,8 +210,8 @@ class DynamixelDriver(Node):
         self._publish(state, stamp)
         if recovered:
             self._publish_diagnostics()
-        goal = self._next_goal(state)
         try:
+            goal = self._next_goal(state)
             if goal is not None:
                 self.bus.write_goal(goal)
                 self.goal = goal
