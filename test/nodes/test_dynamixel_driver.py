@@ -218,3 +218,33 @@ def test_watchdog_torque_off_and_reset_to_home(emulator, start_node, ros_client)
                                        - ROBOT.home).max() < 0.06, 15, 'back at home')
     moving = np.array([m.velocity for _t, m in states[n:]])[:, [0, 3, 5]]  # no gravity load
     assert 0.4 < np.abs(moving).max() < 0.8 * 1.6  # speed-limited (plus servo lag)
+
+
+def spec_with(tmp_path, edit) -> str:
+    """A copy of simreal_arm.yaml changed by ``edit(data)``."""
+    import yaml
+    data = yaml.safe_load(ROBOT.source.read_text())
+    data['urdf'] = str(ROBOT.urdf)
+    edit(data)
+    path = tmp_path / 'arm.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_start_up_fails_naming_missing_and_wrong_servos(emulator, start_node, tmp_path):
+    def edit(data: dict) -> None:
+        data['joints'][5]['servo_id'] = 9              # nobody answers at 9
+        data['joints'][0]['model_number'] = 1060       # an XM430-W210 is expected at 1
+
+    drv = start_node('dynamixel_driver', port=emulator.port, robot=spec_with(tmp_path, edit))
+    assert drv.wait(30) == 1, drv.output()
+    out = drv.output()
+    assert 'no answer from servo ID 9 (wrist_roll)' in out
+    assert 'wrong servo at ID 1 (base_yaw): model number 1020, expected 1060' in out
+    assert read_torque(emulator.port)[1:5] == [0, 0, 0, 0]  # nothing was left enabled
+    drv = start_node('dynamixel_driver', name='d2', port=str(tmp_path / 'no_such_tty'))
+    assert drv.wait(30) == 1
+    assert 'no_such_tty does not exist' in drv.output()
+    drv = start_node('dynamixel_driver', name='d3', port=emulator.port, watchdog='explode')
+    assert drv.wait(30) == 1
+    assert "watchdog: expected one of ('hold', 'torque_off'), got 'explode'" in drv.output()
