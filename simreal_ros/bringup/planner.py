@@ -163,7 +163,7 @@ def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
 
 
 def _real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
-    """The hardware node of backend:=real/twin: the Dynamixel driver or the external adapter."""
+    """Return the hardware node of backend:=real/twin (Dynamixel driver or external adapter)."""
     if a['real_driver'] == 'external':
         _require('external_adapter', f'backend:={backend} real_driver:=external')
         from simreal_ros.core.driver_config import ExternalAdapterConfig

@@ -1,4 +1,4 @@
-"""Settings of the hardware driver nodes (Dynamixel bus, external adapter), validated without ROS."""
+"""Settings of the hardware driver nodes (Dynamixel bus, external adapter), without ROS."""
 
 from __future__ import annotations
 

@@ -139,7 +139,7 @@ def describe_hardware_error(bits: int) -> str:
 
 
 def ticks_per_rad(ticks_per_rev: int) -> float:
-    """Encoder ticks per radian."""
+    """Return encoder ticks per radian."""
     return ticks_per_rev / (2.0 * math.pi)
 
 

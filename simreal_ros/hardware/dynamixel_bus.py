@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import os
+import termios
 import time
+from typing import Any, Callable
 
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
 import numpy as np
 import numpy.typing as npt
 import serial
-import termios
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, PortLostError
@@ -133,7 +134,7 @@ class DynamixelBus:
             raise PortLostError(f'{self.port_name} is not open')
         return self.port
 
-    def _guard(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Call an SDK function; a failing port becomes PortLostError."""
         port = self._port()
         try:
@@ -204,7 +205,7 @@ class DynamixelBus:
         self._check(sid, f'write {name}={value}', result, error)
 
     def gains(self) -> list[dict[str, int]]:
-        """The register values written at configure, per servo (robot order)."""
+        """Return the register values written at configure, per servo (robot order)."""
         out = []
         for j in self.robot.joints:
             s = j.servo
@@ -226,7 +227,7 @@ class DynamixelBus:
         enabling never makes the arm jump.
         """
         rdt = int(round(self.return_delay_us / 2))
-        for j, regs in zip(self.robot.joints, self.gains()):
+        for j, regs in zip(self.robot.joints, self.gains(), strict=True):
             sid = j.servo.servo_id
             for reg_name, value in (('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
                                     ('return_delay_time', rdt)):
@@ -252,7 +253,7 @@ class DynamixelBus:
         vel = np.empty(n)
         pos = np.empty(n)
         ticks = []
-        for k, (sid, s) in enumerate(zip(self.ids, self.servos)):
+        for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
             if not gsr.isAvailable(sid, STATE_ADDR, STATE_LEN):
                 raise BusError(f'sync read: no data from servo {sid}')
             c = ct.to_signed(gsr.getData(sid, STATE_ADDR, 2), 2)
@@ -272,7 +273,7 @@ class DynamixelBus:
         assert gsw is not None
         gsw.clearParam()
         sent = []
-        for sid, s, q in zip(self.ids, self.servos, position):
+        for sid, s, q in zip(self.ids, self.servos, position, strict=True):
             ticks = s.rad_to_ticks(float(q))
             sent.append(ticks)
             gsw.addParam(sid, list(ct.to_unsigned(ticks, 4).to_bytes(4, 'little')))
@@ -296,7 +297,7 @@ class DynamixelBus:
         gsw = self._sync_write
         assert gsw is not None
         gsw.clearParam()
-        for sid, t in zip(self.ids, state.ticks):
+        for sid, t in zip(self.ids, state.ticks, strict=True):
             gsw.addParam(sid, list(ct.to_unsigned(t, 4).to_bytes(4, 'little')))
         self._guard(gsw.txPacket)
         return state

@@ -152,7 +152,7 @@ class BusEmulator:
         self._out.clear()
 
     def host_baud(self) -> int:
-        """The baud rate the host set on its end of the pty."""
+        """Return the baud rate the host set on its end of the pty."""
         assert self.master is not None
         try:
             speed = termios.tcgetattr(self.master)[5]

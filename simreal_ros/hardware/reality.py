@@ -261,7 +261,7 @@ class VirtualArm:
 
     # ---- physics ----------------------------------------------------------------------------
     def _measure(self, q: FloatArray, noise: bool) -> FloatArray:
-        """The servos' position measurement in joint space (backlash, noise, quantization)."""
+        """Return the servos' position measurement in joint space (backlash, noise, ticks)."""
         half = self.imp.backlash_rad / 2.0
         if half > 0:
             self.motor_side = np.clip(self.motor_side, q - half, q + half)
@@ -271,7 +271,9 @@ class VirtualArm:
         if noise and self.imp.encoder_noise_rad > 0:
             m = m + self.rng.normal(0.0, self.imp.encoder_noise_rad, self.n)
         ticks = np.round(self.zero + self.direction * (m - self.offset) * self.tpr / (2 * np.pi))
-        return self.direction * (ticks - self.zero) * 2 * np.pi / self.tpr + self.offset
+        q_meas: FloatArray = self.direction * (ticks - self.zero) * 2 * np.pi / self.tpr \
+            + self.offset
+        return q_meas
 
     def _profile(self, i: int) -> None:
         reg = self.servos[i]
@@ -369,5 +371,5 @@ class VirtualArm:
                     int(round(self.direction[i] * self.desired_vel[i] / ct.VELOCITY_UNIT_RAD_S)))
 
     def true_position(self) -> FloatArray:
-        """The link angles (ground truth, not what the servos measure)."""
-        return self.data.qpos[self.built.qpos_adr].copy()
+        """Return the link angles (ground truth, not what the servos measure)."""
+        return np.array(self.data.qpos[self.built.qpos_adr], dtype=np.float64)

@@ -341,7 +341,7 @@ class DynamixelDriver(Node):
         hw: dict[str, object] = {}
         if health is not None:
             faults = []
-            for j, bits, temp in zip(self.robot.joints, health[0], health[1]):
+            for j, bits, temp in zip(self.robot.joints, health[0], health[1], strict=True):
                 hw[f'hardware_error.{j.name}'] = ct.describe_hardware_error(bits)
                 hw[f'temperature_c.{j.name}'] = temp
                 if bits:

@@ -7,15 +7,16 @@ SDK builds (CRC, stuffing), and the device side must answer any byte string with
 from __future__ import annotations
 
 import dynamixel_sdk as sdk
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import ConfigError
 from simreal_ros.hardware import control_table as ct
 from simreal_ros.hardware import protocol as p
 from simreal_ros.hardware.emulator import BusEmulator, Faults
 from simreal_ros.hardware.reality import VirtualArm
-from simreal_ros.errors import ConfigError
 
 ROBOT = load_robot('simreal_arm')
 SDK = sdk.PacketHandler(2.0)
