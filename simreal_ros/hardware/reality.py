@@ -22,7 +22,10 @@ late) and ``imperfections``:
   overheating bit is set;
 * ``overload_s``: output saturated at the current limit this long sets the overload bit.
 
-A hardware error whose bit is in the Shutdown register turns torque off until a reboot.
+The overlay's per-joint ``kp``/``kd`` (relative to the robot spec's) scale the servo's output
+against its registers: the hidden difference between what the gains say and what the motor
+delivers. A hardware error whose bit is in the Shutdown register turns torque off until a
+reboot.
 """
 
 from __future__ import annotations
@@ -178,6 +181,11 @@ class VirtualArm:
         self.limit = np.zeros(self.n)
         self.torque_on = np.zeros(self.n, dtype=bool)
         self.temperature_limit = np.full(self.n, 80.0)
+        # kp/kd of the reality overlay relative to the spec: how much stronger (or weaker) the
+        # real servo's output is than its registers say (motor constant, supply, wear)
+        self.p_scale = np.array([self.sim.params.joints[j.name].kp / j.kp for j in robot.joints])
+        self.d_scale = np.array([self.sim.params.joints[j.name].kd / j.kd if j.kd > 0 else 1.0
+                                 for j in robot.joints])
         for i, reg in enumerate(self.servos):
             reg.set('goal_position', self.q_to_ticks(i, q[i]))
             reg.set('present_temperature', int(round(self.temperature[i])))
@@ -200,9 +208,10 @@ class VirtualArm:
         """Re-read gains, limits, torque enable of servo ``i`` from its registers."""
         reg = self.servos[i]
         tpr, kt = int(self.tpr[i]), float(self.kt[i])
-        self.kp[i] = ct.register_to_kp(reg.get('position_p_gain'), tpr, kt)
-        self.kd[i] = ct.register_to_kd(reg.get('position_d_gain'), tpr, kt)
-        self.ki[i] = ct.ki_from_register(reg.get('position_i_gain'), tpr, kt, self.dt)
+        self.kp[i] = ct.register_to_kp(reg.get('position_p_gain'), tpr, kt) * self.p_scale[i]
+        self.kd[i] = ct.register_to_kd(reg.get('position_d_gain'), tpr, kt) * self.d_scale[i]
+        self.ki[i] = ct.ki_from_register(reg.get('position_i_gain'), tpr, kt, self.dt) \
+            * self.p_scale[i]
         limit_reg = reg.get('current_limit')
         if reg.get('operating_mode') == ct.MODE_CURRENT_BASED_POSITION:
             limit_reg = min(limit_reg, abs(reg.get('goal_current')))

@@ -117,3 +117,13 @@ def test_temperature_rises_with_current_and_overheating_shuts_down() -> None:
 def test_unknown_imperfection_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r'imperfections\.backlash: expected one of'):
         VirtualArm(ROBOT, Overlay('bad.yaml', imperfections={'backlash': 0.1}))
+
+
+def test_overlay_gains_scale_what_the_registers_deliver() -> None:
+    sag = []
+    for scale in (1.0, 0.5):
+        arm = configured(Overlay('test', joints={'shoulder_pitch': {'kp_scale': scale}}))
+        arm.step(1500)
+        sag.append(ROBOT.home[1] - arm.true_position()[1])
+    assert sag[0] > 0.01  # gravity pulls the shoulder below its goal
+    assert sag[1] == pytest.approx(2 * sag[0], rel=0.15)  # half the stiffness, twice the sag
