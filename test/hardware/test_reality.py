@@ -124,6 +124,6 @@ def test_overlay_gains_scale_what_the_registers_deliver() -> None:
     for scale in (1.0, 0.5):
         arm = configured(Overlay('test', joints={'shoulder_pitch': {'kp_scale': scale}}))
         arm.step(1500)
-        sag.append(ROBOT.home[1] - arm.true_position()[1])
-    assert sag[0] > 0.01  # gravity pulls the shoulder below its goal
+        sag.append(abs(ROBOT.home[1] - arm.true_position()[1]))
+    assert sag[0] > 0.01  # gravity pulls the shoulder off its goal
     assert sag[1] == pytest.approx(2 * sag[0], rel=0.15)  # half the stiffness, twice the sag
