@@ -60,6 +60,7 @@ class DriverConfig:
     * ``return_delay_us``: Return Delay Time written at configure (0 = answer at once).
     * ``latency_timer_ms``: the adapter's latency timer, used by the SDK's packet timeout.
     * ``reconnect_min_s``/``reconnect_max_s``: back-off between reconnection attempts.
+    * ``startup_timeout_s``: how long start-up pings servos that did not answer yet.
     """
 
     robot: str = 'simreal_arm'
@@ -76,6 +77,7 @@ class DriverConfig:
     reconnect_min_s: float = 0.05
     reconnect_max_s: float = 0.4
     diagnostics_period_s: float = 1.0
+    startup_timeout_s: float = 2.0
 
     def __post_init__(self) -> None:
         src = 'dynamixel_driver'
@@ -85,7 +87,8 @@ class DriverConfig:
         if self.watchdog not in WATCHDOG_ACTIONS:
             raise ConfigError(src, 'watchdog', f'one of {WATCHDOG_ACTIONS}', self.watchdog)
         _positive(src, self, 'rate_hz', 'command_timeout_s', 'reset_speed', 'latency_timer_ms',
-                  'reconnect_min_s', 'reconnect_max_s', 'diagnostics_period_s')
+                  'reconnect_min_s', 'reconnect_max_s', 'diagnostics_period_s',
+                  'startup_timeout_s')
         if self.rate_hz > 2000:
             raise ConfigError(src, 'rate_hz', 'a rate <= 2000 Hz', self.rate_hz)
         if self.reconnect_max_s < self.reconnect_min_s:

@@ -45,7 +45,9 @@ TEMPERATURE_ADDR = _A['present_temperature'].address
 #: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
 PORT_FAILURES = (serial.SerialException, OSError, termios.error, TypeError, AttributeError)
 
-COMM_NAMES = {sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUPT: 'corrupt (CRC)',
+STALE = -9901  # not an SDK code: an answer of the wrong length (late, from another request)
+
+COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUPT: 'corrupt (CRC)',
               sdk.COMM_TX_FAIL: 'tx failed', sdk.COMM_PORT_BUSY: 'port busy',
               sdk.COMM_RX_FAIL: 'rx failed', sdk.COMM_TX_ERROR: 'bad packet',
               sdk.COMM_NOT_AVAILABLE: 'not available'}
@@ -139,6 +141,9 @@ class DynamixelBus:
         port = self._port()
         try:
             return fn(*args)
+        except IndexError:  # the SDK indexes a short (late, foreign) answer as if complete
+            port.is_using = False
+            raise BusError(f'{self.port_name}: {self._count(STALE)} answer') from None
         except PORT_FAILURES as exc:
             port.is_using = False
             self.close()
@@ -156,19 +161,29 @@ class DynamixelBus:
             raise BusError(f'servo {sid}: {what}: {self.ph.getRxPacketError(error)}')
 
     # ---- set-up ------------------------------------------------------------------------------
-    def check_servos(self, attempts: int = 3) -> None:
-        """Ping every servo; BusError naming every missing or wrong-model ID."""
+    def check_servos(self, timeout_s: float = 1.0) -> None:
+        """Ping every servo; BusError naming every missing or wrong-model ID.
+
+        Servos that did not answer are pinged again until ``timeout_s`` (servos boot slowly
+        after power-on; a loaded host can miss an answer).
+        """
+        found: dict[int, int] = {}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for sid in self.ids:
+                if sid not in found:
+                    model, result, _err = self._guard(self.ph.ping, self._port(), sid)
+                    if result == sdk.COMM_SUCCESS:
+                        found[sid] = model
+            if len(found) == len(self.ids) or time.monotonic() >= deadline:
+                break
         missing, wrong = [], []
         for j in self.robot.joints:
             sid = j.servo.servo_id
-            for _ in range(attempts):
-                model, result, _err = self._guard(self.ph.ping, self._port(), sid)
-                if result == sdk.COMM_SUCCESS:
-                    break
-            if result != sdk.COMM_SUCCESS:
+            if sid not in found:
                 missing.append(f'{sid} ({j.name})')
-            elif model != j.servo.model_number:
-                wrong.append(f'{sid} ({j.name}): model number {model}, expected '
+            elif found[sid] != j.servo.model_number:
+                wrong.append(f'{sid} ({j.name}): model number {found[sid]}, expected '
                              f'{j.servo.model_number} ({j.servo.model})')
         problems = []
         if missing:
@@ -256,6 +271,9 @@ class DynamixelBus:
         for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
             if not gsr.isAvailable(sid, STATE_ADDR, STATE_LEN):
                 raise BusError(f'sync read: no data from servo {sid}')
+            if len(gsr.data_dict[sid]) != STATE_LEN:
+                # a late answer to an earlier request (after its timeout) with this ID
+                raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid}')
             c = ct.to_signed(gsr.getData(sid, STATE_ADDR, 2), 2)
             v = ct.to_signed(gsr.getData(sid, STATE_ADDR + 2, 4), 4)
             t = ct.to_signed(gsr.getData(sid, STATE_ADDR + 6, 4), 4)
@@ -311,6 +329,8 @@ class DynamixelBus:
         result = self._guard(gbr.txRxPacket)
         if result != sdk.COMM_SUCCESS:
             raise BusError(f'bulk read of hardware errors: {self._count(result)}')
+        if any(len(gbr.data_dict[sid][0]) != 1 for sid in self.ids):  # [data, addr, len]
+            raise BusError(f'bulk read of hardware errors: {self._count(STALE)} answer')
         bits = tuple(int(gbr.getData(sid, HW_ERROR_ADDR, 1)) for sid in self.ids)
         gsr = sdk.GroupSyncRead(port, self.ph, TEMPERATURE_ADDR, 1)
         for sid in self.ids:
@@ -318,6 +338,8 @@ class DynamixelBus:
         result = self._guard(gsr.txRxPacket)
         if result != sdk.COMM_SUCCESS:
             raise BusError(f'sync read of temperatures: {self._count(result)}')
+        if any(len(gsr.data_dict[sid]) != 1 for sid in self.ids):
+            raise BusError(f'sync read of temperatures: {self._count(STALE)} answer')
         temps = tuple(int(gsr.getData(sid, TEMPERATURE_ADDR, 1)) for sid in self.ids)
         return ServoHealth(bits, temps)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -102,7 +103,7 @@ class DynamixelDriver(Node):
         bus = self.bus
         try:
             bus.open()
-            bus.check_servos()
+            bus.check_servos(self.cfg.startup_timeout_s)
             bus.configure()
             for attempt in range(5):
                 try:
@@ -184,7 +185,8 @@ class DynamixelDriver(Node):
             if not self.running or not self.context.ok():
                 return
             self.stats['fatal'] = repr(exc)
-            self.get_logger().fatal(f'bus thread failed: {exc!r}; disabling torque')
+            self.get_logger().fatal(f'bus thread failed: {exc!r}; disabling torque\n'
+                                    f'{traceback.format_exc()}')
             self._torque_off_best_effort()
             self.exit_code = 2
             self.finished = True
@@ -266,7 +268,7 @@ class DynamixelDriver(Node):
                     self.bus.set_torque(False)
                     self.torque_on = False
                     return None
-                self.hold_target = state.position.copy()
+                self.hold_target = self.goal.copy()  # freeze the goal: no sag-on-hold drift
             target = self.hold_target if self.hold_target is not None else self.goal
         elif cmd is not None:
             if self.watchdog_active:
@@ -309,7 +311,7 @@ class DynamixelDriver(Node):
             return
         try:
             self.bus.open()
-            self.bus.check_servos(attempts=2)
+            self.bus.check_servos(timeout_s=0.2)
             self.bus.configure()
             state = self.bus.read_state()
         except BusError as exc:

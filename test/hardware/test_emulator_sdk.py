@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import dynamixel_sdk as sdk
+import dynamixel_sdk.port_handler as sdk_port
 import pytest
 
 from simreal_ros.core.robot import load_robot
@@ -15,6 +16,14 @@ from simreal_ros.hardware.virtual_bus import EmulatorError, EmulatorProcess
 ROBOT = load_robot('simreal_arm')
 IDS = [j.servo.servo_id for j in ROBOT.joints]
 A = ct.BY_NAME
+
+
+@pytest.fixture(scope='module', autouse=True)
+def patient_timeouts():
+    """A 100 ms adapter latency in the SDK's timeout: the shared test machine is loaded."""
+    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 100
+    yield
+    sdk_port.LATENCY_TIMER = old
 
 
 @pytest.fixture(scope='module')

@@ -79,3 +79,31 @@ def test_nominal_reality_matches_sim_and_worn_arm_does_not(ros_client, ros_env, 
     assert d_nominal.max() <= 2 * TICK, (d_nominal / TICK).round(2)
     assert d_worn.max() > 3 * TICK, (d_worn / TICK).round(2)
     assert d_worn.max() > 2 * d_nominal.max()
+
+
+def test_twin_mode_feeds_the_twin_the_real_robots_commands(ros_client, ros_env, tmp_path):
+    real = ros_client.collect(JointState, '/joint_states')
+    twin = ros_client.collect(JointState, '/twin/joint_states')
+    with EmulatorProcess(link=tmp_path / 'tty_twin', env=ros_env) as emu:
+        nodes = [NodeProcess(spec, ros_env, tmp_path)
+                 for spec in plan({'backend': 'twin', 'port': emu.port})]
+        try:
+            pub = ros_client.publisher(JointState, '/joint_commands')
+            target = ROBOT.home + np.array([0.3, 0.2, -0.3, 0.4, 0.3, -0.4])
+
+            def both_track() -> bool:
+                pub.publish(messages.joint_state(ROBOT.joint_names, 0, target))
+                return all(np.abs(np.array(s[-1][1].position) - target).max() < 0.05
+                           for s in (real, twin))
+
+            try:
+                ros_client.wait_for(both_track, 40, 'the robot and its twin tracking')
+            except AssertionError as exc:
+                raise AssertionError(f'{exc}: {[n.output()[-2000:] for n in nodes]}') from None
+            time.sleep(1.0)
+            gap = np.abs(np.array(real[-1][1].position) - np.array(twin[-1][1].position))
+
+            assert gap.max() < 3 * TICK  # nominal reality: the twin agrees when settled
+        finally:
+            for n in nodes:
+                n.stop()
