@@ -53,7 +53,7 @@ class DriverConfig:
       whose read succeeded publishes one ``joint_states``.
     * ``health_every``: read hardware error status and temperature every this many cycles.
     * ``command_timeout_s``: after the first command, this long without one triggers the
-      watchdog: ``watchdog`` = ``hold`` (hold the measured position) or ``torque_off``.
+      watchdog: ``watchdog`` = ``hold`` (freeze the goal where it is) or ``torque_off``.
     * ``goal_rate_limit``: the goal moves at most ``velocity limit * dt`` per cycle (a jump
       in the commands becomes a ramp at the joint's velocity limit).
     * ``reset_speed``: speed (rad/s) of the move to home on ``~/reset``.
