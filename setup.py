@@ -40,7 +40,8 @@ setup(
     python_requires='>=3.10',
     install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2',
                       'rosbags>=0.11,<0.12', 'zstandard', 'matplotlib>=3.7',
-                      'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime'],
+                      'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime',
+                      'dynamixel-sdk>=3.7'],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
@@ -61,6 +62,8 @@ setup(
             'simreal_injector = simreal_ros.nodes.injector:main',
             'simreal_policy = simreal_ros.nodes.policy:main',
             'simreal_recorder = simreal_ros.nodes.recorder:main',
+            'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
+            'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
         ],
     },
 )

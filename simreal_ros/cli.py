@@ -146,6 +146,13 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(ns: argparse.Namespace) -> int:
+    """Serve the virtual servo bus on a pseudo-terminal until stopped."""
+    from simreal_ros.hardware import emulator
+    return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
+                         ns.duration)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``simreal``."""
     from simreal_ros import __version__
@@ -197,6 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help='a previous --json result of the same episodes: report |J - J_other|')
     p.add_argument('--json', action='store_true', help='print the result as JSON')
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser('emulate', help='serve a virtual Dynamixel bus (MuJoCo arm) on a pty',
+                       description='serve a virtual Dynamixel Protocol 2.0 bus of XM430-W350 '
+                       'servos on a pseudo-terminal; prints "ready LINK" (see docs/hardware.md)')
+    p.add_argument('--robot', default='simreal_arm', help='robot spec: name or path')
+    p.add_argument('--reality', default='', help='overlay with the hidden reality (name or '
+                   'path; default: the nominal model)')
+    p.add_argument('--link', required=True, help='symlink to create to the pty (the port)')
+    p.add_argument('--baud', type=int, default=1_000_000, help='bus baud rate')
+    p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,unplug_at=5,'
+                   'replug_at=6,seed=1')
+    p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')
+    p.add_argument('--duration', type=float, default=None, help='stop after this many s')
+    p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
     p.add_argument('--json', action='store_true', help='one-line JSON')

@@ -54,3 +54,11 @@ class PolicyError(SimrealError):
 
 class BagError(SimrealError):
     """A bag cannot be written, read or repaired (exists already, missing, truncated, ...)."""
+
+
+class BusError(SimrealError):
+    """The servo bus failed: port missing, servo missing or of the wrong model, no answer."""
+
+
+class PortLostError(BusError):
+    """The serial port vanished or failed (adapter unplugged): reconnect."""

@@ -7,7 +7,7 @@ Both accept the same ``name:=value`` arguments, listed in :data:`ARGUMENTS`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from typing import Any, Callable, Mapping
 
@@ -60,6 +60,16 @@ ARGUMENTS: dict[str, Argument] = {
     'record': Argument('false', 'add the gap recorder (rosbag2 + live gap)', ('true', 'false')),
     'bag': Argument('', 'recorder: output bag directory ("" = ./bags/simreal_<date>_<time>)'),
     'record_topics': Argument('*', 'recorder: comma-separated topic names or patterns'),
+    'real_driver': Argument('dynamixel', 'real/twin: the hardware driver',
+                            ('dynamixel', 'external')),
+    'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),
+    'watchdog': Argument('hold', 'real: action when commands stop', ('hold', 'torque_off')),
+    'external_states': Argument('/joint_states_raw',
+                                'external: joint_states topic of the existing driver'),
+    'external_command': Argument('forward_position', 'external: command interface',
+                                 ('forward_position', 'trajectory')),
+    'external_command_topic': Argument('', 'external: command topic of the existing driver '
+                                       '("" = the default of the interface)'),
 }
 
 #: Nodes this version ships: kind -> (console script, module).
@@ -69,12 +79,12 @@ NODES: dict[str, tuple[str, str]] = {
     'injector': ('simreal_injector', 'simreal_ros.nodes.injector'),
     'policy': ('simreal_policy', 'simreal_ros.nodes.policy'),
     'recorder': ('simreal_recorder', 'simreal_ros.nodes.recorder'),
+    'dynamixel_driver': ('simreal_dynamixel_driver', 'simreal_ros.nodes.dynamixel_driver'),
+    'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
 }
 
 #: Nodes that modes need but that this version does not ship yet.
-NOT_YET_SHIPPED: dict[str, str] = {
-    'dynamixel_driver': 'the Dynamixel servo bus driver',
-}
+NOT_YET_SHIPPED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -247,6 +257,36 @@ def _policy(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
         remaps = ((spec.topics.joint_states, f'{primary}/joint_states'),
                   (spec.topics.imu, f'{primary}/imu/data'))
     return NodeSpec('policy', 'policy', root, params, remaps)
+def _real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+    """Return the hardware node of backend:=real/twin (Dynamixel driver or external adapter)."""
+    if a['real_driver'] == 'external':
+        _require('external_adapter', f'backend:={backend} real_driver:=external')
+        from simreal_ros.core.driver_config import ExternalAdapterConfig
+        params: dict[str, Any] = {'robot': a['robot'], 'source_states': a['external_states'],
+                                  'command_mode': a['external_command']}
+        if a['external_command_topic']:
+            params['command_topic'] = a['external_command_topic']
+        elif a['external_command'] == 'trajectory':
+            params['command_topic'] = '/joint_trajectory_controller/joint_trajectory'
+        try:
+            ExternalAdapterConfig.from_mapping(params)
+        except ConfigError as exc:
+            raise PlanError(f'external adapter settings: {exc}') from None
+        return NodeSpec('external_adapter', 'external_adapter', root, params)
+    if not a['port']:
+        raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
+                        f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
+    _require('dynamixel_driver', f'backend:={backend}')
+    from simreal_ros.core.driver_config import DriverConfig
+    params = {'robot': a['robot'], 'port': a['port'],
+              'baud': _typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
+              'rate_hz': _typed(a, 'driver_rate', float, 'a number (Hz)'),
+              'watchdog': a['watchdog']}
+    try:
+        DriverConfig.from_mapping(params)
+    except ConfigError as exc:
+        raise PlanError(f'driver settings: {exc}') from None
+    return NodeSpec('dynamixel_driver', 'dynamixel_driver', root, params)
 
 
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
@@ -274,10 +314,18 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         if profile is not None:
             nodes.append(_injector(a, root, 'sim_a', with_imu))
     elif backend in ('real', 'twin'):
-        if not a['port']:
-            raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
-                            f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
-        _require('dynamixel_driver', f'backend:={backend}')
+        if profile is not None:  # the hardware has no IMU topic of its own to move
+            with_imu = False
+            moved = _backend_remaps(profile, False)
+        nodes.append(replace(_real_driver(a, backend, root), remappings=moved))
+        if backend == 'twin':
+            _require('sim_bridge', 'backend:=twin')
+            # the twin gets the commands the hardware gets (after the injector, if any)
+            commands = _ns(root, 'backend') if profile is not None else root or ''
+            nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'twin'), a['overlay'], commands,
+                                 False))
+        if profile is not None:
+            nodes.append(_injector(a, root, '', with_imu))
     if a['policy']:
         nodes.append(_policy(a, backend, root))
     if a['excite']:

@@ -91,7 +91,8 @@ def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(ros_env):
 @pytest.mark.parametrize('args, message', [
     (['launch', 'backend:=foo'], "backend:='foo' is not valid"),
     (['launch', 'backend:=real'], 'needs port:='),
-    (['launch', 'backend:=twin', 'port:=/dev/ttyUSB0'], 'does not ship yet'),
+    (['launch', 'backend:=twin', 'port:=/dev/ttyUSB0', 'driver_rate:=0'],
+     'driver settings: dynamixel_driver: rate_hz: expected a number > 0'),
     (['launch', 'rate:=fast'], "rate:='fast' is not valid"),
     (['launch', 'nonsense'], 'name:=value'),
     (['launch', 'colour:=red'], "unknown launch argument 'colour'"),

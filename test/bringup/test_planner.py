@@ -197,12 +197,56 @@ def test_real_without_port(backend: str) -> None:
         plan({'backend': backend})
 
 
-@pytest.mark.parametrize('backend', ['real', 'twin'])
-def test_real_with_port_driver_not_shipped(backend: str) -> None:
-    with pytest.raises(PlanError, match=rf'backend:={backend} needs the Dynamixel servo bus '
-                                        r"driver \(node 'dynamixel_driver'\), which this "
-                                        r'version of simreal_ros does not ship yet'):
-        plan({'backend': backend, 'port': '/dev/ttyUSB0'})
+def test_real_dynamixel() -> None:
+    (n,) = plan({'backend': 'real', 'port': '/dev/ttyUSB0'})
+    assert (n.kind, n.fqn, n.executable) == ('dynamixel_driver', '/dynamixel_driver',
+                                             'simreal_dynamixel_driver')
+    assert n.module == 'simreal_ros.nodes.dynamixel_driver'
+    assert n.parameters == {'robot': 'simreal_arm', 'port': '/dev/ttyUSB0', 'baud': 0,
+                            'rate_hz': 250.0, 'watchdog': 'hold'}
+    (n,) = plan({'backend': 'real', 'port': '/tmp/bus', 'baud': '4000000',
+                 'driver_rate': '400', 'watchdog': 'torque_off', 'namespace': 'arm'})
+    assert n.parameters['baud'] == 4000000 and n.parameters['rate_hz'] == 400.0
+    assert n.parameters['watchdog'] == 'torque_off'
+    assert n.fqn == '/arm/dynamixel_driver'
+
+
+def test_twin_is_the_driver_plus_a_bridge_on_the_same_commands() -> None:
+    nodes = plan({'backend': 'twin', 'port': '/tmp/bus', 'overlay': 'worn_arm',
+                  'excite': 'chirp'})
+    assert [n.kind for n in nodes] == ['dynamixel_driver', 'sim_bridge', 'excite']
+    driver, twin, excite = nodes
+    assert driver.namespace == '' and twin.namespace == '/twin'
+    assert dict(twin.remappings) == {
+        'joint_commands': '/joint_commands',
+        'forward_position_controller/commands': '/forward_position_controller/commands'}
+    assert twin.parameters['publish_clock'] is False
+    assert twin.parameters['overlay'] == 'worn_arm'
+    assert excite.remappings == ()  # the excitation drives the real robot's topics
+
+
+def test_real_external_adapter() -> None:
+    (n,) = plan({'backend': 'real', 'real_driver': 'external'})
+    assert (n.kind, n.executable) == ('external_adapter', 'simreal_external_adapter')
+    assert n.parameters == {'robot': 'simreal_arm', 'source_states': '/joint_states_raw',
+                            'command_mode': 'forward_position'}
+    (n,) = plan({'backend': 'real', 'real_driver': 'external',
+                 'external_command': 'trajectory'})
+    assert n.parameters['command_topic'] == '/joint_trajectory_controller/joint_trajectory'
+    nodes = plan({'backend': 'twin', 'real_driver': 'external'})
+    assert [n.kind for n in nodes] == ['external_adapter', 'sim_bridge']
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'driver_rate': '0'}, r'^driver settings: dynamixel_driver: rate_hz: expected a number'),
+    ({'driver_rate': 'fast'}, r"^driver_rate:='fast' is not valid"),
+    ({'baud': 'quick'}, r"^baud:='quick' is not valid; expected an integer baud rate"),
+    ({'baud': '-5'}, r'^driver settings: dynamixel_driver: baud: expected 0'),
+    ({'watchdog': 'panic'}, r"^watchdog:='panic' is not valid"),
+])
+def test_real_bad_driver_arguments(args: dict[str, str], message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        plan({'backend': 'real', 'port': '/dev/ttyUSB0', **args})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,3 +478,17 @@ def test_latency_unknown_preset_and_lockstep() -> None:
         plan({'latency': 'wifi', 'timing': 'lockstep'})
     nodes = plan({'latency': 'wifi', 'timing': 'lockstep', 'lockstep_timeout': '0.05'})
     assert _one(nodes, 'injector').parameters['use_sim_time'] is True
+
+
+def test_latency_real_and_twin() -> None:
+    driver, inj = plan({'backend': 'real', 'port': '/dev/ttyUSB0', 'latency': 'usb_serial'})
+    assert driver.kind == 'dynamixel_driver'
+    assert dict(driver.remappings) == {'joint_states': 'backend/joint_states',
+                                       'joint_commands': 'backend/joint_commands'}
+    assert len(inj.parameters['bindings']) == 2          # the hardware has no IMU topic
+    driver, twin, inj = plan({'backend': 'twin', 'port': '/dev/ttyUSB0', 'latency': 'wifi'})
+    assert twin.namespace == '/twin'
+    assert dict(twin.remappings)['joint_commands'] == '/backend/joint_commands'
+    assert 'joint_states' not in dict(twin.remappings)
+    driver, twin = plan({'backend': 'twin', 'port': '/dev/ttyUSB0'})
+    assert driver.remappings == () and dict(twin.remappings)['joint_commands'] == '/joint_commands'

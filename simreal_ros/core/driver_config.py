@@ -1,0 +1,146 @@
+"""Settings of the hardware driver nodes (Dynamixel bus, external adapter), without ROS."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+import math
+from typing import Any, Mapping, TypeVar
+
+from simreal_ros.errors import ConfigError
+
+WATCHDOG_ACTIONS = ('hold', 'torque_off')
+EXTERNAL_COMMAND_MODES = ('forward_position', 'trajectory')
+
+T = TypeVar('T')
+
+
+def from_mapping(cls: type[T], values: Mapping[str, Any], source: str) -> T:
+    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and wrong types."""
+    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(source, key, f'one of {sorted(known)}', 'unknown key')
+        default = known[key].default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            value = float(value) if ok else value
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise ConfigError(source, key, f'a {type(default).__name__}', value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def _positive(src: str, obj: object, *keys: str) -> None:
+    for key in keys:
+        v = getattr(obj, key)
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ConfigError(src, key, 'a number > 0', v)
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Parameters of ``simreal_dynamixel_driver`` (the ROS parameters have the same names).
+
+    * ``port``, ``baud``: the serial device and its rate (0: ``bus.baud`` of the robot spec).
+    * ``rate_hz``: bus cycles per second (one sync read + one sync write each); every cycle
+      whose read succeeded publishes one ``joint_states``.
+    * ``health_every``: read hardware error status and temperature every this many cycles.
+    * ``command_timeout_s``: after the first command, this long without one triggers the
+      watchdog: ``watchdog`` = ``hold`` (freeze the goal where it is) or ``torque_off``.
+    * ``goal_rate_limit``: the goal moves at most ``velocity limit * dt`` per cycle (a jump
+      in the commands becomes a ramp at the joint's velocity limit).
+    * ``reset_speed``: speed (rad/s) of the move to home on ``~/reset``.
+    * ``return_delay_us``: Return Delay Time written at configure (0 = answer at once).
+    * ``latency_timer_ms``: the adapter's latency timer, used by the SDK's packet timeout.
+    * ``reconnect_min_s``/``reconnect_max_s``: back-off between reconnection attempts.
+    * ``startup_timeout_s``: how long start-up pings servos that did not answer yet.
+    """
+
+    robot: str = 'simreal_arm'
+    port: str = ''
+    baud: int = 0
+    rate_hz: float = 250.0
+    health_every: int = 25
+    command_timeout_s: float = 0.5
+    watchdog: str = 'hold'
+    goal_rate_limit: bool = True
+    reset_speed: float = 0.5
+    return_delay_us: int = 0
+    latency_timer_ms: float = 16.0
+    reconnect_min_s: float = 0.05
+    reconnect_max_s: float = 0.4
+    diagnostics_period_s: float = 1.0
+    startup_timeout_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        src = 'dynamixel_driver'
+        if not self.port:
+            raise ConfigError(src, 'port', 'the serial device of the bus (e.g. /dev/ttyUSB0 '
+                              'or the link printed by simreal emulate)', self.port)
+        if self.watchdog not in WATCHDOG_ACTIONS:
+            raise ConfigError(src, 'watchdog', f'one of {WATCHDOG_ACTIONS}', self.watchdog)
+        _positive(src, self, 'rate_hz', 'command_timeout_s', 'reset_speed', 'latency_timer_ms',
+                  'reconnect_min_s', 'reconnect_max_s', 'diagnostics_period_s',
+                  'startup_timeout_s')
+        if self.rate_hz > 2000:
+            raise ConfigError(src, 'rate_hz', 'a rate <= 2000 Hz', self.rate_hz)
+        if self.reconnect_max_s < self.reconnect_min_s:
+            raise ConfigError(src, 'reconnect_max_s', f'>= reconnect_min_s '
+                              f'({self.reconnect_min_s})', self.reconnect_max_s)
+        if self.health_every < 1:
+            raise ConfigError(src, 'health_every', 'an integer >= 1', self.health_every)
+        if not 0 <= self.return_delay_us <= 508:
+            raise ConfigError(src, 'return_delay_us', 'an integer in [0, 508]',
+                              self.return_delay_us)
+        if self.baud < 0:
+            raise ConfigError(src, 'baud', '0 (from the robot spec) or a baud rate', self.baud)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = 'dynamixel_driver'
+                     ) -> 'DriverConfig':
+        """Build from a mapping, rejecting unknown keys and wrong types."""
+        return from_mapping(cls, values, source)
+
+
+@dataclass(frozen=True)
+class ExternalAdapterConfig:
+    """Parameters of ``simreal_external_adapter``.
+
+    The adapter maps an existing ROS 2 driver (ros2_control) onto the contract:
+    ``source_states`` (its ``sensor_msgs/JointState``, any joint order, extra joints ignored)
+    -> ``joint_states`` in robot order; ``joint_commands`` -> ``command_topic`` as a
+    ``std_msgs/Float64MultiArray`` in ``command_joints`` order (``forward_position``) or as a
+    one-point ``trajectory_msgs/JointTrajectory`` reaching the target after
+    ``trajectory_time_s`` (``trajectory``).
+    """
+
+    robot: str = 'simreal_arm'
+    source_states: str = '/joint_states_raw'
+    command_mode: str = 'forward_position'
+    command_topic: str = '/forward_position_controller/commands'
+    command_joints: str = ''
+    trajectory_time_s: float = 0.02
+    diagnostics_period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        src = 'external_adapter'
+        if self.command_mode not in EXTERNAL_COMMAND_MODES:
+            raise ConfigError(src, 'command_mode', f'one of {EXTERNAL_COMMAND_MODES}',
+                              self.command_mode)
+        _positive(src, self, 'trajectory_time_s', 'diagnostics_period_s')
+        for key in ('source_states', 'command_topic'):
+            if not getattr(self, key):
+                raise ConfigError(src, key, 'a topic name', getattr(self, key))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = 'external_adapter'
+                     ) -> 'ExternalAdapterConfig':
+        """Build from a mapping, rejecting unknown keys and wrong types."""
+        return from_mapping(cls, values, source)

@@ -1,0 +1,1 @@
+"""Servo bus drivers and the virtual servo bus (Dynamixel Protocol 2.0)."""

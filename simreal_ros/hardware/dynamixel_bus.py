@@ -1,0 +1,377 @@
+"""A Dynamixel Protocol 2.0 bus of XM430-class servos, over the official ``dynamixel_sdk``.
+
+:class:`DynamixelBus` is the hardware half of the driver node, without ROS: open the port,
+ping and model-check every servo of the robot spec, configure them (current-based position
+mode, Return Delay Time, position PID gains from the spec's kp/kd, current limit from the
+effort limit, no profile), then cycle: :meth:`read_state` (one group sync read of present
+current, velocity and position) and :meth:`write_goal` (one group sync write of goal position).
+All values in and out are SI in robot (joint) order; the register conversions follow
+:mod:`simreal_ros.hardware.control_table` and the spec's ``zero_tick``/``direction``/
+``offset_rad``/``torque_per_amp``.
+
+Failures are typed: :class:`~simreal_ros.errors.BusError` for a bus that answers wrongly
+(missing servo, wrong model, timeout, CRC) and :class:`~simreal_ros.errors.PortLostError`
+when the port itself fails (adapter unplugged), after which the bus must be reopened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import os
+import termios
+import time
+from typing import Any, Callable
+
+import dynamixel_sdk as sdk
+import dynamixel_sdk.port_handler as sdk_port
+import numpy as np
+import numpy.typing as npt
+import serial
+
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.hardware import control_table as ct
+
+FloatArray = npt.NDArray[np.float64]
+
+_A = ct.BY_NAME
+STATE_ADDR = _A['present_current'].address           # 126: current(2) velocity(4) position(4)
+STATE_LEN = _A['present_position'].address + 4 - STATE_ADDR  # 10 bytes
+GOAL_ADDR = _A['goal_position'].address
+TORQUE_ADDR = _A['torque_enable'].address
+HW_ERROR_ADDR = _A['hardware_error_status'].address
+TEMPERATURE_ADDR = _A['present_temperature'].address
+
+#: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
+PORT_FAILURES = (serial.SerialException, OSError, termios.error, TypeError, AttributeError)
+
+STALE = -9901  # not an SDK code: an answer of the wrong length (late, from another request)
+
+COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUPT: 'corrupt (CRC)',
+              sdk.COMM_TX_FAIL: 'tx failed', sdk.COMM_PORT_BUSY: 'port busy',
+              sdk.COMM_RX_FAIL: 'rx failed', sdk.COMM_TX_ERROR: 'bad packet',
+              sdk.COMM_NOT_AVAILABLE: 'not available'}
+
+
+@dataclass(frozen=True)
+class BusState:
+    """One sync read: joint positions (rad), velocities (rad/s), efforts (N*m)."""
+
+    position: FloatArray
+    velocity: FloatArray
+    effort: FloatArray
+    ticks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ServoHealth:
+    """Hardware error bits and temperature (deg C) of every servo, robot order."""
+
+    error_bits: tuple[int, ...]
+    temperature_c: tuple[int, ...]
+
+
+class DynamixelBus:
+    """The servos of one robot spec on one serial port."""
+
+    def __init__(self, robot: RobotSpec, port: str, baud: int, *,
+                 return_delay_us: int = 0, latency_timer_ms: float = 16.0,
+                 read_timeout_s: float = 0.002) -> None:
+        self.robot = robot
+        self.port_name = port
+        self.baud = baud
+        self.return_delay_us = return_delay_us
+        self.read_timeout_s = read_timeout_s
+        sdk_port.LATENCY_TIMER = latency_timer_ms  # the SDK's packet timeout margin
+        self.ids = [j.servo.servo_id for j in robot.joints]
+        self.servos = [j.servo for j in robot.joints]
+        self.direction = np.array([s.direction for s in self.servos], dtype=np.float64)
+        self.kt = np.array([s.torque_per_amp for s in self.servos])
+        self.ph = sdk.PacketHandler(2.0)
+        self.port: sdk.PortHandler | None = None
+        self.comm_errors: dict[str, int] = {}
+        self._sync_read: sdk.GroupSyncRead | None = None
+        self._sync_write: sdk.GroupSyncWrite | None = None
+
+    # ---- port --------------------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """Whether the port is open."""
+        return self.port is not None
+
+    def open(self) -> None:
+        """Open the port at the baud rate; BusError naming the port if it cannot be."""
+        if not os.path.exists(self.port_name):
+            raise PortLostError(f'serial port {self.port_name} does not exist: plug in the '
+                                f'adapter (or start simreal emulate --link {self.port_name})')
+        port = sdk.PortHandler(self.port_name)
+        try:
+            ok = port.openPort() and port.setBaudRate(self.baud)
+        except (serial.SerialException, OSError, ValueError) as exc:
+            raise PortLostError(f'cannot open {self.port_name}: {exc}') from None
+        if not ok:
+            raise BusError(f'{self.port_name}: baud rate {self.baud} is not supported by the '
+                           f'SDK; use one of 57600, 115200, 1000000, 2000000, 3000000, 4000000')
+        # A blocking read with a short timeout instead of the SDK's busy poll (timeout=0):
+        # read(n) still returns as soon as n bytes are there.
+        if port.ser is not None:
+            port.ser.timeout = self.read_timeout_s
+        self.port = port
+        self._sync_read = sdk.GroupSyncRead(port, self.ph, STATE_ADDR, STATE_LEN)
+        for sid in self.ids:
+            self._sync_read.addParam(sid)
+        self._sync_write = sdk.GroupSyncWrite(port, self.ph, GOAL_ADDR, 4)
+
+    def close(self) -> None:
+        """Close the port (errors ignored: it may be gone already)."""
+        if self.port is not None:
+            try:
+                self.port.closePort()
+            except Exception:  # noqa: BLE001 - a vanished port fails to close; that is fine
+                pass
+        self.port = None
+
+    def _port(self) -> sdk.PortHandler:
+        if self.port is None:
+            raise PortLostError(f'{self.port_name} is not open')
+        return self.port
+
+    def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call an SDK function; a failing port becomes PortLostError."""
+        port = self._port()
+        try:
+            return fn(*args)
+        except IndexError:  # the SDK indexes a short (late, foreign) answer as if complete
+            port.is_using = False
+            raise BusError(f'{self.port_name}: {self._count(STALE)} answer') from None
+        except PORT_FAILURES as exc:
+            port.is_using = False
+            self.close()
+            raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None
+
+    def _count(self, result: int) -> str:
+        name = COMM_NAMES.get(result, f'result {result}')
+        self.comm_errors[name] = self.comm_errors.get(name, 0) + 1
+        return name
+
+    def _check(self, sid: int, what: str, result: int, error: int) -> None:
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'servo {sid}: {what}: {self._count(result)}')
+        if error & 0x7F:
+            raise BusError(f'servo {sid}: {what}: {self.ph.getRxPacketError(error)}')
+
+    # ---- set-up ------------------------------------------------------------------------------
+    def check_servos(self, timeout_s: float = 1.0) -> None:
+        """Ping every servo; BusError naming every missing or wrong-model ID.
+
+        Servos that did not answer are pinged again until ``timeout_s`` (servos boot slowly
+        after power-on; a loaded host can miss an answer).
+        """
+        found: dict[int, int] = {}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for sid in self.ids:
+                if sid not in found:
+                    model, result, _err = self._guard(self.ph.ping, self._port(), sid)
+                    if result == sdk.COMM_SUCCESS:
+                        found[sid] = model
+            if len(found) == len(self.ids) or time.monotonic() >= deadline:
+                break
+        missing, wrong = [], []
+        for j in self.robot.joints:
+            sid = j.servo.servo_id
+            if sid not in found:
+                missing.append(f'{sid} ({j.name})')
+            elif found[sid] != j.servo.model_number:
+                wrong.append(f'{sid} ({j.name}): model number {found[sid]}, expected '
+                             f'{j.servo.model_number} ({j.servo.model})')
+        problems = []
+        if missing:
+            problems.append(f'no answer from servo ID {", ".join(missing)}')
+        if wrong:
+            problems.append('wrong servo at ID ' + '; '.join(wrong))
+        if problems:
+            raise BusError(f'{self.port_name} at {self.baud} baud: {"; ".join(problems)} '
+                           f'(check wiring, power, IDs and baud rate of the robot spec '
+                           f'{self.robot.source})')
+
+    def read_register(self, sid: int, name: str) -> int:
+        """Read one control-table item of servo ``sid``."""
+        it = ct.BY_NAME[name]
+        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
+              4: self.ph.read4ByteTxRx}[it.size]
+        for _ in range(3):
+            value, result, error = self._guard(fn, self._port(), sid, it.address)
+            if result == sdk.COMM_SUCCESS:
+                break
+        self._check(sid, f'read {name}', result, error)
+        return ct.to_signed(value, it.size) if it.signed else int(value)
+
+    def write_register(self, sid: int, name: str, value: int) -> None:
+        """Write one control-table item of servo ``sid`` (retried on comm errors)."""
+        it = ct.BY_NAME[name]
+        fn = {1: self.ph.write1ByteTxRx, 2: self.ph.write2ByteTxRx,
+              4: self.ph.write4ByteTxRx}[it.size]
+        raw = ct.to_unsigned(int(value), it.size)
+        for _ in range(3):
+            result, error = self._guard(fn, self._port(), sid, it.address, raw)
+            if result == sdk.COMM_SUCCESS:
+                break
+        self._check(sid, f'write {name}={value}', result, error)
+
+    def gains(self) -> list[dict[str, int]]:
+        """Return the register values written at configure, per servo (robot order)."""
+        out = []
+        for j in self.robot.joints:
+            s = j.servo
+            out.append({
+                'position_p_gain': ct.kp_to_register(j.kp, s.ticks_per_rev, s.torque_per_amp),
+                'position_i_gain': 0,
+                'position_d_gain': ct.kd_to_register(j.kd, s.ticks_per_rev, s.torque_per_amp),
+                'goal_current': ct.effort_to_current_register(j.limits.effort,
+                                                              s.torque_per_amp),
+                'profile_velocity': 0, 'profile_acceleration': 0,
+            })
+        return out
+
+    def configure(self) -> None:
+        """Write operating mode, return delay, gains and limits; hold; enable torque.
+
+        EEPROM items are written only when they differ (each write needs torque off, which
+        would let the arm sag); the goal is set to the present position before torque on, so
+        enabling never makes the arm jump.
+        """
+        rdt = int(round(self.return_delay_us / 2))
+        for j, regs in zip(self.robot.joints, self.gains(), strict=True):
+            sid = j.servo.servo_id
+            for reg_name, value in (('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
+                                    ('return_delay_time', rdt)):
+                if self.read_register(sid, reg_name) != value:
+                    self.write_register(sid, 'torque_enable', 0)
+                    self.write_register(sid, reg_name, value)
+            for reg_name, value in regs.items():
+                self.write_register(sid, reg_name, value)
+            present = self.read_register(sid, 'present_position')
+            self.write_register(sid, 'goal_position', present)
+            self.write_register(sid, 'torque_enable', 1)
+
+    # ---- cycle -------------------------------------------------------------------------------
+    def read_state(self) -> BusState:
+        """One group sync read of current, velocity, position; BusError if any servo failed."""
+        gsr = self._sync_read
+        assert gsr is not None
+        result = self._guard(gsr.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync read: {self._count(result)}')
+        n = len(self.ids)
+        cur = np.empty(n)
+        vel = np.empty(n)
+        pos = np.empty(n)
+        ticks = []
+        for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
+            if not gsr.isAvailable(sid, STATE_ADDR, STATE_LEN):
+                raise BusError(f'sync read: no data from servo {sid}')
+            if len(gsr.data_dict[sid]) != STATE_LEN:
+                # a late answer to an earlier request (after its timeout) with this ID
+                raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid}')
+            c = ct.to_signed(gsr.getData(sid, STATE_ADDR, 2), 2)
+            v = ct.to_signed(gsr.getData(sid, STATE_ADDR + 2, 4), 4)
+            t = ct.to_signed(gsr.getData(sid, STATE_ADDR + 6, 4), 4)
+            ticks.append(t)
+            pos[k] = s.ticks_to_rad(t)
+            vel[k] = v
+            cur[k] = c
+        vel *= self.direction * ct.VELOCITY_UNIT_RAD_S
+        eff = cur * self.direction * ct.CURRENT_UNIT_A * self.kt
+        return BusState(pos, vel, eff, tuple(ticks))
+
+    def write_goal(self, position: FloatArray) -> tuple[int, ...]:
+        """Group sync write of goal positions (rad, robot order); return the ticks sent."""
+        gsw = self._sync_write
+        assert gsw is not None
+        gsw.clearParam()
+        sent = []
+        for sid, s, q in zip(self.ids, self.servos, position, strict=True):
+            ticks = s.rad_to_ticks(float(q))
+            sent.append(ticks)
+            gsw.addParam(sid, list(ct.to_unsigned(ticks, 4).to_bytes(4, 'little')))
+        result = self._guard(gsw.txPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync write: {self._count(result)}')
+        return tuple(sent)
+
+    def set_torque(self, enable: bool) -> None:
+        """Enable or disable torque of every servo (one sync write, then verified per servo)."""
+        gsw = sdk.GroupSyncWrite(self._port(), self.ph, TORQUE_ADDR, 1)
+        for sid in self.ids:
+            gsw.addParam(sid, [1 if enable else 0])
+        self._guard(gsw.txPacket)
+        for sid in self.ids:  # a lost sync write must not leave a servo on: confirm each
+            self.write_register(sid, 'torque_enable', 1 if enable else 0)
+
+    def hold_present(self) -> BusState:
+        """Set every goal to the present position (before enabling torque)."""
+        state = self.read_state()
+        gsw = self._sync_write
+        assert gsw is not None
+        gsw.clearParam()
+        for sid, t in zip(self.ids, state.ticks, strict=True):
+            gsw.addParam(sid, list(ct.to_unsigned(t, 4).to_bytes(4, 'little')))
+        self._guard(gsw.txPacket)
+        return state
+
+    def read_health(self) -> ServoHealth:
+        """Hardware Error Status and Present Temperature of every servo (bulk read)."""
+        port = self._port()
+        gbr = sdk.GroupBulkRead(port, self.ph)
+        for sid in self.ids:
+            gbr.addParam(sid, HW_ERROR_ADDR, 1)
+        result = self._guard(gbr.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'bulk read of hardware errors: {self._count(result)}')
+        if any(len(gbr.data_dict[sid][0]) != 1 for sid in self.ids):  # [data, addr, len]
+            raise BusError(f'bulk read of hardware errors: {self._count(STALE)} answer')
+        bits = tuple(int(gbr.getData(sid, HW_ERROR_ADDR, 1)) for sid in self.ids)
+        gsr = sdk.GroupSyncRead(port, self.ph, TEMPERATURE_ADDR, 1)
+        for sid in self.ids:
+            gsr.addParam(sid)
+        result = self._guard(gsr.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync read of temperatures: {self._count(result)}')
+        if any(len(gsr.data_dict[sid]) != 1 for sid in self.ids):
+            raise BusError(f'sync read of temperatures: {self._count(STALE)} answer')
+        temps = tuple(int(gsr.getData(sid, TEMPERATURE_ADDR, 1)) for sid in self.ids)
+        return ServoHealth(bits, temps)
+
+
+def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
+                       goal_len: int = 4, return_delay_s: float = 0.0) -> float:
+    """Upper bound of read+write cycles/s from the bytes on the wire (8N1) at ``baud``.
+
+    Sync read instruction: 14 + n bytes; each status: 11 + state_len; sync write of goal:
+    14 + n * (1 + goal_len). Bytes are 10 bit times.
+    """
+    read = 14 + n_servos
+    status = n_servos * (11 + state_len)
+    write = 14 + n_servos * (1 + goal_len)
+    seconds = (read + status + write) * 10.0 / baud + n_servos * return_delay_s
+    return 1.0 / seconds
+
+
+def wait_for_port(path: str, timeout_s: float) -> bool:
+    """Poll until ``path`` exists (True) or ``timeout_s`` passed (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.01)
+    return os.path.exists(path)
+
+
+def clamp_step(previous: FloatArray, target: FloatArray, max_step: FloatArray) -> FloatArray:
+    """Move from ``previous`` toward ``target`` by at most ``max_step`` per joint."""
+    return previous + np.clip(target - previous, -max_step, max_step)
+
+
+__all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'byte_time_limit_hz', 'clamp_step',
+           'wait_for_port']

@@ -1,0 +1,425 @@
+"""The virtual servo bus: the device side of Dynamixel Protocol 2.0 on a pseudo-terminal.
+
+``simreal emulate`` runs :class:`BusEmulator`: it opens a pty, makes ``link`` a symlink to its
+slave side (what a driver opens like ``/dev/ttyUSB0``), prints ``ready <link>`` and serves
+until SIGINT/SIGTERM. One event loop does three things:
+
+* physics: :class:`~simreal_ros.hardware.reality.VirtualArm` advanced in real time (1 kHz);
+* protocol: bytes from the host go through :class:`~simreal_ros.hardware.protocol.PacketParser`;
+  each instruction is answered by every addressed servo in order, each status packet written
+  when it would have finished on the wire: the request's bytes at 10 bits/byte at the baud
+  rate, then the servo's Return Delay Time (register 9, 2 us units), then its own bytes. A
+  servo only hears the host when the host's baud rate (termios of the pty) equals its own
+  (register 8), as on a real bus;
+* faults (``--faults``): ``crc=P`` corrupts a status packet with probability P, ``timeout=P``
+  drops all answers to a request with probability P, ``unplug_at=T``/``replug_at=T`` (seconds
+  after ready) remove the pty and the link and bring a new one back, as when a USB adapter is
+  pulled and plugged in again; ``seed=N`` seeds the fault draws.
+
+Answers follow the e-Manual: a bad CRC to one servo gets a CRC error status, an unknown
+instruction an Instruction Error, a bad address an Access Error, a short parameter block a
+Data Length Error, a value outside a limit a Data Limit Error; broadcast instructions that
+expect no answer are never answered; FACTORY RESET, CLEAR and the fast sync/bulk reads are
+refused (Instruction Error to a single ID, silence on broadcast); REBOOT clears hardware errors
+and turns torque off. Status Return Level (register 68) is honoured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import heapq
+import os
+from pathlib import Path
+import select
+import signal
+import sys
+import termios
+import time
+import tty
+from typing import Callable
+
+import numpy as np
+
+from simreal_ros.errors import ConfigError, SimrealError
+from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware import protocol as p
+from simreal_ros.hardware.reality import VirtualArm
+
+MAX_CATCH_UP_STEPS = 50
+
+_TERMIOS_BAUD = {getattr(termios, f'B{b}'): b for b in
+                 (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
+                  1000000, 1152000, 2000000, 2500000, 3000000, 3500000, 4000000)
+                 if hasattr(termios, f'B{b}')}
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Fault injection settings of the emulator."""
+
+    crc: float = 0.0
+    timeout: float = 0.0
+    unplug_at: float | None = None
+    replug_at: float | None = None
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> 'Faults':
+        """Parse ``crc=0.01,timeout=0.005,unplug_at=5.0,replug_at=6.0,seed=1``."""
+        src = '--faults'
+        values: dict[str, float] = {}
+        known = ('crc', 'timeout', 'unplug_at', 'replug_at', 'seed')
+        for part in filter(None, (s.strip() for s in text.split(','))):
+            key, sep, raw = part.partition('=')
+            if not sep or key not in known:
+                raise ConfigError(src, part, f'key=value with a key among {list(known)}',
+                                  has_got=False)
+            try:
+                values[key] = float(raw)
+            except ValueError:
+                raise ConfigError(src, key, 'a number', raw) from None
+        for key in ('crc', 'timeout'):
+            if not 0.0 <= values.get(key, 0.0) <= 1.0:
+                raise ConfigError(src, key, 'a probability in [0, 1]', values[key])
+        unplug, replug = values.get('unplug_at'), values.get('replug_at')
+        if unplug is not None and unplug < 0:
+            raise ConfigError(src, 'unplug_at', 'a time >= 0 (s after ready)', unplug)
+        if replug is not None and (unplug is None or replug <= unplug):
+            raise ConfigError(src, 'replug_at', 'a time after unplug_at', replug)
+        return cls(values.get('crc', 0.0), values.get('timeout', 0.0), unplug, replug,
+                   int(values.get('seed', 0)))
+
+
+class BusEmulator:
+    """A pty that answers like a bus of XM430-W350 servos on a MuJoCo arm."""
+
+    def __init__(self, arm: VirtualArm, link: str | Path, baud: int = 1_000_000,
+                 faults: Faults | None = None,
+                 echo: Callable[[str], None] | None = None) -> None:
+        code = {v: k for k, v in ct.BAUD_RATES.items()}.get(baud)
+        if code is None:
+            raise ConfigError('--baud', 'baud', f'one of the XM430 rates '
+                              f'{sorted(ct.BAUD_RATES.values())}', baud)
+        self.arm = arm
+        self.link = Path(link)
+        self.baud = baud
+        for reg in arm.servos:
+            reg.set('baud_rate', code)
+        self.faults = faults or Faults()
+        self.rng = np.random.default_rng(self.faults.seed)
+        self.echo = echo or (lambda line: print(line, flush=True))
+        self.parser = p.PacketParser()
+        self.master: int | None = None
+        self.slave: int | None = None
+        self.running = True
+        self.bus_free = 0.0
+        self._out: list[tuple[float, int, bytes]] = []
+        self._seq = 0
+        self._registered: dict[int, tuple[int, bytes]] = {}
+        self.stats = {'packets': 0, 'rejected_crc': 0, 'rejected_length': 0,
+                      'answers': 0, 'corrupted': 0, 'dropped': 0}
+
+    # ---- the port -----------------------------------------------------------------------------
+    def plug(self) -> None:
+        """Open a new pty and point the link at it."""
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        os.set_blocking(master, False)
+        self.master, self.slave = master, slave
+        target = os.ttyname(slave)
+        tmp = self.link.with_name(f'.{self.link.name}.{os.getpid()}')
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        os.symlink(target, tmp)
+        os.replace(tmp, self.link)  # atomic: a driver never sees a half-made link
+        self.parser.clear()
+        self._out.clear()
+
+    def unplug(self) -> None:
+        """Remove the link and close the pty (the driver's fd gets EIO/hang-up)."""
+        try:
+            if self.link.is_symlink():
+                self.link.unlink()
+        except OSError:
+            pass
+        for fd in (self.master, self.slave):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.master = self.slave = None
+        self._out.clear()
+
+    def host_baud(self) -> int:
+        """Return the baud rate the host set on its end of the pty."""
+        assert self.master is not None
+        try:
+            speed = termios.tcgetattr(self.master)[5]
+        except termios.error:
+            return self.baud
+        return _TERMIOS_BAUD.get(speed, 0)
+
+    # ---- protocol -----------------------------------------------------------------------------
+    def byte_time(self) -> float:
+        """Seconds per byte on the wire (8N1: 10 bits)."""
+        return 10.0 / self.baud
+
+    def _servo_baud(self, i: int) -> int:
+        return ct.BAUD_RATES.get(self.arm.servos[i].get('baud_rate'), 0)
+
+    def _ids(self, packet_id: int) -> list[int]:
+        if packet_id == p.BROADCAST_ID:
+            return sorted(self.arm.by_id)
+        return [packet_id] if packet_id in self.arm.by_id else []
+
+    def handle(self, item: p.Packet | p.Rejected, now: float) -> list[tuple[int, bytes]]:
+        """Process one packet; return the answers [(servo id, status packet), ...] in order."""
+        arm = self.arm
+        if isinstance(item, p.Rejected):
+            self.stats['rejected_' + item.reason] += 1
+            if item.reason == 'crc' and item.packet_id in arm.by_id:
+                return [(item.packet_id, p.status(item.packet_id, p.ERR_CRC))]
+            return []
+        self.stats['packets'] += 1
+        inst, pid, prm = item.instruction, item.packet_id, item.params
+        broadcast = pid == p.BROADCAST_ID
+        if inst == p.INST_STATUS:
+            return []
+        arm.update_present()
+        out: list[tuple[int, bytes]] = []
+
+        def answer(sid: int, err: int, data: bytes = b'') -> None:
+            i = arm.by_id[sid]
+            level = arm.servos[i].get('status_return_level')
+            if inst != p.INST_PING and (level == 0 or (level == 1 and inst not in (
+                    p.INST_READ, p.INST_SYNC_READ, p.INST_BULK_READ))):
+                return
+            reg = arm.servos[i]
+            alert = p.ERR_ALERT if reg.get('hardware_error_status') else 0
+            out.append((sid, p.status(sid, err | alert, data)))
+
+        if inst == p.INST_PING:
+            for sid in self._ids(pid):
+                reg = arm.servos[arm.by_id[sid]]
+                answer(sid, 0, p.u16(reg.get('model_number'))
+                       + bytes([reg.get('firmware_version')]))
+            return out
+        if inst in (p.INST_SYNC_READ, p.INST_SYNC_WRITE, p.INST_BULK_READ, p.INST_BULK_WRITE):
+            if broadcast:
+                return self._group(inst, prm, answer, out)
+            return self._single_error(pid, p.ERR_INSTRUCTION, answer, out)
+        if inst in (p.INST_FACTORY_RESET, p.INST_CLEAR, p.INST_BACKUP, p.INST_FAST_SYNC_READ,
+                    p.INST_FAST_BULK_READ) or inst not in (
+                p.INST_READ, p.INST_WRITE, p.INST_REG_WRITE, p.INST_ACTION, p.INST_REBOOT):
+            return self._single_error(pid, p.ERR_INSTRUCTION, answer, out)
+        for sid in self._ids(pid):
+            i = arm.by_id[sid]
+            reg = arm.servos[i]
+            if inst == p.INST_READ:
+                if broadcast:
+                    break
+                if len(prm) != 4:
+                    answer(sid, p.ERR_DATA_LENGTH)
+                    continue
+                addr, length = int.from_bytes(prm[0:2], 'little'), int.from_bytes(prm[2:4],
+                                                                                  'little')
+                err, data = reg.read(addr, length)
+                answer(sid, err, data)
+            elif inst in (p.INST_WRITE, p.INST_REG_WRITE):
+                if len(prm) < 3:
+                    if not broadcast:
+                        answer(sid, p.ERR_DATA_LENGTH)
+                    continue
+                addr = int.from_bytes(prm[0:2], 'little')
+                err, items = reg.check_write(addr, prm[2:])
+                if not err:
+                    if inst == p.INST_WRITE:
+                        err = arm.write(i, items)
+                    else:
+                        self._registered[sid] = (addr, bytes(prm[2:]))
+                        reg.set('registered_instruction', 1)
+                if not broadcast:
+                    answer(sid, err)
+            elif inst == p.INST_ACTION:
+                pending = self._registered.pop(sid, None)
+                reg.set('registered_instruction', 0)
+                if pending is not None:
+                    err, items = reg.check_write(*pending)
+                    if not err:
+                        arm.write(i, items)
+            elif inst == p.INST_REBOOT:
+                arm.reboot(i)
+                if not broadcast:
+                    answer(sid, 0)
+        return out
+
+    def _single_error(self, pid: int, err: int, answer: Callable[..., None],
+                      out: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        if pid != p.BROADCAST_ID and pid in self.arm.by_id:
+            answer(pid, err)
+        return out
+
+    def _group(self, inst: int, prm: bytes, answer: Callable[..., None],
+               out: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        arm = self.arm
+        if inst in (p.INST_SYNC_READ, p.INST_SYNC_WRITE):
+            if len(prm) < 4:
+                return out
+            addr = int.from_bytes(prm[0:2], 'little')
+            length = int.from_bytes(prm[2:4], 'little')
+            rest = prm[4:]
+            if inst == p.INST_SYNC_READ:
+                for sid in rest:
+                    if sid in arm.by_id:
+                        err, data = arm.servos[arm.by_id[sid]].read(addr, length)
+                        answer(sid, err, data)
+            else:
+                stride = 1 + length
+                if length == 0 or len(rest) % stride:
+                    return out
+                for k in range(0, len(rest), stride):
+                    sid = rest[k]
+                    if sid in arm.by_id:
+                        i = arm.by_id[sid]
+                        err, items = arm.servos[i].check_write(addr, rest[k + 1:k + stride])
+                        if not err:
+                            arm.write(i, items)
+            return out
+        k = 0
+        while k + 5 <= len(prm):
+            sid = prm[k]
+            addr = int.from_bytes(prm[k + 1:k + 3], 'little')
+            length = int.from_bytes(prm[k + 3:k + 5], 'little')
+            k += 5
+            if inst == p.INST_BULK_READ:
+                if sid in arm.by_id:
+                    err, data = arm.servos[arm.by_id[sid]].read(addr, length)
+                    answer(sid, err, data)
+            else:
+                data = prm[k:k + length]
+                k += length
+                if len(data) == length and sid in arm.by_id:
+                    i = arm.by_id[sid]
+                    err, items = arm.servos[i].check_write(addr, data)
+                    if not err:
+                        arm.write(i, items)
+        return out
+
+    def _schedule(self, request_len: int, answers: list[tuple[int, bytes]], now: float) -> None:
+        bt = self.byte_time()
+        t = max(now, self.bus_free) + request_len * bt
+        if answers and self.rng.random() < self.faults.timeout:
+            self.stats['dropped'] += 1
+            self.bus_free = t
+            return
+        for sid, pkt in answers:
+            reg = self.arm.servos[self.arm.by_id[sid]]
+            t += reg.get('return_delay_time') * ct.RETURN_DELAY_UNIT_S + len(pkt) * bt
+            if self.rng.random() < self.faults.crc:
+                buf = bytearray(pkt)
+                k = int(self.rng.integers(4, len(buf)))
+                buf[k] ^= int(self.rng.integers(1, 256))
+                pkt = bytes(buf)
+                self.stats['corrupted'] += 1
+            self._seq += 1
+            heapq.heappush(self._out, (t, self._seq, pkt))
+            self.stats['answers'] += 1
+        self.bus_free = t
+
+    def on_bytes(self, data: bytes, now: float) -> None:
+        """Feed bytes from the host; schedule the answers."""
+        host = self.host_baud()
+        for item in self.parser.feed(data):
+            answers = self.handle(item, now)
+            answers = [(sid, pkt) for sid, pkt in answers
+                       if self._servo_baud(self.arm.by_id[sid]) == host]
+            self._schedule(item.wire_length, answers, now)
+
+    # ---- the loop -------------------------------------------------------------------------------
+    def stop(self, *_args: object) -> None:
+        """Ask :meth:`serve` to return."""
+        self.running = False
+
+    def serve(self, duration_s: float | None = None) -> None:
+        """Plug in, print ``ready <link>`` and serve until stopped."""
+        self.plug()
+        self.echo(f'ready {self.link}')
+        arm = self.arm
+        dt = arm.dt
+        t0 = time.monotonic()
+        steps0 = arm.step_count
+        faults = self.faults
+        plugged = True
+        unplug_at = faults.unplug_at
+        replug_at = faults.replug_at
+        try:
+            while self.running:
+                now = time.monotonic()
+                since = now - t0
+                if duration_s is not None and since >= duration_s:
+                    break
+                if plugged and unplug_at is not None and since >= unplug_at:
+                    self.unplug()
+                    plugged = False
+                    unplug_at = None
+                    self.echo('unplugged')
+                if not plugged and replug_at is not None and since >= replug_at:
+                    self.plug()
+                    plugged = True
+                    replug_at = None
+                    self.echo(f'replugged {self.link}')
+                due = int(since / dt) - (arm.step_count - steps0)
+                if due > MAX_CATCH_UP_STEPS:  # fell behind (CPU): slip instead of bursting
+                    steps0 += due - MAX_CATCH_UP_STEPS
+                    due = MAX_CATCH_UP_STEPS
+                if due > 0:
+                    arm.step(due)
+                now = time.monotonic()
+                while self._out and self._out[0][0] <= now:
+                    _t, _s, pkt = heapq.heappop(self._out)
+                    if self.master is not None:
+                        try:
+                            os.write(self.master, pkt)
+                        except OSError:
+                            pass
+                next_step = t0 + (arm.step_count - steps0 + 1) * dt
+                wake = min(next_step, self._out[0][0]) if self._out else next_step
+                timeout = max(0.0, wake - time.monotonic())
+                if self.master is None:
+                    time.sleep(min(timeout, 0.001))
+                    continue
+                readable, _, _ = select.select([self.master], [], [], timeout)
+                if readable:
+                    try:
+                        data = os.read(self.master, 4096)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        data = b''  # EIO: nobody has the slave open; keep serving
+                    if data:
+                        self.on_bytes(data, time.monotonic())
+        finally:
+            self.unplug()
+
+
+def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
+         duration_s: float | None = None) -> int:
+    """Run the emulator in this process (``simreal emulate``)."""
+    from simreal_ros.core.dynamics import load_overlay
+    from simreal_ros.core.robot import load_robot
+    spec = load_robot(robot)
+    overlay = load_overlay(reality) if reality else None
+    fault_cfg = Faults.parse(faults)
+    link_path = Path(link)
+    if not link_path.parent.is_dir():
+        raise SimrealError(f'--link {link}: the directory {link_path.parent} does not exist')
+    if link_path.exists() and not link_path.is_symlink():
+        raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
+    arm = VirtualArm(spec, overlay, seed=seed)
+    emu = BusEmulator(arm, link_path, baud, fault_cfg)
+    signal.signal(signal.SIGTERM, emu.stop)
+    signal.signal(signal.SIGINT, emu.stop)
+    sys.setswitchinterval(0.0002)
+    emu.serve(duration_s)
+    return 0

@@ -1,0 +1,384 @@
+"""The physics behind the virtual servo bus: a MuJoCo arm driven by servos with register files.
+
+Each joint of the robot spec is one XM430-W350 (its ``servo_id``), with its own control table
+(:mod:`simreal_ros.hardware.control_table`). Every physics step (the robot's ``timestep_s``,
+1 kHz for simreal_arm) each servo with torque on runs its position controller on ticks::
+
+    current = P/128 * E + I/65536 * sum(E) - D/16 * W       (mA; E error ticks, W ticks/ms)
+
+clamped to the current limit (Goal Current in mode 5, Current Limit otherwise) and applied as
+joint torque ``current * torque_per_amp``. The P and D parts use the model's position servo
+actuator (the same one the sim bridge uses, integrated implicitly by MuJoCo), the rest the
+feed-forward motor, so with the register values the driver writes and a nominal reality this is
+the sim bridge's servo law. The hidden reality is a model overlay (ARCHITECTURE section 7):
+joint damping/friction/armature, masses, ``command_delay_s`` (goal writes reach the controller
+late) and ``imperfections``:
+
+* ``backlash_rad``: play between the link and the servo's measurement (hysteresis);
+* ``encoder_noise_rad``: Gaussian noise on every position measurement (seeded);
+* encoder quantization to ``ticks_per_rev`` ticks is always on (it is what the servo reads);
+* ``ambient_temp_c``, ``thermal_rise_c_per_a2``, ``thermal_time_constant_s``: winding
+  temperature ``dT/dt = (rise * I^2 - (T - ambient)) / tau``; at Temperature Limit the
+  overheating bit is set;
+* ``overload_s``: output saturated at the current limit this long sets the overload bit.
+
+The overlay's per-joint ``kp``/``kd`` (relative to the robot spec's) scale the servo's output
+against its registers: the hidden difference between what the gains say and what the motor
+delivers. A hardware error whose bit is in the Shutdown register turns torque off until a
+reboot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+import math
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.dynamics import Overlay
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import ConfigError
+from simreal_ros.hardware import control_table as ct
+from simreal_ros.sim.physics import SimRobot
+
+FloatArray = npt.NDArray[np.float64]
+
+IMPERFECTION_DEFAULTS = {
+    'backlash_rad': 0.0, 'encoder_noise_rad': 0.0, 'ambient_temp_c': 25.0,
+    'thermal_rise_c_per_a2': 11.0, 'thermal_time_constant_s': 60.0, 'overload_s': 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Imperfections:
+    """Actuator and sensor imperfections of the virtual bus (see the module docstring)."""
+
+    backlash_rad: float = 0.0
+    encoder_noise_rad: float = 0.0
+    ambient_temp_c: float = 25.0
+    thermal_rise_c_per_a2: float = 11.0
+    thermal_time_constant_s: float = 60.0
+    overload_s: float = 1.0
+
+    @classmethod
+    def from_overlay(cls, overlay: Overlay | None) -> 'Imperfections':
+        """Read ``imperfections`` of an overlay; unknown keys fail with the known ones."""
+        if overlay is None:
+            return cls()
+        for key in overlay.imperfections:
+            if key not in IMPERFECTION_DEFAULTS:
+                raise ConfigError(overlay.source, f'imperfections.{key}',
+                                  f'one of {sorted(IMPERFECTION_DEFAULTS)}', 'unknown key')
+        values = {**IMPERFECTION_DEFAULTS, **overlay.imperfections}
+        if values['thermal_time_constant_s'] <= 0:
+            raise ConfigError(overlay.source, 'imperfections.thermal_time_constant_s',
+                              'a time > 0', values['thermal_time_constant_s'])
+        return cls(**values)
+
+
+class ServoRegisters:
+    """One servo's control table as bytes, with Protocol 2.0 access rules."""
+
+    def __init__(self, servo_id: int, model_number: int) -> None:
+        self.mem = bytearray(ct.TABLE_SIZE)
+        self.owner: list[ct.Item | None] = [None] * ct.TABLE_SIZE
+        for it in ct.ITEMS:
+            for a in range(it.address, it.address + it.size):
+                self.owner[a] = it
+            self.set(it.name, it.default)
+        self.set('model_number', model_number)
+        self.set('id', servo_id)
+
+    def get(self, name: str) -> int:
+        """Value of item ``name`` (signed items as signed ints)."""
+        it = ct.BY_NAME[name]
+        raw = int.from_bytes(self.mem[it.address:it.address + it.size], 'little')
+        return ct.to_signed(raw, it.size) if it.signed else raw
+
+    def set(self, name: str, value: int) -> None:
+        """Store ``value`` into item ``name`` (no access checks: the device itself writes)."""
+        it = ct.BY_NAME[name]
+        self.mem[it.address:it.address + it.size] = ct.to_unsigned(int(value), it.size) \
+            .to_bytes(it.size, 'little')
+
+    def read(self, address: int, length: int) -> tuple[int, bytes]:
+        """Return (error number, data) of a READ of ``length`` bytes at ``address``."""
+        if length <= 0 or address < 0 or address + length > ct.TABLE_SIZE:
+            return ct_err('access'), b''
+        return 0, bytes(self.mem[address:address + length])
+
+    def check_write(self, address: int, data: bytes) -> tuple[int, list[tuple[ct.Item, int]]]:
+        """Validate a WRITE; return (error number, [(item, value), ...]) without applying it."""
+        if not data or address < 0 or address + len(data) > ct.TABLE_SIZE:
+            return ct_err('access'), []
+        torque_on = self.get('torque_enable') == 1
+        out: list[tuple[ct.Item, int]] = []
+        a = address
+        end = address + len(data)
+        while a < end:
+            it = self.owner[a]
+            if it is None or not it.writable:
+                return ct_err('access'), []
+            if it.address != a or a + it.size > end:
+                return ct_err('length'), []
+            if it.eeprom and torque_on:
+                return ct_err('access'), []
+            raw = int.from_bytes(data[a - address:a - address + it.size], 'little')
+            value = ct.to_signed(raw, it.size) if it.signed else raw
+            if (it.minimum is not None and value < it.minimum) or \
+                    (it.maximum is not None and value > it.maximum):
+                return ct_err('limit'), []
+            if it.name == 'operating_mode' and value not in ct.OPERATING_MODES:
+                return ct_err('limit'), []
+            out.append((it, value))
+            a += it.size
+        return 0, out
+
+
+def ct_err(kind: str) -> int:
+    """Protocol error number for an access problem."""
+    from simreal_ros.hardware import protocol as p
+    return {'access': p.ERR_ACCESS, 'length': p.ERR_DATA_LENGTH, 'limit': p.ERR_DATA_LIMIT,
+            'fail': p.ERR_RESULT_FAIL}[kind]
+
+
+class VirtualArm:
+    """The robot of the virtual bus: servos (register files) + MuJoCo physics + reality."""
+
+    def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
+        self.robot = robot
+        self.sim = SimRobot(robot, overlay=overlay, seed=seed)
+        self.model, self.data, self.built = self.sim.model, self.sim.data, self.sim.built
+        self.imp = Imperfections.from_overlay(overlay)
+        self.rng = np.random.default_rng(seed + 7919)
+        self.dt = float(self.model.opt.timestep)
+        self.n = robot.n
+        self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number)
+                       for j in robot.joints]
+        self.by_id = {j.servo.servo_id: i for i, j in enumerate(robot.joints)}
+        self.kt = np.array([j.servo.torque_per_amp for j in robot.joints])
+        self.tpr = np.array([j.servo.ticks_per_rev for j in robot.joints], dtype=np.float64)
+        self.direction = np.array([j.servo.direction for j in robot.joints], dtype=np.float64)
+        self.zero = np.array([j.servo.zero_tick for j in robot.joints], dtype=np.float64)
+        self.offset = np.array([j.servo.offset_rad for j in robot.joints])
+        self.step_count = 0
+        self.delay_steps = int(round(self.sim.params.command_delay_s / self.dt))
+        self._pending: deque[tuple[int, int, float]] = deque()
+        q = self.data.qpos[self.built.qpos_adr].copy()
+        self.goal = q.copy()             # joint-space goal the controller sees (after delay)
+        self.desired = q.copy()          # profile output
+        self.desired_vel = np.zeros(self.n)
+        self.motor_side = q.copy()       # backlash: where the servo's measurement sits
+        self.integral = np.zeros(self.n)  # sum of tick errors
+        self.temperature = np.full(self.n, self.imp.ambient_temp_c)
+        self.saturated_s = np.zeros(self.n)
+        self.kp = np.zeros(self.n)
+        self.kd = np.zeros(self.n)
+        self.ki = np.zeros(self.n)
+        self.limit = np.zeros(self.n)
+        self.torque_on = np.zeros(self.n, dtype=bool)
+        self.temperature_limit = np.full(self.n, 80.0)
+        # kp/kd of the reality overlay relative to the spec: how much stronger (or weaker) the
+        # real servo's output is than its registers say (motor constant, supply, wear)
+        self.p_scale = np.array([self.sim.params.joints[j.name].kp / j.kp for j in robot.joints])
+        self.d_scale = np.array([self.sim.params.joints[j.name].kd / j.kd if j.kd > 0 else 1.0
+                                 for j in robot.joints])
+        for i, reg in enumerate(self.servos):
+            reg.set('goal_position', self.q_to_ticks(i, q[i]))
+            reg.set('present_temperature', int(round(self.temperature[i])))
+            self.refresh_servo(i)
+        self.update_present()
+
+    # ---- conversions -------------------------------------------------------------------------
+    def q_to_ticks(self, i: int, q: float) -> int:
+        """Joint angle -> servo ticks (no rounding surprises: nearest tick)."""
+        return int(round(self.zero[i] + self.direction[i] * (q - self.offset[i])
+                         * self.tpr[i] / (2 * math.pi)))
+
+    def ticks_to_q(self, i: int, ticks: float) -> float:
+        """Servo ticks -> joint angle."""
+        return float(self.direction[i] * (ticks - self.zero[i]) * 2 * math.pi / self.tpr[i]
+                     + self.offset[i])
+
+    # ---- register side effects ----------------------------------------------------------------
+    def refresh_servo(self, i: int) -> None:
+        """Re-read gains, limits, torque enable of servo ``i`` from its registers."""
+        reg = self.servos[i]
+        tpr, kt = int(self.tpr[i]), float(self.kt[i])
+        self.kp[i] = ct.register_to_kp(reg.get('position_p_gain'), tpr, kt) * self.p_scale[i]
+        self.kd[i] = ct.register_to_kd(reg.get('position_d_gain'), tpr, kt) * self.d_scale[i]
+        self.ki[i] = ct.ki_from_register(reg.get('position_i_gain'), tpr, kt, self.dt) \
+            * self.p_scale[i]
+        limit_reg = reg.get('current_limit')
+        if reg.get('operating_mode') == ct.MODE_CURRENT_BASED_POSITION:
+            limit_reg = min(limit_reg, abs(reg.get('goal_current')))
+        self.limit[i] = limit_reg * ct.CURRENT_UNIT_A * kt
+        self.temperature_limit[i] = reg.get('temperature_limit')
+        on = reg.get('torque_enable') == 1
+        if on and not self.torque_on[i]:  # torque switched on: the profile starts from here
+            q = float(self.data.qpos[self.built.qpos_adr[i]])
+            self.desired[i] = q
+            self.desired_vel[i] = 0.0
+            self.integral[i] = 0.0
+        self.torque_on[i] = on
+        a = int(self.built.servo_act[i])
+        kp, kd = (self.kp[i], self.kd[i]) if on else (0.0, 0.0)
+        self.model.actuator_gainprm[a, 0] = kp
+        self.model.actuator_biasprm[a, 1] = -kp
+        self.model.actuator_biasprm[a, 2] = -kd
+        d = int(self.built.dof_adr[i])
+        jid = int(self.model.dof_jntid[d])
+        lim = self.limit[i] if on else 0.0
+        self.model.jnt_actfrcrange[jid] = [-lim, lim]
+
+    def write(self, i: int, items: list[tuple[ct.Item, int]]) -> int:
+        """Apply validated writes to servo ``i``; return an error number (0 = done)."""
+        reg = self.servos[i]
+        for it, value in items:
+            if it.name == 'torque_enable' and value == 1 and \
+                    reg.get('hardware_error_status') & reg.get('shutdown'):
+                return ct_err('fail')  # shut down: only a reboot clears it
+            if it.name == 'goal_position':
+                mode = reg.get('operating_mode')
+                if mode in (ct.MODE_POSITION, ct.MODE_CURRENT_BASED_POSITION) and not (
+                        reg.get('min_position_limit') <= value <= reg.get('max_position_limit')):
+                    return ct_err('limit')
+        for it, value in items:
+            reg.set(it.name, value)
+            if it.name == 'goal_position':
+                q = self.ticks_to_q(i, value)
+                if self.delay_steps:
+                    self._pending.append((self.step_count + self.delay_steps, i, q))
+                else:
+                    self.goal[i] = q
+        self.refresh_servo(i)
+        return 0
+
+    def reboot(self, i: int) -> None:
+        """REBOOT: clear hardware errors, torque off, goal = present position."""
+        reg = self.servos[i]
+        reg.set('hardware_error_status', 0)
+        reg.set('torque_enable', 0)
+        self.saturated_s[i] = 0.0
+        q = float(self.data.qpos[self.built.qpos_adr[i]])
+        reg.set('goal_position', self.q_to_ticks(i, q))
+        self.goal[i] = q
+        self.refresh_servo(i)
+
+    # ---- physics ----------------------------------------------------------------------------
+    def _measure(self, q: FloatArray, noise: bool) -> FloatArray:
+        """Return the servos' position measurement in joint space (backlash, noise, ticks)."""
+        half = self.imp.backlash_rad / 2.0
+        if half > 0:
+            self.motor_side = np.clip(self.motor_side, q - half, q + half)
+            m = self.motor_side
+        else:
+            m = q
+        if noise and self.imp.encoder_noise_rad > 0:
+            m = m + self.rng.normal(0.0, self.imp.encoder_noise_rad, self.n)
+        ticks = np.round(self.zero + self.direction * (m - self.offset) * self.tpr / (2 * np.pi))
+        q_meas: FloatArray = self.direction * (ticks - self.zero) * 2 * np.pi / self.tpr \
+            + self.offset
+        return q_meas
+
+    def _profile(self, i: int) -> None:
+        reg = self.servos[i]
+        vmax = reg.get('profile_velocity') * ct.VELOCITY_UNIT_RAD_S
+        goal = self.goal[i]
+        if vmax <= 0:
+            self.desired_vel[i] = 0.0
+            self.desired[i] = goal
+            return
+        acc = reg.get('profile_acceleration') * ct.PROFILE_ACC_UNIT_RAD_S2
+        err = goal - self.desired[i]
+        if acc > 0:
+            v_target = math.copysign(min(vmax, math.sqrt(2 * acc * abs(err))), err)
+            dv = max(-acc * self.dt, min(acc * self.dt, v_target - self.desired_vel[i]))
+            v = self.desired_vel[i] + dv
+        else:
+            v = math.copysign(min(vmax, abs(err) / self.dt), err)
+        nxt = self.desired[i] + v * self.dt
+        if (goal - nxt) * err <= 0:  # reached or passed the goal
+            nxt, v = goal, 0.0
+        self.desired[i], self.desired_vel[i] = nxt, v
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` physics steps (servo control + MuJoCo + thermal and overload)."""
+        m, d, b = self.model, self.data, self.built
+        pending = self._pending
+        for _ in range(n):
+            while pending and pending[0][0] <= self.step_count:
+                _, i, q = pending.popleft()
+                self.goal[i] = q
+            for i in range(self.n):
+                if self.torque_on[i]:
+                    self._profile(i)
+            q = d.qpos[b.qpos_adr]
+            meas = self._measure(q, noise=True)
+            on = self.torque_on
+            err_ticks = (self.desired - meas) * self.direction * self.tpr / (2 * np.pi)
+            self.integral = np.where(on, self.integral + err_ticks, 0.0)
+            ff = self.kp * (q - meas) + self.ki * self.integral * (2 * np.pi / self.tpr) \
+                * self.dt + self.kd * self.desired_vel * (self.direction ** 2)
+            d.ctrl[b.servo_act] = np.where(on, self.desired, q)
+            d.ctrl[b.ff_act] = np.where(on, ff, 0.0)
+            mujoco.mj_step(m, d)
+            self.step_count += 1
+            tau = d.qfrc_actuator[b.dof_adr]
+            current = np.abs(tau) / self.kt
+            imp = self.imp
+            self.temperature += self.dt * (imp.thermal_rise_c_per_a2 * current ** 2
+                                           - (self.temperature - imp.ambient_temp_c)) \
+                / imp.thermal_time_constant_s
+            sat = on & (self.limit > 0) & (np.abs(tau) >= 0.98 * self.limit)
+            self.saturated_s = np.where(sat, self.saturated_s + self.dt, 0.0)
+            if np.any(self.saturated_s >= imp.overload_s) or \
+                    np.any(self.temperature >= self.temperature_limit):
+                self._check_faults()
+        while pending and pending[0][0] <= self.step_count:  # due now: as the sim bridge does
+            _, i, q = pending.popleft()
+            self.goal[i] = q
+
+    def _check_faults(self) -> None:
+        for i, reg in enumerate(self.servos):
+            bits = reg.get('hardware_error_status')
+            if self.saturated_s[i] >= self.imp.overload_s:
+                bits |= ct.HW_OVERLOAD
+            if self.temperature[i] >= reg.get('temperature_limit'):
+                bits |= ct.HW_OVERHEATING
+            if bits != reg.get('hardware_error_status'):
+                reg.set('hardware_error_status', bits)
+                if bits & reg.get('shutdown'):
+                    reg.set('torque_enable', 0)
+                    self.refresh_servo(i)
+
+    def update_present(self) -> None:
+        """Write the present-value registers from the physics state (before a read)."""
+        d, b = self.data, self.built
+        q = d.qpos[b.qpos_adr]
+        meas = self._measure(q, noise=True)
+        qd = d.qvel[b.dof_adr]
+        tau = d.qfrc_actuator[b.dof_adr]
+        tick_ms = self.step_count * self.dt * 1000.0
+        for i, reg in enumerate(self.servos):
+            pos = self.q_to_ticks(i, meas[i])
+            vel = int(round(self.direction[i] * qd[i] / ct.VELOCITY_UNIT_RAD_S))
+            cur = int(round(self.direction[i] * tau[i] / self.kt[i] / ct.CURRENT_UNIT_A))
+            reg.set('present_position', pos)
+            reg.set('present_velocity', vel)
+            reg.set('present_current', max(-32768, min(32767, cur)))
+            reg.set('present_temperature', int(round(self.temperature[i])))
+            reg.set('present_input_voltage', 120)
+            reg.set('realtime_tick', int(tick_ms) % 32768)
+            moving = abs(vel) > reg.get('moving_threshold')
+            reg.set('moving', int(moving))
+            reg.set('position_trajectory', self.q_to_ticks(i, self.desired[i]))
+            reg.set('velocity_trajectory',
+                    int(round(self.direction[i] * self.desired_vel[i] / ct.VELOCITY_UNIT_RAD_S)))
+
+    def true_position(self) -> FloatArray:
+        """Return the link angles (ground truth, not what the servos measure)."""
+        return np.array(self.data.qpos[self.built.qpos_adr], dtype=np.float64)

@@ -1,0 +1,117 @@
+"""Start ``simreal emulate`` as a subprocess: the virtual servo bus for tests, eval and demos.
+
+::
+
+    with EmulatorProcess(link=tmp / 'ttyDXL', reality='worn_arm') as emu:
+        ...  # emu.link is the port to give the driver (port:=...)
+
+The process is started, ``ready <link>`` is awaited (with the emulator's output in the error
+if it fails), and on exit it gets SIGINT (SIGKILL after a grace period). Every line it prints
+is kept in :attr:`EmulatorProcess.lines` (``unplugged``, ``replugged <link>`` ...).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from types import TracebackType
+
+from simreal_ros.errors import SimrealError
+
+
+class EmulatorError(SimrealError):
+    """The virtual servo bus could not be started."""
+
+
+class EmulatorProcess:
+    """``simreal emulate`` in a subprocess (context manager)."""
+
+    def __init__(self, link: str | Path | None = None, robot: str = 'simreal_arm',
+                 reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
+                 env: dict[str, str] | None = None, start_timeout_s: float = 30.0) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if link is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
+            link = Path(self._tmp.name) / 'ttyDXL'
+        self.link = Path(link)
+        self.cmd = [sys.executable, '-u', '-m', 'simreal_ros', 'emulate', '--robot', robot,
+                    '--link', str(self.link), '--baud', str(baud), '--seed', str(seed)]
+        if reality:
+            self.cmd += ['--reality', reality]
+        if faults:
+            self.cmd += ['--faults', faults]
+        self.env = dict(env if env is not None else os.environ)
+        self.start_timeout_s = start_timeout_s
+        self.lines: list[str] = []
+        self.proc: subprocess.Popen[str] | None = None
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def port(self) -> str:
+        """The port path to hand to the driver."""
+        return str(self.link)
+
+    def start(self) -> 'EmulatorProcess':
+        """Start the emulator and wait for ``ready``."""
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True, name='emulator-out')
+        self._reader.start()
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self._ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise EmulatorError(f'simreal emulate did not become ready: '
+                                    f'{" | ".join(self.lines[-10:]) or "no output"}')
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip()
+            self.lines.append(line)
+            if line == f'ready {self.link}':
+                self._ready.set()
+
+    def wait_for_line(self, text: str, timeout: float = 10.0) -> None:
+        """Wait until the emulator printed a line starting with ``text``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(line.startswith(text) for line in list(self.lines)):
+                return
+            time.sleep(0.01)
+        raise AssertionError(f'emulator did not print {text!r} within {timeout} s: '
+                             f'{self.lines[-5:]}')
+
+    def stop(self) -> int:
+        """SIGINT the emulator (SIGKILL after 5 s); return its exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        return int(self.proc.returncode)
+
+    def __enter__(self) -> 'EmulatorProcess':
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,401 @@
+"""``simreal_dynamixel_driver``: a Dynamixel Protocol 2.0 servo bus as a robot on the contract.
+
+Publishes ``joint_states`` (stamped when the bus read completed) and ``/diagnostics``;
+subscribes ``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``
+(move to home at ``reset_speed``). The bus cycle (sync read, publish, sync write) runs on its
+own thread at ``rate_hz``; see :class:`simreal_ros.core.driver_config.DriverConfig` for every
+parameter and docs/hardware.md for the behaviour on faults.
+
+Start-up fails (exit 1, one line naming the IDs) when a servo is missing or of the wrong model.
+A failed read publishes nothing (no stale state is ever published as fresh); a vanished port
+is reported as ERROR on ``/diagnostics`` and reopened with back-off; torque is disabled on
+Ctrl-C, SIGTERM and fatal errors.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from simreal_ros.core.commands import CommandValidator, JointTarget
+from simreal_ros.core.driver_config import DriverConfig
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.timing import PeriodStats, PreciseRate
+from simreal_ros.errors import BusError, CommandError, PortLostError
+from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware.dynamixel_bus import BusState, DynamixelBus, clamp_step
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.runtime import run_node
+
+#: consecutive failed reads after which the bus is reported as ERROR (not just WARN)
+FAILED_READS_ERROR = 10
+GIL_SWITCH_INTERVAL_S = 0.0002
+
+
+class DynamixelDriver(Node):
+    """The servo bus of a robot spec exposed over the topic contract."""
+
+    def __init__(self) -> None:
+        super().__init__('dynamixel_driver')
+        self.cfg = DriverConfig.from_mapping(declare_dataclass(self, DriverConfig),
+                                             f'{self.get_fully_qualified_name()} params')
+        cfg = self.cfg
+        self.robot = load_robot(cfg.robot)
+        self.names = self.robot.joint_names
+        self.baud = cfg.baud or self.robot.bus_baud
+        self.dt = 1.0 / cfg.rate_hz
+        self.max_step = self.robot.velocity_limit * self.dt
+        self.validator = CommandValidator(self.robot)
+        self.bus = DynamixelBus(self.robot, cfg.port, self.baud,
+                                return_delay_us=cfg.return_delay_us,
+                                latency_timer_ms=cfg.latency_timer_ms)
+        state = self._start_bus()
+        self.lock = threading.Lock()
+        self.goal = state.position.copy()
+        self.command: JointTarget | None = None
+        self.command_mono = 0.0
+        self.command_seq = 0
+        self.used_seq = 0
+        self.reset_active = False
+        self.watchdog_active = False
+        self.hold_target: np.ndarray | None = None
+        self.torque_on = True
+        self.connected = True
+        self.running = True
+        self.backoff = cfg.reconnect_min_s
+        self.next_attempt = 0.0
+        self.health: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        self.stats: dict[str, Any] = {
+            'cycles': 0, 'published': 0, 'read_failures': 0, 'write_failures': 0,
+            'consecutive_failures': 0, 'port_lost': 0, 'reconnects': 0, 'last_error': '',
+            'received': 0, 'rejected': 0, 'clamped': 0, 'last_rejection': '',
+            'watchdog_trips': 0, 'fatal': ''}
+        self.publish_stats = PeriodStats(int(self.dt * 1e9))
+
+        self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
+        self._state_msg = messages.joint_state(self.names, 0, state.position)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
+        self.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
+                                 self._on_forward_command, qos.COMMAND)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
+        self.thread = threading.Thread(target=self._run, name='bus', daemon=True)
+        self.thread.start()
+        self.get_logger().info(
+            f'{self.robot.name}: {self.robot.n} servos on {cfg.port} at {self.baud} baud, '
+            f'{cfg.rate_hz:g} Hz cycle, watchdog {cfg.command_timeout_s:g} s -> '
+            f'{cfg.watchdog}')
+
+    # ---- start-up ----------------------------------------------------------------------------
+    def _start_bus(self) -> BusState:
+        bus = self.bus
+        try:
+            bus.open()
+            bus.check_servos(self.cfg.startup_timeout_s)
+            bus.configure()
+            for attempt in range(5):
+                try:
+                    return bus.read_state()
+                except BusError:
+                    if attempt == 4:
+                        raise
+            raise AssertionError('unreachable')
+        except BusError:
+            self._torque_off_best_effort()
+            bus.close()
+            raise
+
+    def _torque_off_best_effort(self) -> bool:
+        for _ in range(3):
+            try:
+                if not self.bus.is_open:
+                    return False
+                self.bus.set_torque(False)
+                return True
+            except BusError:
+                continue
+        return False
+
+    # ---- commands ----------------------------------------------------------------------------
+    def _accept(self, names: list[str], position: Any, velocity: Any, effort: Any,
+                stamp_ns: int) -> None:
+        with self.lock:
+            self.stats['received'] += 1
+            previous = self.command or JointTarget.hold(self.goal)
+            try:
+                target = self.validator.merge(previous, names, position, velocity, effort,
+                                              stamp_ns)
+            except CommandError as exc:
+                self.stats['rejected'] += 1
+                self.stats['last_rejection'] = str(exc)
+                self.get_logger().warn(f'rejected joint command, holding last target: {exc}',
+                                       throttle_duration_sec=1.0)
+                return
+            if self.reset_active:
+                return  # the move to home runs to its end
+            if target.clamped:
+                self.stats['clamped'] += 1
+            self.command = target
+            self.command_mono = time.monotonic()
+            self.command_seq += 1
+
+    def _on_command(self, msg: JointState) -> None:
+        self._accept(list(msg.name), msg.position, msg.velocity, msg.effort,
+                     messages.stamp_to_ns(msg.header.stamp))
+
+    def _on_forward_command(self, msg: Float64MultiArray) -> None:
+        self._accept([], msg.data, (), (), 0)
+
+    def _on_reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        with self.lock:
+            if not self.connected:
+                res.success = False
+                res.message = f'the bus is not connected ({self.stats["last_error"]})'
+                return res
+            self.reset_active = True
+            self.command = None
+        res.success = True
+        res.message = f'moving to home at {self.cfg.reset_speed:g} rad/s'
+        self.get_logger().info(res.message)
+        return res
+
+    # ---- the bus thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        rate = PreciseRate(int(self.dt * 1e9), 100_000)
+        try:
+            while self.running:
+                rate.sleep()
+                if not self.connected:
+                    self._try_reconnect()
+                    continue
+                self._cycle()
+        except Exception as exc:  # noqa: BLE001 - fatal: torque off, report, exit non-zero
+            if not self.running or not self.context.ok():
+                return
+            self.stats['fatal'] = repr(exc)
+            self.get_logger().fatal(f'bus thread failed: {exc!r}; disabling torque\n'
+                                    f'{traceback.format_exc()}')
+            self._torque_off_best_effort()
+            self.exit_code = 2
+            self.finished = True
+
+    def _cycle(self) -> None:
+        st = self.stats
+        try:
+            state = self.bus.read_state()
+        except PortLostError as exc:
+            self._port_lost(exc)
+            return
+        except BusError as exc:
+            with self.lock:
+                st['read_failures'] += 1
+                st['consecutive_failures'] += 1
+                st['last_error'] = str(exc)
+            if st['consecutive_failures'] == FAILED_READS_ERROR:
+                self._publish_diagnostics()
+            return
+        stamp = self.get_clock().now().nanoseconds
+        recovered = st['consecutive_failures'] >= FAILED_READS_ERROR
+        st['consecutive_failures'] = 0
+        self._publish(state, stamp)
+        if recovered:
+            self._publish_diagnostics()
+        try:
+            goal = self._next_goal(state)
+            if goal is not None:
+                self.bus.write_goal(goal)
+                self.goal = goal
+            if st['cycles'] % self.cfg.health_every == 0:
+                h = self.bus.read_health()
+                with self.lock:
+                    changed = self.health is None or self.health[0] != h.error_bits
+                    self.health = (h.error_bits, h.temperature_c)
+                if changed and any(h.error_bits):
+                    self._publish_diagnostics()
+        except PortLostError as exc:
+            self._port_lost(exc)
+            return
+        except BusError as exc:
+            with self.lock:
+                st['write_failures'] += 1
+                st['last_error'] = str(exc)
+        st['cycles'] += 1
+
+    def _next_goal(self, state: BusState) -> np.ndarray | None:
+        now = time.monotonic()
+        with self.lock:
+            cmd, seq, cmd_t = self.command, self.command_seq, self.command_mono
+            reset = self.reset_active
+        fresh = seq != self.used_seq
+        self.used_seq = seq
+        if not self.torque_on:
+            if not (reset or (fresh and cmd is not None)):
+                return None
+            self.bus.hold_present()  # re-enable where the arm is, then track the command
+            self.bus.set_torque(True)
+            self.torque_on = True
+            self.watchdog_active = False
+            self.goal = state.position.copy()
+            self.get_logger().info(f'{"reset" if reset else "command"}: torque enabled again')
+        if reset:
+            home = self.robot.home
+            goal = clamp_step(self.goal, home, np.full(self.robot.n,
+                                                       self.cfg.reset_speed * self.dt))
+            if np.allclose(goal, home, atol=1e-9):
+                with self.lock:
+                    self.reset_active = False
+                self.get_logger().info('reset: at home')
+            return goal
+        if cmd is not None and now - cmd_t > self.cfg.command_timeout_s:
+            if not self.watchdog_active:
+                self.watchdog_active = True
+                self.stats['watchdog_trips'] += 1
+                self.get_logger().warn(f'no joint command for {self.cfg.command_timeout_s:g} s:'
+                                       f' {self.cfg.watchdog}')
+                if self.cfg.watchdog == 'torque_off':
+                    self.bus.set_torque(False)
+                    self.torque_on = False
+                    return None
+                self.hold_target = self.goal.copy()  # freeze the goal: no sag-on-hold drift
+            target = self.hold_target if self.hold_target is not None else self.goal
+        elif cmd is not None:
+            if self.watchdog_active:
+                self.get_logger().info('joint commands resumed')
+            self.watchdog_active = False
+            self.hold_target = None
+            target = cmd.position
+        else:
+            target = self.goal
+        if self.cfg.goal_rate_limit:
+            return clamp_step(self.goal, target, self.max_step)
+        return np.array(target, dtype=np.float64)
+
+    def _publish(self, state: BusState, stamp: int) -> None:
+        js = self._state_msg
+        js.header.stamp.sec, js.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+        js.position = state.position.tolist()
+        js.velocity = state.velocity.tolist()
+        js.effort = state.effort.tolist()
+        self.pub_state.publish(js)
+        self.publish_stats.tick(time.monotonic_ns())
+        self.stats['published'] += 1
+
+    # ---- reconnect ---------------------------------------------------------------------------
+    def _port_lost(self, exc: Exception) -> None:
+        self.bus.close()
+        with self.lock:
+            self.connected = False
+            self.stats['port_lost'] += 1
+            self.stats['last_error'] = str(exc)
+        self.backoff = self.cfg.reconnect_min_s
+        self.next_attempt = time.monotonic() + self.backoff
+        self.get_logger().error(f'bus lost: {exc}; reconnecting')
+        self._publish_diagnostics()
+
+    def _try_reconnect(self) -> None:
+        now = time.monotonic()
+        if now < self.next_attempt:
+            time.sleep(min(0.01, self.next_attempt - now))
+            return
+        try:
+            self.bus.open()
+            self.bus.check_servos(timeout_s=0.2)
+            self.bus.configure()
+            state = self.bus.read_state()
+        except BusError as exc:
+            self.bus.close()
+            with self.lock:
+                self.stats['last_error'] = str(exc)
+            self.backoff = min(self.backoff * 2, self.cfg.reconnect_max_s)
+            self.next_attempt = time.monotonic() + self.backoff
+            return
+        self.goal = state.position.copy()
+        self.torque_on = True
+        with self.lock:
+            self.connected = True
+            self.stats['reconnects'] += 1
+            self.stats['consecutive_failures'] = 0
+        self.get_logger().info(f'bus reconnected on {self.cfg.port}')
+        self._publish_diagnostics()
+
+    # ---- diagnostics ---------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        with self.lock:
+            st = dict(self.stats)
+            connected, health = self.connected, self.health
+        level, message = 'ok', 'running'
+        if self.watchdog_active:
+            level, message = 'warn', f'no joint command: watchdog {self.cfg.watchdog}'
+        if st['rejected']:
+            level = 'warn' if level == 'ok' else level
+        hw: dict[str, object] = {}
+        if health is not None:
+            faults = []
+            for j, bits, temp in zip(self.robot.joints, health[0], health[1], strict=True):
+                hw[f'hardware_error.{j.name}'] = ct.describe_hardware_error(bits)
+                hw[f'temperature_c.{j.name}'] = temp
+                if bits:
+                    faults.append(f'servo {j.servo.servo_id} ({j.name}): '
+                                  f'{ct.describe_hardware_error(bits)}')
+            if faults:
+                level, message = 'error', 'hardware error: ' + '; '.join(faults)
+        if st['consecutive_failures'] >= FAILED_READS_ERROR:
+            level, message = 'error', f'bus not answering: {st["last_error"]}'
+        if not connected:
+            level, message = 'error', f'port lost, reconnecting: {st["last_error"]}'
+        if st['fatal']:
+            level, message = 'error', f'bus thread failed: {st["fatal"]}'
+        values: dict[str, object] = {
+            'port': self.cfg.port, 'baud': self.baud, 'connected': connected,
+            'torque_on': self.torque_on, 'watchdog_active': self.watchdog_active,
+            'cycles': st['cycles'], 'states_published': st['published'],
+            'read_failures': st['read_failures'], 'write_failures': st['write_failures'],
+            'port_lost': st['port_lost'], 'reconnects': st['reconnects'],
+            'last_error': st['last_error'], 'watchdog_trips': st['watchdog_trips'],
+            'commands_received': st['received'], 'commands_rejected': st['rejected'],
+            'commands_clamped': st['clamped'], 'last_rejection': st['last_rejection'],
+            **{f'comm.{k}': v for k, v in self.bus.comm_errors.items()},
+            **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
+            **hw,
+        }
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [messages.diagnostic_status(
+            f'{self.get_fully_qualified_name()}: dynamixel bus', f'{self.cfg.port}', level,
+            message, values)]
+        try:
+            self.pub_diag.publish(arr)
+        except Exception:  # noqa: BLE001 - the context is shutting down
+            pass
+
+    def close(self) -> None:
+        """Stop the bus thread, disable torque, close the port."""
+        self.running = False
+        self.thread.join(timeout=2.0)
+        if self.bus.is_open:
+            ok = self._torque_off_best_effort()
+            msg = 'torque disabled' if ok else 'could not disable torque (bus not answering)'
+            print(f'[dynamixel_driver] {msg}', file=sys.stderr, flush=True)
+        self.bus.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the Dynamixel driver node."""
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    return run_node(DynamixelDriver, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

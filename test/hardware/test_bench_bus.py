@@ -1,0 +1,23 @@
+"""The bus benchmark as a smoke test in `make bench` only (it measures, asserts no time)."""
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.bench, pytest.mark.ros]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_bus_benchmark_reports_its_figures(ros_env):
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'bus', '--quick',
+                        '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout)
+    for key in ('bus_1mbps', 'bus_4mbps'):
+        assert 0 < figures[key]['ratio_to_limit'] <= 1.0  # nothing beats the wire
+    assert figures['driver_250hz']['achieved_hz'] > 0
+    assert figures['replug']['recovery_after_replug_s'] > 0
