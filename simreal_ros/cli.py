@@ -73,12 +73,36 @@ def cmd_excite(ns: argparse.Namespace) -> int:
     return excite.main(['simreal_excite', '--ros-args', *ros_args])
 
 
+DEMO_DEFAULTS = {'backend': 'twin', 'excite': 'chirp', 'duration': '8',
+                 'latency': 'usb_serial', 'record': 'true'}
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
-    """Run the sim backend with the excitation source and print a tracking summary."""
+    """The full stack against the virtual hardware: bag, live gap, gap report."""
+    import contextlib
+    import time
+    from pathlib import Path
     from simreal_ros.bringup.demo import run_demo
-    nodes, env = _plan_and_env(ns, {'backend': 'sim', 'excite': 'chirp', 'duration': '8',
-                                    'scene': 'tabletop'})
-    return run_demo(nodes, env, as_json=ns.json)
+    from simreal_ros.bringup.planner import parse_cli_args
+    args = {**DEMO_DEFAULTS, **parse_cli_args(ns.args)}
+    out = Path(ns.out or f'simreal_demo/{time.strftime("%Y%m%d_%H%M%S")}').expanduser()
+    if out.exists() and any(out.iterdir()):
+        raise SimrealError(f'--out {out} exists and is not empty; the demo never overwrites')
+    record = args.get('record') == 'true'
+    if record:
+        args.setdefault('bag', str(out / 'bag'))
+    with contextlib.ExitStack() as stack:
+        if args['backend'] in ('real', 'twin') and not args.get('port'):
+            from simreal_ros.hardware.virtual_bus import EmulatorProcess
+            out.mkdir(parents=True, exist_ok=True)
+            emu = stack.enter_context(EmulatorProcess(link=out / 'ttyDXL', reality=ns.reality,
+                                                      seed=int(args.get('seed', 0))))
+            print(f'[demo] virtual servo bus (reality {ns.reality!r}) on {emu.port}',
+                  flush=True)
+            args['port'] = emu.port
+        ns.args = [f'{k}:={v}' for k, v in args.items()]
+        nodes, env = _plan_and_env(ns)
+        return run_demo(nodes, env, as_json=ns.json, out_dir=out if record else None)
 
 
 def cmd_train(ns: argparse.Namespace) -> int:
@@ -169,9 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
                        'sync_to_states:=true|false use_sim_time:=true|false')
     p.add_argument('args', nargs='*', metavar='name:=value')
     p.set_defaults(func=cmd_excite)
-    p = _launch_parser(sub, 'demo', 'the sim backend driven by the excitation source, with a '
-                       'tracking summary (defaults: excite:=chirp duration:=8 scene:=tabletop)')
+    p = _launch_parser(sub, 'demo', 'the full stack in simulation against the virtual servo '
+                       'bus: a MuJoCo twin and the Dynamixel driver on an emulated arm with a '
+                       'hidden reality, the latency injector, a chirp, a bag and a gap report '
+                       '(defaults: ' + ' '.join(f'{k}:={v}' for k, v in DEMO_DEFAULTS.items())
+                       + '; backend:=sim needs no bus)')
     p.add_argument('--json', action='store_true', help='print the summary as JSON')
+    p.add_argument('--out', default=None, help='output directory (bag/, report/) [default: '
+                   'simreal_demo/<date>_<time>]')
+    p.add_argument('--reality', default='worn_arm', help='overlay the virtual arm really has '
+                   '[default: worn_arm]')
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser('train', help='train a policy in MuJoCo (seeded, reproducible)',
                        description='train the network of a policy spec with the settings of '

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from simreal_ros.bringup.launcher import Launcher
@@ -46,20 +47,63 @@ def format_summary(s: Mapping[str, Any]) -> str:
     return '\n'.join(lines)
 
 
-def run_demo(nodes: Sequence[NodeSpec], env: Mapping[str, str], as_json: bool = False) -> int:
-    """Start ``nodes``, observe the root topics, and print the summary; return the exit code."""
+def format_gap(metrics: Mapping[str, Any], out_dir: Path) -> str:
+    """Render the gap part of the demo for a terminal."""
+    gap = metrics.get('gap') or {}
+    pair = metrics.get('pairing') or {}
+    lines = ['', f'  sim-to-real gap, {pair.get("primary")} - {pair.get("secondary")} '
+             f'({gap.get("pairs", 0)} pairs, lag {gap.get("lag_ms")} ms):',
+             f'    {"joint":<16}{"rmse [rad]":>12}{"max [rad]":>12}']
+    for name, e in (gap.get('per_joint') or {}).items():
+        lines.append(f'    {name:<16}{e["rmse_rad"] or 0:>12.4f}{e["max_abs_rad"] or 0:>12.4f}')
+    for route, st in ((metrics.get('injector') or {}).get('routes') or {}).items():
+        if st.get('delivered'):
+            lines.append(f'  injected latency {route:<12} p50 {st["latency_ms_p50"]:.2f} ms, '
+                         f'p99 {st["latency_ms_p99"]:.2f} ms, {st["delivered"]} delivered of '
+                         f'{st["events"]} events')
+    lines += [f'  bag:    {out_dir / "bag"}', f'  report: {out_dir / "report" / "report.html"}']
+    return '\n'.join(lines)
+
+
+def run_demo(nodes: Sequence[NodeSpec], env: Mapping[str, str], as_json: bool = False,
+             out_dir: Path | None = None) -> int:
+    """Start ``nodes``, observe the root topics, and print the summary; return the exit code.
+
+    With ``out_dir`` (the plan records into ``out_dir/bag``), the gap report of the bag is
+    written to ``out_dir/report`` and summarised too.
+    """
     os.environ.update(env)
     from simreal_ros.ros.monitor import TopicMonitor
-    bridge = next(n for n in nodes if n.kind == 'sim_bridge')
-    robot = load_robot(str(bridge.parameters['robot']))
-    monitor = TopicMonitor(namespace=bridge.namespace, domain_id=int(env['ROS_DOMAIN_ID']))
+    backend = next(n for n in nodes if n.kind in ('sim_bridge', 'dynamixel_driver'))
+    robot = load_robot(str(backend.parameters['robot']))
+    monitor = TopicMonitor(namespace=backend.namespace, domain_id=int(env['ROS_DOMAIN_ID']))
     try:
         code = Launcher(nodes, env).run()
     finally:
         summary = summarize(monitor, robot.joint_names)
         monitor.close()
-    print(json.dumps(summary) if as_json else format_summary(summary), flush=True)
+    metrics: dict[str, Any] | None = None
+    if out_dir is not None and (out_dir / 'bag').exists():
+        from simreal_ros.report.gap_report import write_report
+        rec = next(n for n in nodes if n.kind == 'recorder')
+        primary = str(rec.parameters.get('gap_primary', '')) or None
+        secondary = str(rec.parameters.get('gap_secondary', '')) or None
+        metrics = write_report(str(out_dir / 'bag'), str(out_dir / 'report'),
+                               _abs(primary), _abs(secondary), progress=False)
+        summary['gap'] = {'pairing': metrics.get('pairing'), **(metrics.get('gap') or {})}
+        summary['bag'] = str(out_dir / 'bag')
+        summary['report'] = str(out_dir / 'report' / 'report.html')
+    if as_json:
+        print(json.dumps(summary), flush=True)
+    else:
+        print(format_summary(summary), flush=True)
+        if metrics is not None:
+            print(format_gap(metrics, out_dir or Path('.')), flush=True)
     if code == 0 and summary['tracking']['samples'] == 0:
         print('simreal demo: error: no joint_states/joint_commands were observed', flush=True)
         return 1
     return code
+
+
+def _abs(topic: str | None) -> str | None:
+    return None if topic is None else '/' + topic.lstrip('/')

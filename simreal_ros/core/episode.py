@@ -207,14 +207,18 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
 def default_pairing(info: BagInfo) -> tuple[str, str] | None:
     """(primary, secondary) joint_states topics of a sim2sim or twin bag, if present."""
     topics = {t for t, (ty, _n) in info.topics.items() if ty == JOINT_STATE}
+    def undelayed(t: str) -> str:  # with the latency injector, the backend's own stream
+        moved = t[:-len('joint_states')] + 'backend/joint_states'
+        return moved if moved in topics else t
+
     for t in sorted(topics):
         if t.endswith('/sim_a/joint_states'):
             b = t[:-len('sim_a/joint_states')] + 'sim_b/joint_states'
             if b in topics:
-                return t, b
+                return undelayed(t), b
     for t in sorted(topics):
         if t.endswith('/twin/joint_states'):
             a = t[:-len('twin/joint_states')] + 'joint_states'
             if a in topics:
-                return a, t
+                return undelayed(a), t
     return None

@@ -21,6 +21,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
@@ -120,10 +121,12 @@ class Injector(Node):
         self.pub_events = self.create_publisher(Int64MultiArray, '~/events',
                                                 QoSProfile(depth=100))
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
-        self.create_timer(self.events_period_s, self._publish_events)
-        self.create_timer(diag_period, self._publish_diagnostics)
+        # reporting runs on the wall clock: a paused or lockstep sim must not hold it back
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self.events_period_s, self._publish_events, clock=steady)
+        self.create_timer(diag_period, self._publish_diagnostics, clock=steady)
         if any(r.cls is None for r in self.routes):
-            self.create_timer(0.2, self._resolve_types)
+            self.create_timer(0.2, self._resolve_types, clock=steady)
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self.thread = threading.Thread(target=self._deliver_loop, name='deliveries',
                                        daemon=True)

@@ -113,13 +113,32 @@ def test_every_command_has_help(ros_env):
     assert 'backend' in simreal(['launch', '--help'], ros_env).stdout
 
 
-def test_demo_prints_a_tracking_summary(ros_env):
-    r = simreal(['demo', 'duration:=3', '--json'], ros_env, timeout=90)
+def test_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
+    out = tmp_path / 'demo'
+    r = simreal(['demo', 'duration:=3', '--json', '--out', str(out)], ros_env, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    assert summary['topics']['joint_states']['messages'] > 300
-    assert summary['topics']['joint_commands']['messages'] > 150
-    assert summary['tracking']['samples'] > 200
+    assert summary['topics']['joint_states']['messages'] > 50      # driver, via the injector
+    assert summary['topics']['joint_commands']['messages'] > 50
+    assert summary['tracking']['samples'] > 50
+    assert summary['commands_rejected'] == 0
+    gap = summary['gap']
+    assert gap['pairing'] == {'primary': '/backend/joint_states',
+                              'secondary': '/twin/joint_states'}
+    assert gap['pairs'] > 50 and set(gap['per_joint']) == set(summary['tracking']['joints'])
+    assert (out / 'bag' / 'metadata.yaml').is_file()
+    assert (out / 'report' / 'report.html').stat().st_size > 10_000
+    again = simreal(['demo', '--out', str(out)], ros_env)
+    assert again.returncode == 2 and 'never overwrites' in again.stderr
+
+
+def test_demo_sim_only_prints_a_tracking_summary(ros_env):
+    r = simreal(['demo', 'backend:=sim', 'latency:=', 'record:=false', 'duration:=3',
+                 '--json'], ros_env, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary['topics']['joint_states']['messages'] > 100
+    assert summary['tracking']['samples'] > 100
     for name, e in summary['tracking']['joints'].items():
         assert 0 <= e['rmse'] < 0.1, name
-    assert summary['commands_rejected'] == 0
+    assert summary['commands_rejected'] == 0 and 'gap' not in summary

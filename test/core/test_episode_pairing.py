@@ -1,0 +1,30 @@
+"""Default pairing of a bag's joint_states streams for `simreal gap`."""
+
+from pathlib import Path
+
+import pytest
+
+from simreal_ros.core.bag import BagInfo
+from simreal_ros.core.episode import default_pairing
+
+J = 'sensor_msgs/msg/JointState'
+
+
+def info(*topics: str) -> BagInfo:
+    return BagInfo(Path('bag'), 'mcap', {t: (J, 1) for t in topics}, {}, 0, 0, 0)
+
+
+@pytest.mark.parametrize('topics,expected', [
+    (('/joint_states', '/twin/joint_states'), ('/joint_states', '/twin/joint_states')),
+    (('/joint_states', '/twin/joint_states', '/backend/joint_states'),   # latency:= on
+     ('/backend/joint_states', '/twin/joint_states')),
+    (('/sim_a/joint_states', '/sim_b/joint_states'), ('/sim_a/joint_states',
+                                                      '/sim_b/joint_states')),
+    (('/sim_a/joint_states', '/sim_a/backend/joint_states', '/sim_b/joint_states'),
+     ('/sim_a/backend/joint_states', '/sim_b/joint_states')),
+    (('/arm/joint_states', '/arm/twin/joint_states'), ('/arm/joint_states',
+                                                       '/arm/twin/joint_states')),
+    (('/joint_states',), None),
+])
+def test_default_pairing(topics, expected):
+    assert default_pairing(info(*topics)) == expected
