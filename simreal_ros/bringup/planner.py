@@ -338,6 +338,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             'seed': _typed(a, 'seed', int, 'an integer'),
             'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true',
             'sync_to_states': a['timing'] == 'lockstep',
+            'wait_for_states': True,
         }
         if params['duration_s'] <= 0 or params['rate_hz'] <= 0:
             raise PlanError('duration:= and excite_rate:= must be > 0')

@@ -200,10 +200,7 @@ class DynamixelBus:
         it = ct.BY_NAME[name]
         fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
               4: self.ph.read4ByteTxRx}[it.size]
-        for _ in range(3):
-            value, result, error = self._guard(fn, self._port(), sid, it.address)
-            if result == sdk.COMM_SUCCESS:
-                break
+        value, result, error = self._retried(fn, sid, it.address)
         self._check(sid, f'read {name}', result, error)
         return ct.to_signed(value, it.size) if it.signed else int(value)
 
@@ -213,11 +210,28 @@ class DynamixelBus:
         fn = {1: self.ph.write1ByteTxRx, 2: self.ph.write2ByteTxRx,
               4: self.ph.write4ByteTxRx}[it.size]
         raw = ct.to_unsigned(int(value), it.size)
-        for _ in range(3):
-            result, error = self._guard(fn, self._port(), sid, it.address, raw)
-            if result == sdk.COMM_SUCCESS:
-                break
+        result, error = self._retried(fn, sid, it.address, raw)
         self._check(sid, f'write {name}={value}', result, error)
+
+    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 3) -> Any:
+        """Run a single-servo transaction, retried on comm errors and stale answers.
+
+        Before a retry the port's input is flushed, so a late answer to the failed request
+        cannot be taken for the answer to the retry.
+        """
+        for attempt in range(attempts):
+            try:
+                out = self._guard(fn, self._port(), *args)
+            except PortLostError:
+                raise
+            except BusError:
+                if attempt == attempts - 1:
+                    raise
+            else:
+                if out[-2 if len(out) == 3 else 0] == sdk.COMM_SUCCESS or attempt == attempts - 1:
+                    return out
+            self._port().clearPort()
+        raise AssertionError('unreachable')
 
     def gains(self) -> list[dict[str, int]]:
         """Return the register values written at configure, per servo (robot order)."""

@@ -3,7 +3,8 @@
 Publishes position targets (with the analytic velocity as feed-forward) that respect every
 joint's position and velocity limits, for ``duration_s``, then commands home and exits 0.
 With ``sync_to_states`` it answers each ``joint_states`` message instead of running a timer,
-which is how a controller drives a lockstep simulation.
+which is how a controller drives a lockstep simulation; with ``wait_for_states`` (set by the
+planner) the timer starts only once the backend published its first ``joint_states``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from simreal_ros.ros.runtime import run_node
 PARAMETERS = {
     'robot': 'simreal_arm', 'pattern': 'chirp', 'duration_s': 10.0, 'amplitude': 0.3,
     'rate_hz': 100.0, 'seed': 0, 'f_min_hz': 0.1, 'f_max_hz': 2.0, 'step_hold_s': 1.0,
-    'ramp_s': 1.0, 'sync_to_states': False,
+    'ramp_s': 1.0, 'sync_to_states': False, 'wait_for_states': False,
 }
 
 
@@ -45,9 +46,14 @@ class Excite(Node):
         self.finished = False
         self.sent = 0
         self.pub = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
+        self.waiting = bool(p['wait_for_states']) and not p['sync_to_states']
         if p['sync_to_states']:
             self.create_subscription(JointState, 'joint_states', self._on_state, qos.STATE)
         else:
+            if self.waiting:  # start when the robot is there, not while it is still booting
+                self._wait_sub = self.create_subscription(JointState, 'joint_states',
+                                                          self._on_first_state, qos.STATE)
+                self.get_logger().info('waiting for joint_states before starting')
             self.create_timer(1.0 / float(p['rate_hz']), self._on_timer)
         self.get_logger().info(f'{p["pattern"]} on {self.robot.name} for {p["duration_s"]} s'
                                + (' (one command per joint_states)' if p['sync_to_states']
@@ -66,8 +72,14 @@ class Excite(Node):
             self.get_logger().info(f'done: {self.sent} commands over {t:.2f} s, back at home')
             self.finished = True
 
+    def _on_first_state(self, _msg: JointState) -> None:
+        if self.waiting:
+            self.waiting = False
+            self.destroy_subscription(self._wait_sub)
+
     def _on_timer(self) -> None:
-        self._send(self.get_clock().now().nanoseconds)
+        if not self.waiting:
+            self._send(self.get_clock().now().nanoseconds)
 
     def _on_state(self, msg: JointState) -> None:
         self._send(messages.stamp_to_ns(msg.header.stamp))

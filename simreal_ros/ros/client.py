@@ -32,7 +32,7 @@ class RosClient:
     def __init__(self, domain_id: int | None = None, name: str = 'simreal_client',
                  namespace: str = '') -> None:
         self.context = Context()
-        kwargs: dict[str, Any] = {'context': self.context}
+        kwargs: dict[str, Any] = {'context': self.context, 'args': []}  # not our argv
         if domain_id is not None:
             kwargs['domain_id'] = domain_id
         rclpy.init(**kwargs)

@@ -157,7 +157,8 @@ def test_excite_realtime() -> None:
     assert e.remappings == ()
     assert e.parameters == {'robot': 'simreal_arm', 'pattern': 'multisine', 'duration_s': 5.0,
                             'amplitude': 0.2, 'rate_hz': 50.0, 'seed': 3,
-                            'use_sim_time': False, 'sync_to_states': False}
+                            'use_sim_time': False, 'sync_to_states': False,
+                            'wait_for_states': True}
     assert _one(nodes, 'sim_bridge').parameters['seed'] == 3
 
 
