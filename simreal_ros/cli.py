@@ -78,10 +78,11 @@ DEMO_DEFAULTS = {'backend': 'twin', 'excite': 'chirp', 'duration': '8',
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
-    """The full stack against the virtual hardware: bag, live gap, gap report."""
+    """Run the full stack against the virtual hardware: bag, live gap, gap report."""
     import contextlib
-    import time
     from pathlib import Path
+    import time
+
     from simreal_ros.bringup.demo import run_demo
     from simreal_ros.bringup.planner import parse_cli_args
     args = {**DEMO_DEFAULTS, **parse_cli_args(ns.args)}
