@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 import math
 from typing import Any, Mapping
 
+from simreal_ros.core.validate import dataclass_from_mapping
 from simreal_ros.errors import ConfigError
 
 TIMING_MODES = ('realtime', 'lockstep', 'free')
@@ -77,22 +78,4 @@ class SimBridgeConfig:
     def from_mapping(cls, values: Mapping[str, Any], source: str = 'sim_bridge'
                      ) -> 'SimBridgeConfig':
         """Build from a mapping, rejecting unknown keys and wrong types."""
-        known = {f.name: f for f in fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in values.items():
-            if key not in known:
-                raise ConfigError(source, key, f'one of {sorted(known)}', 'unknown key')
-            default = known[key].default
-            if isinstance(default, bool):
-                ok = isinstance(value, bool)
-            elif isinstance(default, int):
-                ok = isinstance(value, int) and not isinstance(value, bool)
-            elif isinstance(default, float):
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-                value = float(value) if ok else value
-            else:
-                ok = isinstance(value, str)
-            if not ok:
-                raise ConfigError(source, key, f'a {type(default).__name__}', value)
-            kwargs[key] = value
-        return cls(**kwargs)
+        return dataclass_from_mapping(cls, values, source)

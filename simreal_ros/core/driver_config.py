@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 import math
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping
 
+from simreal_ros.core.validate import dataclass_from_mapping
 from simreal_ros.errors import ConfigError
 
 WATCHDOG_ACTIONS = ('hold', 'torque_off')
 EXTERNAL_COMMAND_MODES = ('forward_position', 'trajectory')
 
-T = TypeVar('T')
-
-
-def from_mapping(cls: type[T], values: Mapping[str, Any], source: str) -> T:
-    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and wrong types."""
-    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        if key not in known:
-            raise ConfigError(source, key, f'one of {sorted(known)}', 'unknown key')
-        default = known[key].default
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            value = float(value) if ok else value
-        else:
-            ok = isinstance(value, str)
-        if not ok:
-            raise ConfigError(source, key, f'a {type(default).__name__}', value)
-        kwargs[key] = value
-    return cls(**kwargs)
 
 
 def _positive(src: str, obj: object, *keys: str) -> None:
@@ -106,7 +83,7 @@ class DriverConfig:
     def from_mapping(cls, values: Mapping[str, Any], source: str = 'dynamixel_driver'
                      ) -> 'DriverConfig':
         """Build from a mapping, rejecting unknown keys and wrong types."""
-        return from_mapping(cls, values, source)
+        return dataclass_from_mapping(cls, values, source)
 
 
 @dataclass(frozen=True)
@@ -143,4 +120,4 @@ class ExternalAdapterConfig:
     def from_mapping(cls, values: Mapping[str, Any], source: str = 'external_adapter'
                      ) -> 'ExternalAdapterConfig':
         """Build from a mapping, rejecting unknown keys and wrong types."""
-        return from_mapping(cls, values, source)
+        return dataclass_from_mapping(cls, values, source)

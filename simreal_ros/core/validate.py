@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 import yaml
 
 from simreal_ros.errors import ConfigError
 
 _MISSING = object()
+T = TypeVar('T')
 
 
 def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -150,3 +152,26 @@ def check_range(v: Any, source: str, key: str, *, minimum: float | None = None
     if lo > hi:
         raise ConfigError(source, key, 'low <= high', v)
     return lo, hi
+
+
+def dataclass_from_mapping(cls: type[T], values: Mapping[str, Any], source: str) -> T:
+    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and wrong types."""
+    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(source, key, f'one of {sorted(known)}', 'unknown key')
+        default = known[key].default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            value = float(value) if ok else value
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise ConfigError(source, key, f'a {type(default).__name__}', value)
+        kwargs[key] = value
+    return cls(**kwargs)
