@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import os
 from pathlib import Path
@@ -74,6 +75,10 @@ def run_demo(nodes: Sequence[NodeSpec], env: Mapping[str, str], as_json: bool = 
     """
     os.environ.update(env)
     from simreal_ros.ros.monitor import TopicMonitor
+    # the observer below also subscribes joint_commands: the excitation waits for one more
+    nodes = [replace(n, parameters={**n.parameters, 'wait_for_subscribers':
+                                    int(n.parameters.get('wait_for_subscribers', 0)) + 1})
+             if n.kind == 'excite' else n for n in nodes]
     backend = next(n for n in nodes if n.kind in ('sim_bridge', 'dynamixel_driver'))
     robot = load_robot(str(backend.parameters['robot']))
     monitor = TopicMonitor(namespace=backend.namespace, domain_id=int(env['ROS_DOMAIN_ID']))

@@ -219,6 +219,24 @@ def _injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool) ->
     return NodeSpec('injector', 'injector', root, params)
 
 
+def _command_consumers(a: Mapping[str, str], backend: str) -> int:
+    """How many nodes of the plan subscribe the root ``joint_commands``."""
+    direct = {'sim': 1, 'sim2sim': 2, 'real': 1, 'twin': 2}[backend]
+    n = 1 if a['latency'] else direct
+    return n + (1 if a['record'] == 'true' and _records(a, 'joint_commands') else 0)
+
+
+def _records(a: Mapping[str, str], topic: str) -> bool:
+    import fnmatch
+    root = _ns(a['namespace'])
+    full = f'{root}/{topic}'
+    for pattern in (t.strip() for t in a['record_topics'].split(',') if t.strip()):
+        absolute = pattern if pattern.startswith('/') else f'{root}/{pattern}'
+        if pattern == '*' or fnmatch.fnmatch(full, absolute) or fnmatch.fnmatch(full, pattern):
+            return True
+    return False
+
+
 def _robot_has_imu(robot: str) -> bool:
     try:
         return load_robot(robot).imu is not None
@@ -339,6 +357,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             'use_sim_time': a['timing'] != 'realtime' or a['sim_time'] == 'true',
             'sync_to_states': a['timing'] == 'lockstep',
             'wait_for_states': True,
+            'wait_for_subscribers': _command_consumers(a, backend),
         }
         if params['duration_s'] <= 0 or params['rate_hz'] <= 0:
             raise PlanError('duration:= and excite_rate:= must be > 0')

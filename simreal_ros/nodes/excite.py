@@ -4,7 +4,9 @@ Publishes position targets (with the analytic velocity as feed-forward) that res
 joint's position and velocity limits, for ``duration_s``, then commands home and exits 0.
 With ``sync_to_states`` it answers each ``joint_states`` message instead of running a timer,
 which is how a controller drives a lockstep simulation; with ``wait_for_states`` (set by the
-planner) the timer starts only once the backend published its first ``joint_states``.
+planner) the timer starts only once the backend published its first ``joint_states``, and with
+``wait_for_subscribers`` once that many subscribers (backend or injector, recorder) listen on
+``joint_commands`` (both give up after ``wait_timeout_s`` with a warning).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ PARAMETERS = {
     'robot': 'simreal_arm', 'pattern': 'chirp', 'duration_s': 10.0, 'amplitude': 0.3,
     'rate_hz': 100.0, 'seed': 0, 'f_min_hz': 0.1, 'f_max_hz': 2.0, 'step_hold_s': 1.0,
     'ramp_s': 1.0, 'sync_to_states': False, 'wait_for_states': False,
+    'wait_for_subscribers': 0, 'wait_timeout_s': 15.0,
 }
 
 
@@ -47,6 +50,10 @@ class Excite(Node):
         self.sent = 0
         self.pub = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
         self.waiting = bool(p['wait_for_states']) and not p['sync_to_states']
+        # every planned consumer of joint_commands (backend or injector, recorder) connected
+        self.wait_subscribers = int(p['wait_for_subscribers'])
+        self.wait_deadline_ns = self.get_clock().now().nanoseconds + int(
+            float(p['wait_timeout_s']) * 1e9)
         if p['sync_to_states']:
             self.create_subscription(JointState, 'joint_states', self._on_state, qos.STATE)
         else:
@@ -77,8 +84,23 @@ class Excite(Node):
             self.waiting = False
             self.destroy_subscription(self._wait_sub)
 
+    def _ready(self) -> bool:
+        if self.start_ns is not None:
+            return True
+        connected = self.pub.get_subscription_count() >= self.wait_subscribers
+        if not self.waiting and connected:
+            return True
+        if self.get_clock().now().nanoseconds > self.wait_deadline_ns:
+            self.get_logger().warn(
+                f'starting without {"joint_states" if self.waiting else "every consumer"}: '
+                f'{self.pub.get_subscription_count()} of {self.wait_subscribers} joint_commands '
+                f'subscribers after the wait timeout')
+            self.waiting, self.wait_subscribers = False, 0
+            return True
+        return False
+
     def _on_timer(self) -> None:
-        if not self.waiting:
+        if self._ready():
             self._send(self.get_clock().now().nanoseconds)
 
     def _on_state(self, msg: JointState) -> None:

@@ -158,7 +158,7 @@ def test_excite_realtime() -> None:
     assert e.parameters == {'robot': 'simreal_arm', 'pattern': 'multisine', 'duration_s': 5.0,
                             'amplitude': 0.2, 'rate_hz': 50.0, 'seed': 3,
                             'use_sim_time': False, 'sync_to_states': False,
-                            'wait_for_states': True}
+                            'wait_for_states': True, 'wait_for_subscribers': 1}
     assert _one(nodes, 'sim_bridge').parameters['seed'] == 3
 
 
@@ -493,3 +493,15 @@ def test_latency_real_and_twin() -> None:
     assert 'joint_states' not in dict(twin.remappings)
     driver, twin = plan({'backend': 'twin', 'port': '/dev/ttyUSB0'})
     assert driver.remappings == () and dict(twin.remappings)['joint_commands'] == '/joint_commands'
+
+
+@pytest.mark.parametrize('args,consumers', [
+    ({}, 1), ({'backend': 'sim2sim'}, 2), ({'backend': 'twin', 'port': '/dev/x'}, 2),
+    ({'latency': 'wifi'}, 1), ({'latency': 'wifi', 'record': 'true'}, 2),
+    ({'backend': 'twin', 'port': '/dev/x', 'record': 'true', 'record_topics': 'joint_states'}, 2),
+    ({'backend': 'twin', 'port': '/dev/x', 'record': 'true', 'record_topics': 'joint_*'}, 3),
+    ({'record': 'true', 'namespace': 'arm', 'record_topics': '/arm/joint_commands'}, 2),
+])
+def test_excite_waits_for_every_planned_command_consumer(args, consumers) -> None:
+    e = _one(plan({**args, 'excite': 'chirp'}), 'excite')
+    assert e.parameters['wait_for_subscribers'] == consumers
