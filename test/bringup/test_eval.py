@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 import subprocess
@@ -46,13 +45,13 @@ def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
         abs(res2['metrics']['time_to_goal_mean_s'] - m['time_to_goal_mean_s']))
 
 
-@pytest.mark.skipif(importlib.util.find_spec('simreal_ros.hardware') is not None,
-                    reason='the servo bus driver is merged: the real path is tested with it')
-def test_eval_on_real_without_the_driver_gives_the_planner_reason(ros_env):
-    r = simreal(['eval', '--backend', 'real', '--episodes', '1'], ros_env, timeout=60)
-    assert r.returncode == 2
-    assert 'simreal eval: error:' in r.stderr and 'does not ship' in r.stderr
-    assert 'Traceback' not in r.stderr
+def test_eval_on_real_runs_on_the_virtual_servo_bus(ros_env):
+    r = simreal(['eval', '--backend', 'real', '--episodes', '1', '--json'], ros_env,
+                timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res['settings']['backend'] == 'real'
+    assert res['metrics']['episodes'] == 1 and res['metrics']['successes'] == 1
 
 
 def test_eval_arguments_are_checked(ros_env):
