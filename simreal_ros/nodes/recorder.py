@@ -367,10 +367,14 @@ class Recorder(Node):
         else:
             self.live.add_secondary(stamp, msg.name, msg.position, msg.velocity)
         err = self.live.latest_error()
-        if err is not None and self.live.names is not None:
+        if err is not None and self.live.names is not None and self.context.ok():
             stamp_ns, dq, dv = err
-            self.pub_error.publish(messages.joint_state(list(self.live.names), stamp_ns, dq,
-                                                        dv))
+            try:
+                self.pub_error.publish(messages.joint_state(list(self.live.names), stamp_ns,
+                                                            dq, dv))
+            except Exception:  # noqa: BLE001 - shutting down: the bag matters, not this topic
+                if self.context.ok():
+                    raise
 
     # -- diagnostics -----------------------------------------------------------------------
 
