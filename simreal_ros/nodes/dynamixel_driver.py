@@ -36,11 +36,10 @@ from simreal_ros.hardware import control_table as ct
 from simreal_ros.hardware.dynamixel_bus import BusState, DynamixelBus, clamp_step
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
-from simreal_ros.ros.runtime import run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node
 
 #: consecutive failed reads after which the bus is reported as ERROR (not just WARN)
 FAILED_READS_ERROR = 10
-GIL_SWITCH_INTERVAL_S = 0.0002
 
 
 class DynamixelDriver(Node):
@@ -393,7 +392,7 @@ class DynamixelDriver(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the Dynamixel driver node."""
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    fast_thread_switching()
     return run_node(DynamixelDriver, args)
 
 

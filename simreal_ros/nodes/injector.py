@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 import heapq
 import importlib
 import itertools
-import sys
 import threading
 import time
 from typing import Any
@@ -41,11 +40,10 @@ from simreal_ros.core.injection import (
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.perturb import PERTURBERS, check_applicable
-from simreal_ros.ros.runtime import run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node
 
 SPIN_NS = 300_000            # the last 0.3 ms before a deadline are spent polling the clock
 SIM_TIME_POLL_S = 0.0002     # sim time moves in /clock steps: poll it
-GIL_SWITCH_INTERVAL_S = 0.0002
 QUEUE_DEPTH = 1000
 TYPE_WAIT_WARN_S = 5.0
 
@@ -127,7 +125,7 @@ class Injector(Node):
         self.create_timer(diag_period, self._publish_diagnostics, clock=steady)
         if any(r.cls is None for r in self.routes):
             self.create_timer(0.2, self._resolve_types, clock=steady)
-        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+        fast_thread_switching()
         self.thread = threading.Thread(target=self._deliver_loop, name='deliveries',
                                        daemon=True)
         self.thread.start()

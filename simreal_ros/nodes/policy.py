@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import deque
 import os
-import sys
 import threading
 import time
 from typing import Any
@@ -37,14 +36,13 @@ from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
-from simreal_ros.ros.runtime import run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node
 
 PARAMETERS: dict[str, Any] = {
     'policy': '', 'robot': '', 'rate_hz': 0.0, 'sync_to_states': False,
     'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
     'rt_priority': 0,
 }
-GIL_SWITCH_INTERVAL_S = 0.0002
 PR_SET_TIMERSLACK = 29
 WINDOW = 2000
 
@@ -359,7 +357,7 @@ class PolicyNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the policy node."""
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    fast_thread_switching()
     return run_node(PolicyNode, args, executor_factory=_executor)
 
 

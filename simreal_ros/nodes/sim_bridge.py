@@ -8,7 +8,6 @@ serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thr
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from typing import Any
@@ -29,12 +28,11 @@ from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import CommandError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
-from simreal_ros.ros.runtime import run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node
 from simreal_ros.sim.physics import Observation, SimRobot
 from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
-GIL_SWITCH_INTERVAL_S = 0.0002
 
 
 class SimBridge(Node):
@@ -350,7 +348,7 @@ def main(args: list[str] | None = None) -> int:
     """Run the sim bridge node."""
     # The physics thread must get the GIL back within ~0.2 ms of its deadline, not the default
     # 5 ms switch interval, or the executor thread's work shows up as publish jitter.
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    fast_thread_switching()
     return run_node(SimBridge, args)
 
 

@@ -11,6 +11,15 @@ from simreal_ros.errors import SimrealError
 
 log = logging.getLogger('simreal_ros')
 
+#: GIL switch interval of the nodes with a timing-critical thread next to the executor: with
+#: Python's default 5 ms, the executor holding the GIL showed up as ~1.8 ms p99 jitter.
+FAST_SWITCH_INTERVAL_S = 0.0002
+
+
+def fast_thread_switching() -> None:
+    """Let a timing-critical thread take the GIL from the executor within 0.2 ms."""
+    sys.setswitchinterval(FAST_SWITCH_INTERVAL_S)
+
 
 def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
              executor_factory: Callable[[], object] | None = None) -> int:
