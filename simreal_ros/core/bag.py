@@ -368,12 +368,19 @@ class BagWriter:
         if self.options.compression == 'zstd' and self.options.storage == 'mcap':
             mode = CompressionMode.STORAGE
         file_path = self.path / name
-        self.storage = (_McapFile(file_path, mode) if self.options.storage == 'mcap'
-                        else _SqliteFile(file_path, mode))
+        # the side-car names the file before it exists: a kill between the two leaves a file
+        # that repair knows about (or a name it skips), never an unlisted file in the bag
         self.files.append(_FileInfo(name))
+        self._write_sidecar()
+        try:
+            self.storage = (_McapFile(file_path, mode) if self.options.storage == 'mcap'
+                            else _SqliteFile(file_path, mode))
+        except BaseException:
+            self.files.pop()
+            self._write_sidecar()
+            raise
         for t in self.topics:
             self._register(t)
-        self._write_sidecar()
 
     def _connection(self, index: int, t: _Topic) -> Connection:
         fmt = (MessageDefinitionFormat.IDL if t.msgdef.startswith('=' * 80 + '\nIDL: ')
@@ -765,9 +772,12 @@ def repair_bag(path: str | Path) -> RepairReport:
     files: list[_FileInfo] = []
     truncated = 0
     per_file: dict[str, int] = {}
-    for name in file_names:
+    for i, name in enumerate(file_names):
         fpath = p / name
         if not fpath.is_file():
+            continue
+        if i and i == len(file_names) - 1 and _unstarted(fpath, storage):
+            fpath.unlink()  # a split opened it, the kill came before its first message
             continue
         info = _FileInfo(name)
         if storage == 'mcap':
@@ -849,6 +859,22 @@ def _repair_mcap(fpath: Path, topics: dict[str, _Topic], info: _FileInfo, types:
     out.close(BAG_VERSION, '')
     tmp.replace(fpath)
     return info.count, size - found.valid_end
+
+
+def _unstarted(fpath: Path, storage: str) -> bool:
+    """Whether a storage file holds no message at all (empty, header only, no schema)."""
+    if fpath.stat().st_size == 0:
+        return True
+    if storage == 'mcap':
+        return not _scan_mcap(fpath).messages
+    try:
+        conn = sqlite3.connect(f'file:{fpath}', uri=True)
+        try:
+            return not conn.execute('SELECT 1 FROM messages LIMIT 1').fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False  # damaged, not empty: _count_sqlite names the damage
 
 
 def _count_sqlite(fpath: Path, topics: dict[str, _Topic], info: _FileInfo,

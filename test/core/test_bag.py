@@ -208,3 +208,41 @@ def test_sigkilled_writer_bag_is_repaired(tmp_path, storage, compression, split)
         assert n == len(values)
     assert repair_bag(bag).was_clean
     json.dumps(report.files)
+
+
+
+KILLED_AT_SPLIT = """
+import os, sys
+from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec, _FileInfo
+w = BagWriter(sys.argv[1], BagOptions(storage=sys.argv[2], split_duration_s=1.0))
+h = w.add_topic('/x', 'std_msgs/msg/Int64', [QosSpec()])
+for i in range(300):  # 10 ms apart: three files of 100
+    w.write(h, 10**9 + i * 10**7, b'\\x00\\x01\\x00\\x00' + i.to_bytes(8, 'little'))
+w.flush()
+w._close_file()
+if sys.argv[3] == 'file_created':
+    w._open_file()
+else:  # the side-car names the next file, which does not exist yet
+    w.files.append(_FileInfo('bag_3' + w.options.suffix))
+    w._write_sidecar()
+os._exit(0)  # as SIGKILL: no cleanup, no buffers flushed
+"""
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+@pytest.mark.parametrize('killed', ['file_created', 'file_named'])
+def test_kill_as_a_split_opens_the_next_file_loses_nothing(tmp_path, storage, killed):
+    bag = tmp_path / 'bag'
+    subprocess.run([sys.executable, '-c', KILLED_AT_SPLIT, str(bag), storage, killed],
+                   check=True)
+    with pytest.raises(BagError, match='simreal bag repair'):
+        BagReader(bag)
+    report = repair_bag(bag)
+    assert report.message_count == 300 and len(report.files) == 3
+    with AnyReader([bag]) as r:
+        values = [int.from_bytes(raw[4:12], 'little') for _c, _t, raw in r.messages()]
+    assert values == list(range(300))
+    if storage == 'mcap':
+        files = sorted(bag.glob('*.mcap'))
+        assert len(files) == 3
+        assert sum(1 for f in files for _ in read_ros2_messages(str(f))) == 300
