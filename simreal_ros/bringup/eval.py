@@ -14,6 +14,7 @@ so sim-time and lockstep runs report sim seconds.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass, field
 import json
 import math
@@ -26,7 +27,7 @@ import numpy as np
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.tracking import tracking_summary
-from simreal_ros.errors import LaunchError, PlanError, SimrealError
+from simreal_ros.errors import LaunchError, SimrealError
 
 METRICS = ('success_rate', 'time_to_goal_mean_s', 'final_error_median_rad',
            'tracking_rmse_mean_rad')
@@ -91,7 +92,11 @@ class _Stack:
         self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.goal_pub = self.client.publisher(JointState, 'goal')
         self.log = log
-        self.launcher.start()
+        try:
+            self.launcher.start()  # stops what it started when it fails
+        except BaseException:
+            self.client.close()
+            raise
 
     def check_alive(self) -> None:
         for spec, proc in self.launcher.procs:
@@ -102,10 +107,17 @@ class _Stack:
                                   f'{tail}')
 
     def close(self) -> None:
+        """Stop the nodes and the client."""
         try:
             self.launcher.stop('evaluation finished')
         finally:
             self.client.close()
+
+    def __enter__(self) -> _Stack:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
@@ -206,24 +218,17 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
     if s.episodes < 1:
         raise SimrealError('--episodes must be >= 1')
     nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
-    emulator = None
-    if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
-        try:
-            from simreal_ros.hardware.virtual_bus import EmulatorProcess  # type: ignore
-        except ImportError:
-            raise PlanError(f'--backend {s.backend} without port:= needs the virtual servo '
-                            f'bus (simreal_ros.hardware.virtual_bus), which this version '
-                            f'does not ship; pass port:=<device>') from None
-        emulator = EmulatorProcess()
-        emulator.__enter__()
-        nodes = plan(plan_args(s, port=str(emulator.port)))
-    spec = load_policy_spec(s.policy)
-    robot = load_robot(spec.robot)
-    goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
-    state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
-    t0 = time.monotonic()
-    stack = _Stack(nodes, env, state_topic, log)
-    try:
+    with contextlib.ExitStack() as resources:  # everything started is stopped on any error
+        if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
+            from simreal_ros.hardware.virtual_bus import EmulatorProcess
+            emulator = resources.enter_context(EmulatorProcess())
+            nodes = plan(plan_args(s, port=emulator.port))
+        spec = load_policy_spec(s.policy)
+        robot = load_robot(spec.robot)
+        goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
+        state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
+        t0 = time.monotonic()
+        stack = resources.enter_context(_Stack(nodes, env, state_topic, log))
         deadline = time.monotonic() + s.start_timeout_s
         while _policy_diag(stack.diags).get('mode') != 'running':
             stack.check_alive()
@@ -241,10 +246,6 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
                 + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
                    else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
         diag = _policy_diag(stack.diags)
-    finally:
-        stack.close()
-        if emulator is not None:
-            emulator.__exit__(None, None, None)
     settings = asdict(s)
     return {'settings': settings, 'metrics': summarize(episodes), 'episodes': episodes,
             'policy_diagnostics': {k: diag.get(k) for k in (

@@ -115,3 +115,26 @@ def test_train_and_eval_have_help(ros_env):
         r = simreal([cmd, '--help'], ros_env, timeout=60)
         assert r.returncode == 0 and 'usage: simreal' in r.stdout
     assert '--backend' in simreal(['eval', '--help'], ros_env, timeout=60).stdout
+
+
+def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
+    import simreal_ros.bringup.eval as ev
+    from simreal_ros.hardware import virtual_bus
+    started: list = []
+
+    class Recorded(virtual_bus.EmulatorProcess):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    def broken(_name):
+        raise SimrealError('spec exploded after the emulator started')
+
+    monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
+    monkeypatch.setattr(ev, 'load_policy_spec', broken)
+    with pytest.raises(SimrealError, match='exploded'):
+        ev.run_eval(ev.EvalSettings(backend='real', episodes=1), ros_env, log=lambda _l: None)
+    assert len(started) == 1
+    emu = started[0]
+    assert emu.proc is not None and emu.proc.poll() is not None, 'the emulator leaked'
+    assert not emu.link.exists()
