@@ -110,11 +110,18 @@ def cmd_train(ns: argparse.Namespace) -> int:
     """Train a policy spec's network (seeded); write the model, spec copy and summary."""
     from pathlib import Path
 
-    from simreal_ros.policy.train import QUICK, load_train_config, train
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy.train import OVERRIDE, QUICK, load_train_config, train
     overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs}
     if ns.quick:
         overrides.update(QUICK)
-    cfg = load_train_config(ns.config, **overrides)
+    try:
+        cfg = load_train_config(ns.config, **overrides)
+    except ConfigError as exc:
+        if exc.source != OVERRIDE:
+            raise
+        raise SimrealError(f'--{exc.key.replace("_", "-")} {exc.got!r}: expected '
+                           f'{exc.expected}') from None
     out = Path(ns.out or f'trained/{cfg.policy}')
     summary = train(cfg, out, log=lambda line: print(line, flush=True))
     if ns.json:

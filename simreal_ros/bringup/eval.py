@@ -33,6 +33,13 @@ METRICS = ('success_rate', 'time_to_goal_mean_s', 'final_error_median_rad',
            'tracking_rmse_mean_rad')
 
 
+BACKENDS = ('sim', 'sim2sim', 'real', 'twin')
+#: Number settings checked by EvalSettings: (field, option in errors, must be > 0).
+_CHECKED = (('tolerance_rad', '--tolerance', True), ('goal_timeout_s', '--timeout', True),
+            ('dwell_s', 'dwell_s', False), ('goal_margin_rad', 'goal_margin_rad', False),
+            ('start_timeout_s', 'start_timeout_s', True))
+
+
 @dataclass(frozen=True)
 class EvalSettings:
     """What ``simreal eval`` runs."""
@@ -47,6 +54,23 @@ class EvalSettings:
     goal_margin_rad: float = 0.25
     start_timeout_s: float = 60.0
     launch_args: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the ``simreal eval`` option, on values no episode can use."""
+        if self.backend not in BACKENDS:
+            raise SimrealError(f'--backend {self.backend!r}: expected one of {BACKENDS}')
+        if isinstance(self.episodes, bool) or not isinstance(self.episodes, int) \
+                or self.episodes < 1:
+            raise SimrealError(f'--episodes {self.episodes!r}: expected an integer >= 1')
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SimrealError(f'--seed {self.seed!r}: expected an integer >= 0')
+        for name, flag, positive in _CHECKED:
+            v = getattr(self, name)
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) \
+                and math.isfinite(v) and (v > 0 if positive else v >= 0)
+            if not ok:
+                raise SimrealError(f'{flag} {v!r}: expected a finite number '
+                                   + ('> 0' if positive else '>= 0'))
 
 
 def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) -> np.ndarray:
@@ -215,8 +239,6 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
     """Start the stack, run the episodes, stop the stack; return settings, metrics, episodes."""
     from simreal_ros.bringup.planner import plan
     from simreal_ros.ros import messages
-    if s.episodes < 1:
-        raise SimrealError('--episodes must be >= 1')
     nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
     with contextlib.ExitStack() as resources:  # everything started is stopped on any error
         if s.backend in ('real', 'twin') and 'port' not in s.launch_args:

@@ -16,13 +16,13 @@ episode from the training config.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 import json
 import math
 from pathlib import Path
 import re
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -77,48 +77,111 @@ class TrainConfig:
     goal_timeout_s: float = 4.0
 
 
+#: Source name of values given as overrides (``simreal train --seed ...``) in errors.
+OVERRIDE = 'override'
+#: YAML keys of fields whose name differs from the key, for error messages.
+_YAML_KEYS = {'noise_pos_rad': 'observation_noise.joint_pos_rad',
+              'noise_vel_rad_s': 'observation_noise.joint_vel_rad_s', 'hidden': 'network.hidden'}
+#: Integer fields: (minimum, maximum or None).
+_INTEGERS: dict[str, tuple[int, int | None]] = {
+    'seed': (0, 2**63 - 1), 'threads': (1, 64), 'envs': (1, 1024), 'iterations': (1, None),
+    'epochs': (1, None), 'batch_size': (1, None), 'eval_episodes': (0, None)}
+#: Number fields: True = must be > 0, False = must be >= 0.
+_NUMBERS = {'noise_pos_rad': False, 'noise_vel_rad_s': False, 'episode_s': True,
+            'goal_margin_rad': False, 'learning_rate': True, 'tolerance_rad': True,
+            'dwell_s': False, 'goal_timeout_s': True}
+#: ``[low, high]`` fields: True = low must be > 0, False = low must be >= 0.
+_RANGES = {'action_delay_s': False, 'observation_delay_s': False, 'goal_interval_s': True}
+
+
+def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) -> TrainConfig:
+    """Check every field of ``cfg``; return it, or raise ConfigError naming the key.
+
+    The one place the training settings are checked: after loading the YAML and again after
+    overrides (``simreal train --envs 0``). Errors about a field in ``overridden`` name
+    :data:`OVERRIDE` as their source and the field as the key; others the file and YAML key.
+    """
+    def fail(name: str, expected: str, got: Any) -> ConfigError:
+        if name in overridden:
+            return ConfigError(OVERRIDE, name, expected, got)
+        return ConfigError(cfg.source, _YAML_KEYS.get(name, name), expected, got)
+
+    if not isinstance(cfg.policy, str) or not cfg.policy:
+        raise fail('policy', 'a non-empty string', cfg.policy)
+    if not isinstance(cfg.randomization, str):
+        raise fail('randomization', "a randomization name or path ('' = none)",
+                   cfg.randomization)
+    for name, (lo, hi) in _INTEGERS.items():
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None
+                                                                        and v > hi):
+            raise fail(name, f'an integer >= {lo}' if hi is None
+                       else f'an integer in [{lo}, {hi}]', v)
+    for name, positive in _NUMBERS.items():
+        v = getattr(cfg, name)
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) \
+            and (v > 0 if positive else v >= 0)
+        if not ok:
+            raise fail(name, 'a finite number ' + ('> 0' if positive else '>= 0'), v)
+    for name, positive in _RANGES.items():
+        v = getattr(cfg, name)
+        ok = isinstance(v, (tuple, list)) and len(v) == 2 and all(
+            not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+            for x in v) and v[0] <= v[1] and (v[0] > 0 if positive else v[0] >= 0)
+        if not ok:
+            raise fail(name, '[low, high] with ' + ('0 < ' if positive else '0 <= ')
+                       + 'low <= high (s)', v)
+    h = cfg.hidden
+    if not isinstance(h, (tuple, list)) or not h or any(
+            isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in h):
+        raise fail('hidden', 'a non-empty list of layer widths >= 1', h)
+    return cfg
+
+
 def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig:
-    """Load training settings by shipped name or path; ``overrides`` replace fields."""
+    """Load training settings by shipped name or path; ``overrides`` replace fields.
+
+    Overrides that are ``None`` are ignored; the result is validated after they are applied,
+    so ``envs=0`` fails like ``envs: 0`` in the file, naming the override.
+    """
     path = resolve_named('training', str(name_or_path))
     src = str(path)
     top = Section(load_yaml_mapping(path), src)
     noise = top.section('observation_noise', {})
     net = top.section('network', {})
     hidden = net.items('hidden', [128, 128])
-    if not hidden or any(isinstance(h, bool) or not isinstance(h, int) or h < 1
-                         for h in hidden):
-        raise ConfigError(src, 'network.hidden', 'a non-empty list of layer widths >= 1',
-                          hidden)
     net.reject_unknown()
 
-    def rng_pair(key: str, default: tuple[float, float]) -> tuple[float, float]:
-        return check_range(top.raw(key, list(default)), src, key, minimum=0.0)
+    def pair(key: str, default: tuple[float, float]) -> tuple[float, float]:
+        return check_range(top.raw(key, list(default)), src, key)
 
     cfg = TrainConfig(
-        source=src, policy=top.string('policy'), seed=top.integer('seed', 0, minimum=0),
-        threads=top.integer('threads', 1, minimum=1, maximum=64),
+        source=src, policy=top.string('policy'), seed=top.integer('seed', 0),
+        threads=top.integer('threads', 1),
         randomization=str(top.raw('randomization', 'default') or ''),
-        action_delay_s=rng_pair('action_delay_s', (0.0, 0.02)),
-        observation_delay_s=rng_pair('observation_delay_s', (0.0, 0.01)),
-        noise_pos_rad=noise.number('joint_pos_rad', 0.0005, minimum=0.0),
-        noise_vel_rad_s=noise.number('joint_vel_rad_s', 0.02, minimum=0.0),
-        envs=top.integer('envs', 16, minimum=1, maximum=1024),
-        iterations=top.integer('iterations', 14, minimum=1),
-        episode_s=top.number('episode_s', 6.0, positive=True),
-        goal_interval_s=rng_pair('goal_interval_s', (1.2, 2.5)),
-        goal_margin_rad=top.number('goal_margin_rad', 0.25, minimum=0.0),
-        hidden=tuple(int(h) for h in hidden), epochs=top.integer('epochs', 30, minimum=1),
-        batch_size=top.integer('batch_size', 512, minimum=1),
-        learning_rate=top.number('learning_rate', 1e-3, positive=True),
-        eval_episodes=top.integer('eval_episodes', 40, minimum=0),
-        tolerance_rad=top.number('tolerance_rad', 0.05, positive=True),
-        dwell_s=top.number('dwell_s', 0.2, minimum=0.0),
-        goal_timeout_s=top.number('goal_timeout_s', 4.0, positive=True))
+        action_delay_s=pair('action_delay_s', (0.0, 0.02)),
+        observation_delay_s=pair('observation_delay_s', (0.0, 0.01)),
+        noise_pos_rad=noise.number('joint_pos_rad', 0.0005),
+        noise_vel_rad_s=noise.number('joint_vel_rad_s', 0.02),
+        envs=top.integer('envs', 16), iterations=top.integer('iterations', 14),
+        episode_s=top.number('episode_s', 6.0),
+        goal_interval_s=pair('goal_interval_s', (1.2, 2.5)),
+        goal_margin_rad=top.number('goal_margin_rad', 0.25),
+        hidden=tuple(hidden), epochs=top.integer('epochs', 30),
+        batch_size=top.integer('batch_size', 512),
+        learning_rate=top.number('learning_rate', 1e-3),
+        eval_episodes=top.integer('eval_episodes', 40),
+        tolerance_rad=top.number('tolerance_rad', 0.05),
+        dwell_s=top.number('dwell_s', 0.2),
+        goal_timeout_s=top.number('goal_timeout_s', 4.0))
     noise.reject_unknown()
     top.reject_unknown(extra_allowed=('description',))
-    if cfg.goal_interval_s[0] <= 0:
-        raise ConfigError(src, 'goal_interval_s', 'a range of seconds > 0', cfg.goal_interval_s)
-    return replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
+    validate_train_config(cfg)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = sorted(set(given) - {f.name for f in fields(TrainConfig) if f.name != 'source'})
+    if unknown:
+        raise ConfigError(OVERRIDE, unknown[0], 'a TrainConfig field', given[unknown[0]])
+    return validate_train_config(replace(cfg, **given), overridden=set(given))
 
 
 class World:

@@ -138,3 +138,17 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
     emu = started[0]
     assert emu.proc is not None and emu.proc.poll() is not None, 'the emulator leaked'
     assert not emu.link.exists()
+
+
+@pytest.mark.parametrize('args,reason', [
+    (['--tolerance', '-1'], '--tolerance -1.0: expected a finite number > 0'),
+    (['--timeout', '0'], '--timeout 0.0: expected a finite number > 0'),
+    (['--tolerance', 'nan'], '--tolerance nan'),
+    (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
+    (['--seed', '-2'], '--seed -2: expected an integer >= 0'),
+])
+def test_bad_eval_options_fail_before_anything_starts(ros_env, args, reason):
+    r = simreal(['eval', '--backend', 'sim', *args], ros_env, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]

@@ -60,3 +60,41 @@ def test_bad_training_configs(tmp_path, key, value, expected):
     p.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=expected):
         load_train_config(p)
+
+
+def tiny_config(tmp_path: Path) -> Path:
+    """A training config that finishes in seconds even when an override is not refused."""
+    data = yaml.safe_load((REPO / 'config/training/simreal_arm_reach.yaml').read_text())
+    data.update(envs=1, iterations=1, episode_s=0.1, epochs=1, eval_episodes=0)
+    p = tmp_path / 'tiny.yaml'
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+@pytest.mark.parametrize('flag,value', [('--envs', '0'), ('--seed', '-1'),
+                                        ('--iterations', '0')])
+def test_bad_cli_overrides_fail_with_a_one_line_reason(tmp_path, flag, value):
+    out = tmp_path / 'out'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'train', str(tiny_config(tmp_path)),
+                        '--out', str(out), flag, value], capture_output=True, text=True,
+                       timeout=180, cwd=REPO)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'simreal train: error: {flag} {value}'), \
+        r.stderr
+    assert 'expected an integer' in lines[0]
+    assert not out.exists(), 'nothing is written for refused settings'
+
+
+def test_overrides_are_validated_like_the_file():
+    from simreal_ros.policy.train import OVERRIDE, validate_train_config
+    with pytest.raises(ConfigError, match=f'^{OVERRIDE}: epochs: expected an integer >= 1'):
+        load_train_config('simreal_arm_reach', epochs=0)
+    with pytest.raises(ConfigError, match='hidden'):
+        load_train_config('simreal_arm_reach', hidden=())
+    with pytest.raises(ConfigError, match='goal_interval_s'):
+        load_train_config('simreal_arm_reach', goal_interval_s=(2.0, 1.0))
+    with pytest.raises(ConfigError, match='a TrainConfig field'):
+        load_train_config('simreal_arm_reach', source='elsewhere.yaml')
+    cfg = load_train_config('simreal_arm_reach', seed=3, envs=None)
+    assert cfg.seed == 3 and cfg.envs == 16 and validate_train_config(cfg) is cfg
