@@ -246,7 +246,9 @@ class _SqliteFile(Sqlite3Writer):
         if path.exists():
             raise BagError(f'{path} exists already, not overwriting')
         self.path = path
-        self.conn = sqlite3.connect(f'file:{path}', uri=True)
+        # the recorder opens the bag in its executor thread and writes from its writer thread
+        # (one at a time, under its lock)
+        self.conn = sqlite3.connect(f'file:{path}', uri=True, check_same_thread=False)
         self.conn.executescript(self.SQLITE_SCHEMA)
         self.cursor = self.conn.cursor()
         del compression

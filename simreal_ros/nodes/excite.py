@@ -11,6 +11,7 @@ planner) the timer starts only once the backend published its first ``joint_stat
 
 from __future__ import annotations
 
+from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -105,6 +106,11 @@ class Excite(Node):
 
     def _on_state(self, msg: JointState) -> None:
         self._send(messages.stamp_to_ns(msg.header.stamp))
+
+    def close(self) -> None:
+        """Before the process ends: let every subscriber acknowledge the last (home) command."""
+        if self.sent and not self.pub.wait_for_all_acked(Duration(seconds=1.0)):
+            self.get_logger().warn('not every subscriber acknowledged the last command')
 
 
 def main(args: list[str] | None = None) -> int:

@@ -318,6 +318,17 @@ class Recorder(Node):
     # -- writer thread ---------------------------------------------------------------------
 
     def _write_loop(self) -> None:
+        try:
+            self._write_queue()
+        except Exception as exc:  # noqa: BLE001 - any storage failure ends the recording
+            self.write_error = f'{type(exc).__name__}: {exc}'
+            self.get_logger().error(f'writing the bag failed: {self.write_error}')
+            self.running = False
+            self.queue.clear()
+            self.exit_code = 2
+            self.finished = True
+
+    def _write_queue(self) -> None:
         writer = self.writer
         queue = self.queue
         while True:

@@ -16,7 +16,9 @@ def test_excite_publishes_limited_commands_then_exits_zero(start_node, ros_clien
     p = start_node('excite', pattern='waypoints', duration_s=2.5, rate_hz=100.0, seed=4,
                    amplitude=5.0)
     assert p.wait(timeout=30) == 0, p.output()
-    ros_client.wait_for(lambda: len(cmds) > 150, 5, 'commands')
+    # the node waits for the acknowledgement of its last (home) command before it exits
+    ros_client.wait_for(lambda: len(cmds) > 150 and np.allclose(
+        cmds[-1][1].position, ROBOT.home, rtol=0, atol=1e-9), 5, 'commands ending at home')
     pos = np.array([m.position for _t, m in cmds])
     vel = np.array([m.velocity for _t, m in cmds])
     assert list(cmds[0][1].name) == ROBOT.joint_names

@@ -76,6 +76,30 @@ def test_exact_counts_4_topics_at_1khz_for_10s(start_node, ros_env, ros_client, 
     assert n == 40_000
 
 
+@pytest.mark.parametrize('storage,compression', [('sqlite3', 'zstd'), ('mcap', 'zstd')])
+def test_storage_compression_and_split_through_the_node(start_node, ros_env, ros_client,
+                                                         tmp_path, storage, compression):
+    # the bag is opened in the node's executor thread and written from its writer thread
+    bag = tmp_path / 'bag'
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    rec = start_node('recorder', bag=str(bag), topics=['/load/*'], diagnostics_period_s=0.5,
+                     storage=storage, compression=compression, split_duration_s=1.0)
+    gen = loadgen(ros_env, '--topics', '2', '--rate', '500', '--duration', '3')
+    _out, err = gen.communicate(timeout=120)
+    assert gen.returncode == 0, err
+    ros_client.wait_for(lambda: written(diags) >= 3000, 30, 'all messages written')
+    assert recorder_status(diags).get('dropped') == '0'
+    assert rec.stop() == 0, rec.output()
+    with BagReader(bag) as b:
+        assert {t: n for t, (_ty, n) in b.info.topics.items()} == {
+            '/load/t0': 1500, '/load/t1': 1500}
+        assert len(b.info.files) >= 3  # 3 s of receive time split at 1 s
+        seqs: dict[str, list[int]] = {}
+        for m in b.messages():
+            seqs.setdefault(m.topic, []).append(int(b.deserialize(m).position[0]))
+    assert all(v == list(range(1500)) for v in seqs.values())
+
+
 def test_sigkill_keeps_99_percent(start_node, ros_env, ros_client, tmp_path):
     bag = tmp_path / 'bag'
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
