@@ -149,7 +149,7 @@ def _require(kind: str, why: str) -> None:
     if kind not in NODES:
         what = NOT_YET_SHIPPED.get(kind, kind)
         raise PlanError(f'{why} needs {what} (node {kind!r}), which this version of '
-                        f'simreal_ros does not ship yet; available backends now: sim, sim2sim')
+                        f'simreal_ros does not ship; it ships the nodes {", ".join(NODES)}')
 
 
 def _bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
