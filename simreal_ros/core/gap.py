@@ -17,6 +17,7 @@ out-of-order and duplicate stamps, and the skew between the header stamp and rec
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass, field
 import math
@@ -323,8 +324,8 @@ def summarize(primary: Series, secondary: Series, *, max_lag_ns: int = 200_000_0
 class LiveGap:
     """Windowed gap between two streams, fed one message at a time (the recorder's live gap).
 
-    Keeps the last ``window_ns`` of both streams (by header stamp). :meth:`latest_error`
-    returns the error of the newest primary sample the secondary already covers, for
+    Keeps the last ``window_ns`` of both streams (by header stamp). :meth:`new_errors`
+    returns the error of each primary sample once the secondary covers it, for
     ``gap/joint_error``; :meth:`summary` computes the windowed metrics for /diagnostics.
     """
 
@@ -336,6 +337,7 @@ class LiveGap:
         self.names: tuple[str, ...] | None = None
         self._p: deque[tuple[int, FloatArray, FloatArray]] = deque()
         self._s: deque[tuple[int, FloatArray, FloatArray]] = deque()
+        self._s_stamps: deque[int] = deque()  # stamps of _s, for bisection
         self._s_names: tuple[str, ...] | None = None
         self._emitted_ns = -1
 
@@ -371,10 +373,14 @@ class LiveGap:
             return
         if self._s_names is not None and want != self._s_names:
             self._s.clear()
+            self._s_stamps.clear()
         self._s_names = tuple(want)
         self._s.append((int(stamp_ns), self._row(names, want, position),
                         self._row(names, want, velocity)))
+        self._s_stamps.append(int(stamp_ns))
         self._trim(self._s)
+        while len(self._s_stamps) > len(self._s):
+            self._s_stamps.popleft()
 
     def _series(self, buf: deque[tuple[int, FloatArray, FloatArray]],
                 names: tuple[str, ...]) -> Series:
@@ -384,27 +390,38 @@ class LiveGap:
         return Series(names, np.array([b[0] for b in buf], np.int64),
                       np.stack([b[1] for b in buf]), np.stack([b[2] for b in buf]))
 
-    def latest_error(self) -> tuple[int, FloatArray, FloatArray] | None:
-        """Return the error of the newest primary sample the secondary covers.
+    def new_errors(self) -> list[tuple[int, FloatArray, FloatArray]]:
+        """Return the error of every primary sample the secondary newly covers, oldest first.
 
-        Returns (stamp, position error, velocity error), each primary sample at most once,
-        or None when there is no new one.
+        Each item is (stamp, position error, velocity error), with the secondary linearly
+        interpolated at the primary stamp; every primary sample is returned at most once.
+        Primary samples older than the secondary's window are skipped. Cost: a bisection per
+        sample, independent of the window length.
         """
         if self.names is None or len(self._s) < 2 or not self._p \
                 or self._s_names != self.names:
-            return None
+            return []
         s_lo, s_hi = self._s[0][0], self._s[-1][0]
+        todo: list[tuple[int, FloatArray, FloatArray]] = []
         for stamp, q, v in reversed(self._p):
-            if stamp <= self._emitted_ns:
-                return None
-            if s_lo <= stamp <= s_hi:
-                s = self._series(self._s, self.names)
-                t = np.array([stamp], np.int64)
-                sq = _interp(t, s.stamps, s.position)[0]
-                sv = _interp(t, s.stamps, s.velocity)[0]
-                self._emitted_ns = stamp
-                return stamp, q - sq, v - sv
-        return None
+            if stamp <= self._emitted_ns or stamp < s_lo:
+                break
+            if stamp <= s_hi:
+                todo.append((stamp, q, v))
+        out = []
+        for stamp, q, v in reversed(todo):
+            hi = bisect.bisect_left(self._s_stamps, stamp)
+            t1, q1, v1 = self._s[hi]
+            if t1 == stamp:
+                sq, sv = q1, v1
+            else:
+                t0, q0, v0 = self._s[hi - 1]
+                w = (stamp - t0) / (t1 - t0)
+                sq, sv = q0 + w * (q1 - q0), v0 + w * (v1 - v0)
+            out.append((stamp, q - sq, v - sv))
+        if out:
+            self._emitted_ns = out[-1][0]
+        return out
 
     def summary(self) -> GapSummary | None:
         """Windowed metrics; None until both streams have samples with the same joints."""

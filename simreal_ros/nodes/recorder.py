@@ -377,15 +377,17 @@ class Recorder(Node):
             self.live.add_primary(stamp, msg.name, msg.position, msg.velocity)
         else:
             self.live.add_secondary(stamp, msg.name, msg.position, msg.velocity)
-        err = self.live.latest_error()
-        if err is not None and self.live.names is not None and self.context.ok():
-            stamp_ns, dq, dv = err
+        errors = self.live.new_errors()
+        names = self.live.names
+        for stamp_ns, dq, dv in errors:
+            if names is None or not self.context.ok():
+                return
             try:
-                self.pub_error.publish(messages.joint_state(list(self.live.names), stamp_ns,
-                                                            dq, dv))
+                self.pub_error.publish(messages.joint_state(list(names), stamp_ns, dq, dv))
             except Exception:  # noqa: BLE001 - shutting down: the bag matters, not this topic
                 if self.context.ok():
                     raise
+                return
 
     # -- diagnostics -----------------------------------------------------------------------
 

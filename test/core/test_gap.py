@@ -88,10 +88,9 @@ def test_live_gap_windowed_error_and_lag():
         while ib < len(b) and b.stamps[ib] <= a.stamps[i]:
             live.add_secondary(int(b.stamps[ib]), b.names, b.position[ib])
             ib += 1
-        e = live.latest_error()
-        if e is not None:
-            errors.append(e)
+        errors += live.new_errors()
     assert len(errors) > 0.9 * len(a)
+    assert [e[0] for e in errors] == sorted(e[0] for e in errors)
     assert len({e[0] for e in errors}) == len(errors)  # each primary sample once
     s = live.summary()
     assert s is not None
@@ -99,6 +98,30 @@ def test_live_gap_windowed_error_and_lag():
     assert abs(s.lag_ms - 15.0) < 1.0
     live.add_primary(0, a.names, [math.nan, 0.0])  # out of order: ignored
     assert live.summary() is not None
+
+
+def test_live_error_for_every_primary_sample_once_the_slow_secondary_covers_it():
+    # primary at 1 kHz, secondary at 100 Hz in bursts of 10: every primary sample inside the
+    # secondary's span gets an error, exactly the linear interpolation of the secondary
+    live = LiveGap(window_ns=2 * 10**9)
+    tp = np.arange(1000, 4000) * 10**6
+    ts = np.arange(100, 400) * 10**7 + 3 * 10**5
+    sec = lambda t: np.array([1e-9 * t, -2e-9 * t])  # noqa: E731 - linear: exact interp
+    out = []
+    ip = 0
+    for k in range(0, 300, 10):  # a burst of 10 secondary samples every 100 ms
+        while ip < len(tp) and tp[ip] <= ts[min(k + 9, 299)]:
+            live.add_primary(int(tp[ip]), ['a', 'b'], [0.0, 0.0])
+            ip += 1
+        for j in range(k, k + 10):
+            live.add_secondary(int(ts[j]), ['b', 'a'], sec(int(ts[j]))[::-1])
+        out += live.new_errors()
+    stamps = np.array([e[0] for e in out])
+    covered = tp[(tp >= ts[0]) & (tp <= ts[-1])]
+    assert np.array_equal(stamps, covered)
+    want = -np.stack([sec(int(t)) for t in covered])
+    np.testing.assert_allclose(np.stack([e[1] for e in out]), want, atol=1e-9)
+    assert live.new_errors() == []
 
 
 def test_stream_stats_counts_gaps_order_duplicates_and_skew():
