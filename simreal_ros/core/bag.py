@@ -53,6 +53,8 @@ from simreal_ros.errors import BagError, ConfigError
 STORAGES = ('mcap', 'sqlite3')
 COMPRESSIONS = ('none', 'zstd')
 SIDE_CAR = 'recording.yaml'
+#: seconds between fsync calls of an MCAP file being written
+FSYNC_PERIOD_S = 1.0
 METADATA = 'metadata.yaml'
 BAG_VERSION = 9
 MCAP_MAGIC = b'\x89MCAP0\r\n'
@@ -227,12 +229,21 @@ class _McapFile(McapWriter):
             shutil.rmtree(scratch, ignore_errors=True)
         self.path = path
         self.bio = path.open('ab')
+        self._synced = time.monotonic()
 
     def flush(self) -> None:
-        """Close the pending chunk and hand everything to the operating system."""
+        """Close the pending chunk and hand everything to the operating system.
+
+        At most once a second the file is also synced to the disk (a power cut then loses
+        at most the last second).
+        """
         if self.chunk.bio.tell():
             self.close_chunk()
         self.bio.flush()
+        now = time.monotonic()
+        if now - self._synced >= FSYNC_PERIOD_S:
+            os.fsync(self.bio.fileno())
+            self._synced = now
 
     def size(self) -> int:
         """Bytes written so far (including the pending chunk)."""
