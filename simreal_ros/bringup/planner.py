@@ -60,6 +60,11 @@ ARGUMENTS: dict[str, Argument] = {
     'record': Argument('false', 'add the gap recorder (rosbag2 + live gap)', ('true', 'false')),
     'bag': Argument('', 'recorder: output bag directory ("" = ./bags/simreal_<date>_<time>)'),
     'record_topics': Argument('*', 'recorder: comma-separated topic names or patterns'),
+    'bag_storage': Argument('mcap', 'recorder: storage of the bag', ('mcap', 'sqlite3')),
+    'bag_compression': Argument('none', 'recorder: zstd compresses MCAP chunks / sqlite3 '
+                                'messages', ('none', 'zstd')),
+    'bag_split_duration': Argument('0', 'recorder: start a new bag file every N s (0 = never)'),
+    'bag_split_size': Argument('0', 'recorder: start a new bag file every N MB (0 = never)'),
     'real_driver': Argument('dynamixel', 'real/twin: the hardware driver',
                             ('dynamixel', 'external')),
     'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),

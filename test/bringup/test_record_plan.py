@@ -56,6 +56,22 @@ def test_bad_record_arguments():
         plan({'record': 'yes'})
     with pytest.raises(PlanError, match='record_topics'):
         plan({'record': 'true', 'record_topics': ' , '})
+    with pytest.raises(PlanError, match=r"bag_storage:='db3'.*'mcap', 'sqlite3'"):
+        plan({'record': 'true', 'bag_storage': 'db3'})
+    with pytest.raises(PlanError, match='bag_split_duration.*>= 0'):
+        plan({'record': 'true', 'bag_split_duration': '-1'})
+    with pytest.raises(PlanError, match='bag_split_size.*a number'):
+        plan({'record': 'true', 'bag_split_size': 'big'})
+
+
+def test_storage_compression_and_split_reach_the_recorder():
+    p = _recorder(plan({'record': 'true'})).parameters
+    assert (p['storage'], p['compression'], p['split_duration_s'], p['split_size_mb']) == (
+        'mcap', 'none', 0.0, 0.0)
+    p = _recorder(plan({'record': 'true', 'bag_storage': 'sqlite3', 'bag_compression': 'zstd',
+                        'bag_split_duration': '30', 'bag_split_size': '500'})).parameters
+    assert (p['storage'], p['compression'], p['split_duration_s'], p['split_size_mb']) == (
+        'sqlite3', 'zstd', 30.0, 500.0)
 
 
 def test_with_latency_the_gap_compares_the_undelayed_primary():
