@@ -18,4 +18,5 @@ def test_recorder_benchmark_reports_its_figures(ros_env):
     assert r.returncode == 0, r.stderr
     figures = json.loads(r.stdout)
     assert figures['ingest']['lossless'] and figures['ingest']['ratio_recorder_over_bare'] > 0
+    assert figures['ingest']['ratio_recorder_over_bare_draining'] > 0
     assert figures['image_30hz']['lossless'] and figures['image_30hz']['recorded_mb_per_s'] > 0
