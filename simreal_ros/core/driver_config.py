@@ -32,12 +32,16 @@ class DriverConfig:
     * ``command_timeout_s``: after the first command, this long without one triggers the
       watchdog: ``watchdog`` = ``hold`` (freeze the goal where it is) or ``torque_off``.
     * ``goal_rate_limit``: the goal moves at most ``velocity limit * dt`` per cycle (a jump
-      in the commands becomes a ramp at the joint's velocity limit).
+      in the commands becomes a ramp at the joint's velocity limit). Without it the servos'
+      Profile Velocity is set to the velocity limit instead, a guard on the servo side.
     * ``reset_speed``: speed (rad/s) of the move to home on ``~/reset``.
     * ``return_delay_us``: Return Delay Time written at configure (0 = answer at once).
     * ``latency_timer_ms``: the adapter's latency timer, used by the SDK's packet timeout.
     * ``reconnect_min_s``/``reconnect_max_s``: back-off between reconnection attempts.
     * ``startup_timeout_s``: how long start-up pings servos that did not answer yet.
+    * ``reboot_on_error``: servos in a hardware-error state (overload, overheating, voltage)
+      are sent REBOOT at configure and on ``~/reset`` instead of failing start-up (or the
+      reset) with the servos and bits named.
     """
 
     robot: str = 'simreal_arm'
@@ -55,6 +59,7 @@ class DriverConfig:
     reconnect_max_s: float = 0.4
     diagnostics_period_s: float = 1.0
     startup_timeout_s: float = 2.0
+    reboot_on_error: bool = False
 
     def __post_init__(self) -> None:
         src = 'dynamixel_driver'

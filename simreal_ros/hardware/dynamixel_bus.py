@@ -7,7 +7,15 @@ effort limit, no profile), then cycle: :meth:`read_state` (one group sync read o
 current, velocity and position) and :meth:`write_goal` (one group sync write of goal position).
 All values in and out are SI in robot (joint) order; the register conversions follow
 :mod:`simreal_ros.hardware.control_table` and the spec's ``zero_tick``/``direction``/
-``offset_rad``/``torque_per_amp``.
+``offset_rad``/``torque_per_amp``. The register values derived from the spec (gains, goal
+current, profile velocity) are checked against the registers' ranges when the bus is created,
+so a spec the servos would refuse fails early with a :class:`~simreal_ros.errors.ConfigError`
+naming the spec key.
+
+Servos in a hardware-error state (overload, overheating, input voltage, ...) have shut their
+torque off and refuse to enable it again until rebooted: :meth:`DynamixelBus.configure` reads
+Hardware Error Status first and either fails naming the servos and the bits, or (with
+``reboot_on_error``) sends REBOOT to them and configures them afresh.
 
 Failures are typed: :class:`~simreal_ros.errors.BusError` for a bus that answers wrongly
 (missing servo, wrong model, timeout, CRC) and :class:`~simreal_ros.errors.PortLostError`
@@ -17,6 +25,8 @@ when the port itself fails (adapter unplugged), after which the bus must be reop
 from __future__ import annotations
 
 from dataclasses import dataclass
+import errno
+import math
 import os
 import termios
 import time
@@ -29,7 +39,7 @@ import numpy.typing as npt
 import serial
 
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware import control_table as ct
 
 FloatArray = npt.NDArray[np.float64]
@@ -40,6 +50,7 @@ STATE_LEN = _A['present_position'].address + 4 - STATE_ADDR  # 10 bytes
 GOAL_ADDR = _A['goal_position'].address
 TORQUE_ADDR = _A['torque_enable'].address
 HW_ERROR_ADDR = _A['hardware_error_status'].address
+HEALTH_LEN = HW_ERROR_ADDR + 1 - TORQUE_ADDR           # 64..70: torque enable .. hardware error
 TEMPERATURE_ADDR = _A['present_temperature'].address
 
 #: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
@@ -65,10 +76,40 @@ class BusState:
 
 @dataclass(frozen=True)
 class ServoHealth:
-    """Hardware error bits and temperature (deg C) of every servo, robot order."""
+    """Hardware error bits, temperature (deg C) and torque enable of every servo, robot order."""
 
     error_bits: tuple[int, ...]
     temperature_c: tuple[int, ...]
+    torque_enable: tuple[int, ...] = ()
+
+
+#: what to do about a servo hardware error (the servo shut its torque off and stays off)
+HARDWARE_ERROR_FIX = ('remove the cause (mechanical load or blocked joint, heat, supply voltage), '
+                      'then power-cycle the servos, or start the driver with '
+                      'reboot_on_error:=true (REBOOT at start-up and on ~/reset)')
+
+PERMISSION_HINT = ('add your user to the dialout group (sudo usermod -aG dialout $USER, then '
+                   'log out and in again) or give the device a udev rule with MODE="0666"')
+
+
+def open_error_message(port: str, exc: BaseException) -> str:
+    """Return why ``port`` could not be opened, with the fix for a permission problem."""
+    text = f'cannot open {port}: {exc}'
+    if getattr(exc, 'errno', None) in (errno.EACCES, errno.EPERM) or \
+            'Permission denied' in str(exc):
+        text += f'; permission denied: {PERMISSION_HINT}'
+    return text
+
+
+def describe_servo_errors(robot: RobotSpec, errors: dict[int, int]) -> str:
+    """``servo ID 2 (shoulder_pitch): overload (0x20)`` for every servo in ``errors``."""
+    parts = []
+    for j in robot.joints:
+        bits = errors.get(j.servo.servo_id, 0)
+        if bits:
+            parts.append(f'servo ID {j.servo.servo_id} ({j.name}): '
+                         f'{ct.describe_hardware_error(bits)} (0x{bits:02x})')
+    return '; '.join(parts)
 
 
 class DynamixelBus:
@@ -76,12 +117,20 @@ class DynamixelBus:
 
     def __init__(self, robot: RobotSpec, port: str, baud: int, *,
                  return_delay_us: int = 0, latency_timer_ms: float = 16.0,
-                 read_timeout_s: float = 0.002) -> None:
+                 read_timeout_s: float = 0.002, servo_velocity_limit: bool = False) -> None:
+        """Prepare the bus (nothing is opened yet).
+
+        ``servo_velocity_limit``: write Profile Velocity from the spec's velocity limits, so
+        the servos themselves move no faster than the limit (a guard for drivers that do not
+        ramp the goal); otherwise 0 (no profile). Raises ConfigError when a value derived from
+        the spec does not fit its register.
+        """
         self.robot = robot
         self.port_name = port
         self.baud = baud
         self.return_delay_us = return_delay_us
         self.read_timeout_s = read_timeout_s
+        self.servo_velocity_limit = servo_velocity_limit
         sdk_port.LATENCY_TIMER = latency_timer_ms  # the SDK's packet timeout margin
         self.ids = [j.servo.servo_id for j in robot.joints]
         self.servos = [j.servo for j in robot.joints]
@@ -92,6 +141,7 @@ class DynamixelBus:
         self.comm_errors: dict[str, int] = {}
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
+        self._registers = self._spec_registers()
 
     # ---- port --------------------------------------------------------------------------------
     @property
@@ -108,7 +158,7 @@ class DynamixelBus:
         try:
             ok = port.openPort() and port.setBaudRate(self.baud)
         except (serial.SerialException, OSError, ValueError) as exc:
-            raise PortLostError(f'cannot open {self.port_name}: {exc}') from None
+            raise PortLostError(open_error_message(self.port_name, exc)) from None
         if not ok:
             raise BusError(f'{self.port_name}: baud rate {self.baud} is not supported by the '
                            f'SDK; use one of 57600, 115200, 1000000, 2000000, 3000000, 4000000')
@@ -235,26 +285,102 @@ class DynamixelBus:
 
     def gains(self) -> list[dict[str, int]]:
         """Return the register values written at configure, per servo (robot order)."""
+        return [dict(regs) for regs in self._registers]
+
+    def _spec_registers(self) -> list[dict[str, int]]:
+        """Register values from the spec, each checked against its register's range."""
+        src = str(self.robot.source)
         out = []
-        for j in self.robot.joints:
+        for k, j in enumerate(self.robot.joints):
             s = j.servo
-            out.append({
-                'position_p_gain': ct.kp_to_register(j.kp, s.ticks_per_rev, s.torque_per_amp),
+            tpr, kt = s.ticks_per_rev, s.torque_per_amp
+            profile = 0
+            if self.servo_velocity_limit:  # never 0: that would mean "no limit"
+                profile = max(1, math.ceil(j.limits.velocity / ct.VELOCITY_UNIT_RAD_S - 1e-9))
+            regs = {
+                'position_p_gain': ct.kp_to_register(j.kp, tpr, kt),
                 'position_i_gain': 0,
-                'position_d_gain': ct.kd_to_register(j.kd, s.ticks_per_rev, s.torque_per_amp),
-                'goal_current': ct.effort_to_current_register(j.limits.effort,
-                                                              s.torque_per_amp),
-                'profile_velocity': 0, 'profile_acceleration': 0,
-            })
+                'position_d_gain': ct.kd_to_register(j.kd, tpr, kt),
+                'goal_current': ct.effort_to_current_register(j.limits.effort, kt),
+                'profile_velocity': profile, 'profile_acceleration': 0,
+            }
+            per_unit = {
+                'position_p_gain': (f'joints[{k}].gains.kp', ct.register_to_kp(1, tpr, kt),
+                                    'N*m/rad'),
+                'position_d_gain': (f'joints[{k}].gains.kd', ct.register_to_kd(1, tpr, kt),
+                                    'N*m*s/rad'),
+                'goal_current': (f'joints[{k}].limits.effort', ct.CURRENT_UNIT_A * kt, 'N*m'),
+                'profile_velocity': (f'joints[{k}].limits.velocity', ct.VELOCITY_UNIT_RAD_S,
+                                     'rad/s'),
+            }
+            for name, (key, unit, si) in per_unit.items():
+                it = ct.BY_NAME[name]
+                lo = 0 if it.minimum is None else max(0, it.minimum)
+                hi = it.maximum
+                value = regs[name]
+                if hi is not None and not lo <= value <= hi:
+                    got = {'position_p_gain': j.kp, 'position_d_gain': j.kd,
+                           'goal_current': j.limits.effort,
+                           'profile_velocity': j.limits.velocity}[name]
+                    raise ConfigError(
+                        src, f'{key} ({j.name}, servo ID {s.servo_id})',
+                        f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '
+                        f'{name} register ({lo}..{hi}) of the {s.model}, which would be '
+                        f'{value}; change it in the robot spec', got)
+            out.append(regs)
         return out
 
-    def configure(self) -> None:
-        """Write operating mode, return delay, gains and limits; hold; enable torque.
+    def hardware_errors(self) -> dict[int, int]:
+        """Hardware Error Status of every servo: ``{servo ID: bits}`` of those with bits set."""
+        out = {}
+        for sid in self.ids:
+            bits = self.read_register(sid, 'hardware_error_status')
+            if bits:
+                out[sid] = bits
+        return out
 
-        EEPROM items are written only when they differ (each write needs torque off, which
-        would let the arm sag); the goal is set to the present position before torque on, so
-        enabling never makes the arm jump.
+    def reboot(self, ids: list[int], timeout_s: float = 2.0) -> None:
+        """Send REBOOT to ``ids`` (clears hardware errors; RAM, torque off) and wait for them.
+
+        A rebooted servo has lost its RAM settings (gains, goal current, goal, torque): call
+        :meth:`configure` afterwards.
         """
+        for sid in ids:
+            result, error = self._retried(self.ph.reboot, sid)
+            self._check(sid, 'reboot', result, error)
+        self.check_servos(timeout_s)  # answers again once it has booted
+
+    def clear_hardware_errors(self, reboot: bool) -> list[int]:
+        """Check Hardware Error Status; REBOOT the servos in error if ``reboot``.
+
+        Returns the rebooted IDs. Raises BusError naming the servos and the bits when a servo
+        is in error and ``reboot`` is false, or still is after the reboot.
+        """
+        errors = self.hardware_errors()
+        if not errors:
+            return []
+        where = describe_servo_errors(self.robot, errors)
+        if not reboot:
+            raise BusError(f'{self.port_name}: hardware error: {where}; the servo has shut its '
+                           f'torque off and will not enable it again: {HARDWARE_ERROR_FIX}')
+        self.reboot(sorted(errors))
+        still = self.hardware_errors()
+        if still:
+            raise BusError(f'{self.port_name}: hardware error after REBOOT: '
+                           f'{describe_servo_errors(self.robot, still)}; {HARDWARE_ERROR_FIX}')
+        return sorted(errors)
+
+    def configure(self, torque: bool = True, reboot_on_error: bool = False) -> None:
+        """Check hardware errors; write mode, return delay, gains and limits; hold; torque.
+
+        Hardware Error Status is read first: a servo in error fails with a BusError naming it
+        and the bits (or is rebooted first with ``reboot_on_error``). EEPROM items are written
+        only when they differ (each write needs torque off, which would let the arm sag); the
+        goal is set to the present position before torque on, so enabling never makes the arm
+        jump. With ``torque`` false torque is written off instead (e.g. a reconnect while the
+        watchdog has switched torque off).
+        """
+        self.clear_hardware_errors(reboot_on_error)
         rdt = int(round(self.return_delay_us / 2))
         for j, regs in zip(self.robot.joints, self.gains(), strict=True):
             sid = j.servo.servo_id
@@ -267,7 +393,7 @@ class DynamixelBus:
                 self.write_register(sid, reg_name, value)
             present = self.read_register(sid, 'present_position')
             self.write_register(sid, 'goal_position', present)
-            self.write_register(sid, 'torque_enable', 1)
+            self.write_register(sid, 'torque_enable', 1 if torque else 0)
 
     # ---- cycle -------------------------------------------------------------------------------
     def read_state(self) -> BusState:
@@ -335,17 +461,18 @@ class DynamixelBus:
         return state
 
     def read_health(self) -> ServoHealth:
-        """Hardware Error Status and Present Temperature of every servo (bulk read)."""
+        """Torque Enable .. Hardware Error Status (bulk read) and Present Temperature (sync)."""
         port = self._port()
         gbr = sdk.GroupBulkRead(port, self.ph)
         for sid in self.ids:
-            gbr.addParam(sid, HW_ERROR_ADDR, 1)
+            gbr.addParam(sid, TORQUE_ADDR, HEALTH_LEN)
         result = self._guard(gbr.txRxPacket)
         if result != sdk.COMM_SUCCESS:
             raise BusError(f'bulk read of hardware errors: {self._count(result)}')
-        if any(len(gbr.data_dict[sid][0]) != 1 for sid in self.ids):  # [data, addr, len]
+        if any(len(gbr.data_dict[sid][0]) != HEALTH_LEN for sid in self.ids):  # [data, a, n]
             raise BusError(f'bulk read of hardware errors: {self._count(STALE)} answer')
         bits = tuple(int(gbr.getData(sid, HW_ERROR_ADDR, 1)) for sid in self.ids)
+        torque = tuple(int(gbr.getData(sid, TORQUE_ADDR, 1)) for sid in self.ids)
         gsr = sdk.GroupSyncRead(port, self.ph, TEMPERATURE_ADDR, 1)
         for sid in self.ids:
             gsr.addParam(sid)
@@ -355,7 +482,7 @@ class DynamixelBus:
         if any(len(gsr.data_dict[sid]) != 1 for sid in self.ids):
             raise BusError(f'sync read of temperatures: {self._count(STALE)} answer')
         temps = tuple(int(gsr.getData(sid, TEMPERATURE_ADDR, 1)) for sid in self.ids)
-        return ServoHealth(bits, temps)
+        return ServoHealth(bits, temps, torque)
 
 
 def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
@@ -372,20 +499,10 @@ def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
     return 1.0 / seconds
 
 
-def wait_for_port(path: str, timeout_s: float) -> bool:
-    """Poll until ``path`` exists (True) or ``timeout_s`` passed (False)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if os.path.exists(path):
-            return True
-        time.sleep(0.01)
-    return os.path.exists(path)
-
-
 def clamp_step(previous: FloatArray, target: FloatArray, max_step: FloatArray) -> FloatArray:
     """Move from ``previous`` toward ``target`` by at most ``max_step`` per joint."""
     return previous + np.clip(target - previous, -max_step, max_step)
 
 
 __all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'byte_time_limit_hz', 'clamp_step',
-           'wait_for_port']
+           'describe_servo_errors', 'open_error_message']
