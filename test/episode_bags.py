@@ -15,7 +15,7 @@ ROBOT = load_robot('simreal_arm')
 NAMES = ROBOT.joint_names
 T0 = 1_700_000_000 * 10**9
 DEFECTS = ('dropped', 'out_of_order', 'duplicate', 'gap', 'clock_skew', 'commands_at_limits',
-           'saturated_effort')
+           'saturated_effort', 'recorder_dropped')
 
 
 def signal(t: np.ndarray) -> np.ndarray:
@@ -78,8 +78,9 @@ def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
         eff[n // 5:n // 5 + n // 10, 1] = ROBOT.effort_limit[1]
     truth: dict = {'lag_ms': lag_s * 1e3, 'offset': offset, 'latency_ms': {}}
     opts = BagOptions()
-    with BagWriter(path, opts, {'robot_spec.argument': 'simreal_arm',
-                                'backend': 'sim2sim'}) as w:
+    custom = {'robot_spec.argument': 'simreal_arm', 'backend': 'sim2sim',
+              'recorder.dropped_queue_full': '12' if 'recorder_dropped' in defects else '0'}
+    with BagWriter(path, opts, custom) as w:
         ha = w.add_topic('/sim_a/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
         hb = w.add_topic('/sim_b/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
         hc = w.add_topic('/joint_commands', 'sensor_msgs/msg/JointState', [QosSpec()])

@@ -52,7 +52,22 @@ def config_files(args: Mapping[str, str]) -> tuple[list[str], list[str]]:
                 raise PlanError(f'robot:={value!r}: no such robot spec') from None
             continue
         embed.append(f'{key}={path.resolve()}')
+        embed += _referenced(arg, path, key)
     return embed, custom
+
+
+def _referenced(arg: str, path: Path, key: str) -> list[str]:
+    """Files a config points to: the robot's URDF, the policy's weights (hashed)."""
+    try:
+        if arg == 'robot':
+            from simreal_ros.core.robot import load_robot
+            return [f'{key}.urdf={load_robot(str(path)).urdf.resolve()}']
+        if arg == 'policy':
+            from simreal_ros.core.policy_spec import load_policy_spec
+            return [f'{key}.model={load_policy_spec(path).model.resolve()}']
+    except ConfigError:
+        pass  # the node that loads it names the problem at start-up
+    return []
 
 
 def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:

@@ -22,8 +22,9 @@ def sha256_file(path: Path) -> str:
 def embed_files(files: Mapping[str, str], source: str = 'embed') -> dict[str, str]:
     """Return custom_data entries for ``{key: file path}``.
 
-    Each file gives ``<key>.path``, ``<key>.sha256`` and ``<key>`` (its text). A path that does
-    not exist raises ConfigError naming the key. Empty paths are skipped.
+    Each file gives ``<key>.path``, ``<key>.sha256`` and ``<key>`` (its text; binary or large
+    files are hashed only). A path that does not exist raises ConfigError naming the key.
+    Empty paths are skipped.
     """
     out: dict[str, str] = {}
     for key, value in files.items():
@@ -36,7 +37,10 @@ def embed_files(files: Mapping[str, str], source: str = 'embed') -> dict[str, st
         out[f'{key}.path'] = str(p.resolve())
         out[f'{key}.sha256'] = hashlib.sha256(data).hexdigest()
         if len(data) <= MAX_EMBED_BYTES:
-            out[key] = data.decode('utf-8', errors='replace')
+            try:
+                out[key] = data.decode('utf-8')
+            except UnicodeDecodeError:
+                pass  # binary (weights): the hash identifies it
     return out
 
 

@@ -148,6 +148,7 @@ def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = 
             f'{gaps} gaps longer than {limit / 1e6:.1f} ms ({th.gap_factor:g} periods); '
             f'longest interval {worst:.1f} ms'))
         medians[topic] = s.skew_mean_ms
+    _check_recorder(ep, v)
     if len(medians) >= 2:
         lo = min(medians, key=lambda t: medians[t])
         hi = max(medians, key=lambda t: medians[t])
@@ -164,6 +165,24 @@ def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = 
         return v
     _check_limits(ep, robot, th, v)
     return v
+
+
+def _check_recorder(ep: Episode, v: Verdict) -> None:
+    """Messages the recorder received but could not queue (its own count, in custom_data)."""
+    custom = ep.info.custom_data
+    if 'recorder.dropped_queue_full' not in custom:
+        v.skipped.append('recorder_dropped: the bag does not say (not from a clean '
+                         'simreal recorder stop)')
+        return
+    try:
+        dropped = int(custom['recorder.dropped_queue_full'])
+    except ValueError:
+        v.skipped.append('recorder_dropped: unreadable count '
+                         f'{custom["recorder.dropped_queue_full"]!r}')
+        return
+    v.findings.append(Finding(
+        'recorder_dropped', 'recorder', dropped, 0, dropped == 0,
+        f'{dropped} messages dropped inside the recorder (queue full)'))
 
 
 def _check_limits(ep: Episode, robot: RobotSpec, th: Thresholds, v: Verdict) -> None:

@@ -465,6 +465,8 @@ class Recorder(Node):
         self.running = False
         self.thread.join(timeout=60.0)
         with self.lock:
+            self.writer.custom['recorder.messages_written'] = str(self.written)
+            self.writer.custom['recorder.dropped_queue_full'] = str(self.dropped)
             self.writer.close()
         counts = ', '.join(f'{t.name}: {t.received}' for t in self.topics.values())
         print(f'recorded {self.written} messages into {self.writer.path} ({counts})'

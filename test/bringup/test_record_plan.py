@@ -30,10 +30,22 @@ def test_sim2sim_pairs_sim_a_with_sim_b_and_embeds_configs(tmp_path):
     assert p['topics'] == ['/sim_a/*', 'joint_commands']
     assert p['bag'] == str(tmp_path / 'b')
     embedded = dict(e.split('=', 1) for e in p['embed'])
-    assert set(embedded) == {'robot_spec', 'overlay_b'}
+    assert set(embedded) == {'robot_spec', 'robot_spec.urdf', 'overlay_b'}
     assert all(Path(v).is_file() for v in embedded.values())
+    assert embedded['robot_spec.urdf'].endswith('simreal_arm.urdf')
     assert 'backend=sim2sim' in p['custom_data']
     assert p['use_sim_time'] is False
+
+
+def test_policy_spec_and_its_weights_are_embedded_and_hashed():
+    from simreal_ros.core.provenance import embed_files
+    rec = _recorder(plan({'backend': 'sim', 'record': 'true', 'policy': 'simreal_arm_reach'}))
+    embedded = dict(e.split('=', 1) for e in rec.parameters['embed'])
+    assert embedded['policy_spec.model'].endswith('simreal_arm_reach.pt')
+    custom = embed_files(embedded)
+    assert 'model:' in custom['policy_spec'] and len(custom['policy_spec.model.sha256']) == 64
+    assert 'policy_spec.model' not in custom  # binary weights: hashed, not embedded as text
+    assert '<robot' in custom['robot_spec.urdf']
 
 
 def test_namespace_prefixes_the_pairing_and_sim_backend_has_none():

@@ -29,16 +29,18 @@ def test_clean_episode_passes_every_check(clean_bag):
     assert v.passed, v.text()
     checks = {f.check for f in v.findings}
     assert checks == {'dropped', 'non_monotonic', 'gaps', 'clock_skew', 'commands_at_limits',
-                      'saturated_effort'}
+                      'saturated_effort', 'recorder_dropped'}
 
 
 CHECK_OF = {'dropped': 'dropped', 'out_of_order': 'non_monotonic',
             'duplicate': 'non_monotonic', 'gap': 'gaps', 'clock_skew': 'clock_skew',
-            'commands_at_limits': 'commands_at_limits', 'saturated_effort': 'saturated_effort'}
+            'commands_at_limits': 'commands_at_limits', 'saturated_effort': 'saturated_effort',
+            'recorder_dropped': 'recorder_dropped'}
 SUBJECT_OF = {'dropped': '/sim_a/joint_states', 'out_of_order': '/sim_a/joint_states',
               'duplicate': '/sim_a/joint_states', 'gap': '/sim_b/joint_states',
               'clock_skew': 'between topics', 'commands_at_limits': 'elbow_pitch',
-              'saturated_effort': '/sim_a/joint_states shoulder_pitch'}
+              'saturated_effort': '/sim_a/joint_states shoulder_pitch',
+              'recorder_dropped': 'recorder'}
 
 
 @pytest.mark.parametrize('defect', DEFECTS)

@@ -94,6 +94,8 @@ def test_storage_compression_and_split_through_the_node(start_node, ros_env, ros
         assert {t: n for t, (_ty, n) in b.info.topics.items()} == {
             '/load/t0': 1500, '/load/t1': 1500}
         assert len(b.info.files) >= 3  # 3 s of receive time split at 1 s
+        assert b.info.custom_data['recorder.messages_written'] == '3000'
+        assert b.info.custom_data['recorder.dropped_queue_full'] == '0'
         seqs: dict[str, list[int]] = {}
         for m in b.messages():
             seqs.setdefault(m.topic, []).append(int(b.deserialize(m).position[0]))
