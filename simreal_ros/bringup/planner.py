@@ -65,6 +65,8 @@ ARGUMENTS: dict[str, Argument] = {
                                 'messages', ('none', 'zstd')),
     'bag_split_duration': Argument('0', 'recorder: start a new bag file every N s (0 = never)'),
     'bag_split_size': Argument('0', 'recorder: start a new bag file every N MB (0 = never)'),
+    'twin_resync': Argument('0', 'twin: snap the twin to the real state every N s (0 = never; '
+                            'gives k-step prediction errors in simreal gap)'),
     'real_driver': Argument('dynamixel', 'real/twin: the hardware driver',
                             ('dynamixel', 'external')),
     'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),
@@ -345,8 +347,17 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             _require('sim_bridge', 'backend:=twin')
             # the twin gets the commands the hardware gets (after the injector, if any)
             commands = _ns(root, 'backend') if profile is not None else root or ''
-            nodes.append(_bridge(a, 'sim_bridge', _ns(root, 'twin'), a['overlay'], commands,
-                                 False))
+            twin = _bridge(a, 'sim_bridge', _ns(root, 'twin'), a['overlay'], commands, False)
+            resync = _typed(a, 'twin_resync', float, 'a number of seconds >= 0 (0 = never)')
+            if resync < 0:
+                raise PlanError(f'twin_resync:={a["twin_resync"]!r} is not valid; expected a '
+                                f'number of seconds >= 0 (0 = never)')
+            if resync > 0:  # to the undelayed real state
+                source = _ns(root, 'backend/joint_states' if profile is not None
+                             else 'joint_states')
+                twin = replace(twin, parameters={**twin.parameters, 'resync_period_s': resync,
+                                                 'resync_topic': source})
+            nodes.append(twin)
         if profile is not None:
             nodes.append(_injector(a, root, '', with_imu))
     if a['policy']:

@@ -24,6 +24,9 @@ class SimBridgeConfig:
     * ``publish_rate_hz``: joint_states (and imu/data) rate in sim time.
     * ``lockstep_timeout_s``: 0 waits for the controller forever; > 0 advances anyway after
       that long and counts a missed tick.
+    * ``resync_topic`` / ``resync_period_s``: a twin snaps its joints to the latest state on
+      ``resync_topic`` (the real robot's joint_states) every ``resync_period_s`` and marks
+      each snap on ``~/resync``; the gap report turns that into k-step prediction errors.
     """
 
     robot: str = 'simreal_arm'
@@ -41,9 +44,18 @@ class SimBridgeConfig:
     start_paused: bool = False
     spin_wait_us: int = 300
     diagnostics_period_s: float = 1.0
+    resync_topic: str = ''
+    resync_period_s: float = 0.0
 
     def __post_init__(self) -> None:
         src = 'sim_bridge'
+        r = self.resync_period_s
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r)
+                                                                         and r >= 0):
+            raise ConfigError(src, 'resync_period_s', 'a number of seconds >= 0 (0: never)', r)
+        if r > 0 and not self.resync_topic:
+            raise ConfigError(src, 'resync_topic', 'the joint_states topic to re-sync to when '
+                              'resync_period_s > 0', self.resync_topic)
         if self.timing_mode not in TIMING_MODES:
             raise ConfigError(src, 'timing_mode', f'one of {TIMING_MODES}', self.timing_mode)
         for key in ('publish_rate_hz', 'diagnostics_period_s'):

@@ -14,6 +14,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 import mujoco
+import numpy as np
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -88,6 +89,14 @@ class SimBridge(Node):
         self.create_service(SetBool, '~/set_paused', self._on_set_paused)
         self.create_service(Trigger, '~/step', self._on_step)
         self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
+        self.resync_source: tuple[int, Any, Any] | None = None  # (receive ns, q, qd)
+        self.resync_stats: dict[str, Any] = {'count': 0, 'skipped': 0, 'error_before': 0.0,
+                                             'source_age_ms': 0.0, 'rejected_sources': 0}
+        if cfg.resync_period_s > 0:
+            self.pub_resync = self.create_publisher(JointState, '~/resync', qos.STATE)
+            self.create_subscription(JointState, cfg.resync_topic, self._on_resync_source,
+                                     qos.STATE)
+            self.create_timer(cfg.resync_period_s, self._resync)
 
         self.thread = threading.Thread(target=self._physics_thread, name='physics',
                                        daemon=True)
@@ -125,6 +134,40 @@ class SimBridge(Node):
 
     def _on_forward_command(self, msg: Float64MultiArray) -> None:
         self._accept([], msg.data, (), (), 0)
+
+    # ---- twin re-sync ----------------------------------------------------------------------
+    def _on_resync_source(self, msg: JointState) -> None:
+        index = {n: i for i, n in enumerate(msg.name)}
+        q, v = list(msg.position), list(msg.velocity)
+        if any(n not in index for n in self.names) or len(q) != len(msg.name) \
+                or (v and len(v) != len(msg.name)):
+            self.resync_stats['rejected_sources'] += 1
+            return
+        pos = np.array([q[index[n]] for n in self.names])
+        vel = np.array([v[index[n]] for n in self.names]) if v else np.zeros(self.robot.n)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+            self.resync_stats['rejected_sources'] += 1
+            return
+        self.resync_source = (time.monotonic_ns(), pos, vel)
+
+    def _resync(self) -> None:
+        src = self.resync_source
+        now = time.monotonic_ns()
+        # a state older than one re-sync period (or 0.5 s) is not "the real robot now"
+        if src is None or now - src[0] > max(self.cfg.resync_period_s, 0.5) * 1e9:
+            self.resync_stats['skipped'] += 1
+            return
+        received, pos, vel = src
+        with self.lock:
+            before = self.sim.observe().position
+            self.sim.set_joint_state(pos, vel)
+            stamp = (self.sim.time_ns if self.cfg.uses_sim_time
+                     else self.get_clock().now().nanoseconds)
+        st = self.resync_stats
+        st['count'] += 1
+        st['error_before'] = float(np.max(np.abs(before - pos)))
+        st['source_age_ms'] = (now - received) / 1e6
+        self.pub_resync.publish(messages.joint_state(list(self.names), stamp, pos, vel))
 
     # ---- services ------------------------------------------------------------------------
     def _on_reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
@@ -326,6 +369,12 @@ class SimBridge(Node):
             'last_rejection': self.stats['last_rejection'],
             'lockstep_missed_ticks': self.stats['missed_ticks'],
             'states_published': self.stats['published'],
+            **({'resyncs': self.resync_stats['count'],
+                'resyncs_skipped_stale_source': self.resync_stats['skipped'],
+                'resync_sources_rejected': self.resync_stats['rejected_sources'],
+                'resync_error_before_max_rad': self.resync_stats['error_before'],
+                'resync_source_age_ms': self.resync_stats['source_age_ms']}
+               if self.cfg.resync_period_s > 0 else {}),
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             **{f'dynamics.{k}': v for k, v in params.items()},
         }

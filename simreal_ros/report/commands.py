@@ -142,7 +142,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--secondary', help='secondary joint_states topic (default: sim_b/, twin/)')
     p.add_argument('--max-lag', type=float, default=0.2, help='lag search range (s)')
     p.add_argument('--resync-topic', default='',
-                   help='topic whose messages mark twin re-syncs (default: detected)')
+                   help='topic whose messages mark twin re-syncs (default: '
+                        '<secondary ns>/sim_bridge/resync if recorded, else detected from '
+                        'the error)')
     p.add_argument('--json', action='store_true', help='print the metrics as JSON')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     p.set_defaults(func=cmd_gap)

@@ -107,6 +107,9 @@ def analyse(ep: Episode, primary: str | None, secondary: str | None,
                                f'joint_states topics: {sorted(ep.joints)}')
         pa, se = ep.joints[primary].series(), ep.joints[secondary].series()
         resync = None
+        if not resync_topic:  # a twin launched with twin_resync:= marks its snaps here
+            marker = f'{secondary.rpartition("/")[0]}/sim_bridge/resync'
+            resync_topic = marker if marker in ep.receive else ''
         if resync_topic:
             if resync_topic not in ep.receive:
                 raise BagError(f'--resync-topic {resync_topic} is not in the bag')

@@ -100,6 +100,13 @@ class SimRobot:
                          self.robot.n)
         ctrl[self.built.ff_act] = kd * target.velocity + target.effort
 
+    def set_joint_state(self, position: FloatArray, velocity: FloatArray) -> None:
+        """Snap the joints to a measured state (twin re-sync); targets and delays are kept."""
+        b = self.built
+        self.data.qpos[b.qpos_adr] = position
+        self.data.qvel[b.dof_adr] = velocity
+        mujoco.mj_forward(self.model, self.data)
+
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, releasing delayed commands at their step."""
         pending = self._pending

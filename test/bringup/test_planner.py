@@ -224,6 +224,19 @@ def test_twin_is_the_driver_plus_a_bridge_on_the_same_commands() -> None:
     assert twin.parameters['publish_clock'] is False
     assert twin.parameters['overlay'] == 'worn_arm'
     assert excite.remappings == ()  # the excitation drives the real robot's topics
+    assert 'resync_period_s' not in twin.parameters
+
+
+def test_twin_resync_follows_the_undelayed_real_state() -> None:
+    twin = plan({'backend': 'twin', 'port': '/tmp/bus', 'twin_resync': '2'})[1]
+    assert (twin.parameters['resync_period_s'], twin.parameters['resync_topic']) == (
+        2.0, '/joint_states')
+    twin = [n for n in plan({'backend': 'twin', 'port': '/tmp/bus', 'twin_resync': '0.5',
+                             'latency': 'wifi', 'namespace': 'lab'}) if n.kind == 'sim_bridge'][0]
+    assert twin.parameters['resync_topic'] == '/lab/backend/joint_states'
+    for bad in ('-1', 'often', 'nan'):
+        with pytest.raises(PlanError, match='twin_resync'):
+            plan({'backend': 'twin', 'port': '/tmp/bus', 'twin_resync': bad})
 
 
 def test_real_external_adapter() -> None:

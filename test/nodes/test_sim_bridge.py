@@ -177,3 +177,46 @@ def test_bad_parameters_exit_with_a_one_line_reason(start_node):
     p = start_node('sim_bridge', name='b3', overlay='no_such_overlay')
     assert p.wait() == 1
     assert 'no_such_overlay' in p.output() and 'worn_arm' in p.output()
+
+
+def test_twin_resync_snaps_to_the_real_state_and_marks_it(start_node, ros_client):
+    # a stand-in "real robot" holds elbow_pitch 0.5 rad away from the twin's home target
+    real = np.array(ROBOT.home, float)
+    real[2] += 0.5
+    marks = ros_client.collect(JointState, '/twin/sim_bridge/resync')
+    states = ros_client.collect(JointState, '/twin/joint_states')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('sim_bridge', namespace='/twin', resync_topic='/real/joint_states',
+               resync_period_s=0.5, diagnostics_period_s=0.3)
+    pub = ros_client.publisher(JointState, '/real/joint_states')
+    ros_client.wait_for(lambda: len(states) > 10, 20, 'twin joint_states')
+    for _ in range(150):  # 1.5 s at 100 Hz, names in another order than the spec's
+        pub.publish(messages.joint_state(ROBOT.joint_names[::-1], time.time_ns(), real[::-1]))
+        time.sleep(0.01)
+    ros_client.wait_for(lambda: len(marks) >= 2, 10, 'two re-sync marks')
+    mark = marks[-1][1]
+    assert list(mark.name) == ROBOT.joint_names
+    np.testing.assert_allclose(mark.position, real, atol=1e-12)
+    t_mark = messages.stamp_to_ns(mark.header.stamp)
+    ros_client.wait_for(lambda: any(messages.stamp_to_ns(m.header.stamp) > t_mark
+                                    for _t, m in states), 5, 'a state after the mark')
+    after = [m for _t, m in states if messages.stamp_to_ns(m.header.stamp) > t_mark]
+    # right after the snap the twin is at the real pose; its servo then pulls it home
+    assert abs(after[0].position[2] - real[2]) < 0.05
+    before = [m for _t, m in states if messages.stamp_to_ns(m.header.stamp) < t_mark]
+    assert abs(before[-1].position[2] - real[2]) > 0.2
+    v = values(bridge_status(diags))
+    assert int(v['resyncs']) >= 2 and float(v['resync_error_before_max_rad']) > 0.2
+    # the real robot goes silent: no snap to a stale state
+    skipped = int(v['resyncs_skipped_stale_source'])
+    ros_client.wait_for(lambda: int(values(bridge_status(diags))['resyncs_skipped_stale_source'])
+                        >= skipped + 2, 10, 'stale source skipped')
+    n_marks = len(marks)
+    time.sleep(0.6)
+    assert len(marks) == n_marks
+
+
+def test_resync_needs_a_source_topic(start_node):
+    p = start_node('sim_bridge', resync_period_s=1.0)
+    assert p.wait() == 1
+    assert 'resync_topic' in p.output()

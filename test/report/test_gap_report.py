@@ -70,3 +70,36 @@ def test_gap_without_pair_and_bad_inputs(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ''
+
+
+def test_twin_resync_marks_give_k_step_errors(tmp_path):
+    # a twin at 100 Hz that drifts 1 mrad per sample on joint 0 and is snapped back every
+    # 0.5 s onto a state 0.2 mrad off (the real state it snaps to is a few ms old), its snaps
+    # marked on /twin/sim_bridge/resync as the bridge does: the error alone never shows them
+    from episode_bags import T0, joint_state
+
+    from simreal_ros.core.bag import BagWriter, QosSpec
+    from simreal_ros.report.gap_report import write_report
+    bag = tmp_path / 'bag'
+    js = 'sensor_msgs/msg/JointState'
+    with BagWriter(bag) as w:
+        hp = w.add_topic('/joint_states', js, [QosSpec()])
+        ht = w.add_topic('/twin/joint_states', js, [QosSpec()])
+        hm = w.add_topic('/twin/sim_bridge/resync', js, [QosSpec()])
+        for i in range(400):
+            t = T0 + i * 10_000_000
+            q = 0.2 * np.sin(np.linspace(0, 1, len(NAMES)) + i / 50)
+            drift = np.zeros(len(NAMES))
+            drift[0] = 1e-3 * (i % 50) + 2e-4
+            w.write(hp, t, joint_state(t, q))
+            if i % 50 == 0 and i:
+                w.write(hm, t - 1000, joint_state(t - 1000, q))
+            w.write(ht, t + 1, joint_state(t, q + drift))
+    m = write_report(str(bag), str(tmp_path / 'report'), '/joint_states', '/twin/joint_states',
+                     progress=False)
+    gap = m['gap']
+    assert gap['resyncs'] == 7
+    for k in (1, 5, 10, 20):
+        assert gap['k_step_rmse_rad'][str(k)][NAMES[0]] == pytest.approx(1e-3 * k + 2e-4,
+                                                                         abs=1e-9)
+        assert gap['k_step_rmse_rad'][str(k)][NAMES[1]] == pytest.approx(0.0, abs=1e-9)
