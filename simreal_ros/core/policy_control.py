@@ -9,11 +9,14 @@ Modes::
     disabled --enable--> ramping (cosine ramp from the measured pose to the default pose)
              --ramp done--> running (the network drives)
     ramping/running --observation older than stale_after_periods--> hold (last safe command)
+                    (joint_states, and imu/data when a term needs the IMU)
     any --disable--> disabled (publishes nothing; the backend holds its last target)
 
 A network output that is NaN/inf, of the wrong size or beyond ``action.reject_abs`` is
 rejected: the last safe command is held and the fault is counted and reported. Every command
-returned is finite and inside the joint limits.
+returned is finite and inside the joint limits. An observation that cannot be built (e.g. a
+term's input is malformed) also holds the last safe command and is counted
+(``observation_faults``).
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ class PolicyController:
         self.goal = spec.default.copy()
         self.imu_gyro: FloatArray | None = None
         self.imu_quat: FloatArray | None = None
+        self.imu_stamp_ns: int | None = None
+        self.needs_imu = 'imu' in spec.needs
         self.last_action = self.actions.neutral_action()
         self.last_command: FloatArray | None = None
         self.ramp_start: FloatArray | None = None
@@ -87,7 +92,8 @@ class PolicyController:
         self.last_step_ns: int | None = None
         self.held_mode = RUNNING
         self.counts = {'steps': 0, 'rejected_outputs': 0, 'stale_holds': 0,
-                       'rejected_states': 0, 'rejected_goals': 0, 'clipped_actions': 0}
+                       'rejected_states': 0, 'rejected_goals': 0, 'rejected_imu': 0,
+                       'observation_faults': 0, 'clipped_actions': 0}
         self.last_fault = ''
 
     # ---- inputs --------------------------------------------------------------------------
@@ -118,21 +124,45 @@ class PolicyController:
         self.goal = clamped
         return bool(np.any(clamped != g))
 
-    def set_imu(self, quat_wxyz: Sequence[float], gyro: Sequence[float]) -> None:
-        """Store an IMU reading; ValueError when it carries NaN/inf."""
+    def set_imu(self, quat_wxyz: Sequence[float], gyro: Sequence[float], stamp_ns: int
+                ) -> None:
+        """Store an IMU reading measured at ``stamp_ns``; ValueError when it has NaN/inf."""
         q = np.asarray(quat_wxyz, dtype=np.float64)
         g = np.asarray(gyro, dtype=np.float64)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(g))):
-            raise ValueError(f'imu/data contains NaN or inf: {q.tolist()} {g.tolist()}')
-        self.imu_quat, self.imu_gyro = q, g
+            self.counts['rejected_imu'] += 1
+            self.last_fault = f'imu/data contains NaN or inf: {q.tolist()} {g.tolist()}'
+            raise ValueError(self.last_fault)
+        self.imu_quat, self.imu_gyro, self.imu_stamp_ns = q, g, int(stamp_ns)
 
     # ---- mode changes --------------------------------------------------------------------
-    def is_fresh(self, now_ns: int) -> bool:
-        """Whether the last joint_states is recent enough to act on."""
+    @property
+    def stale_after_ns(self) -> int:
+        """Observations older than this are stale (``stale_after_periods`` control periods)."""
+        return int(self.spec.safety.stale_after_periods * self.spec.period_ns)
+
+    def staleness(self, now_ns: int) -> str:
+        """Why the observation is not fresh enough to act on at ``now_ns`` ('' = fresh).
+
+        joint_states always counts; imu/data too when an observation term needs the IMU.
+        """
         if self.position is None:
-            return False
+            return 'no joint_states received yet'
+        limit = self.stale_after_ns
         age = now_ns - self.state_stamp_ns
-        return age <= self.spec.safety.stale_after_periods * self.spec.period_ns
+        if age > limit:
+            return f'joint_states is {age / 1e6:.1f} ms old'
+        if self.needs_imu:
+            if self.imu_stamp_ns is None:
+                return 'no imu/data received yet (an observation term needs it)'
+            age = now_ns - self.imu_stamp_ns
+            if age > limit:
+                return f'imu/data is {age / 1e6:.1f} ms old'
+        return ''
+
+    def is_fresh(self, now_ns: int) -> bool:
+        """Whether every measurement the observation needs is recent enough to act on."""
+        return not self.staleness(now_ns)
 
     def enable(self, now_ns: int) -> tuple[bool, str]:
         """Start the ramp from the measured pose; refused without a fresh measurement."""
@@ -140,11 +170,11 @@ class PolicyController:
             return True, f'already enabled ({self.mode})'
         if self.position is None:
             return False, 'no joint_states received yet: cannot ramp from an unknown pose'
-        if not self.is_fresh(now_ns):
-            age_ms = (now_ns - self.state_stamp_ns) / 1e6
-            return False, (f'the last joint_states is {age_ms:.1f} ms old (stale after '
-                           f'{self.spec.safety.stale_after_periods:g} periods): is the '
-                           'backend running, and do both sides use the same clock (sim time)?')
+        why = self.staleness(now_ns)
+        if why:
+            return False, (f'{why} (stale after {self.spec.safety.stale_after_periods:g} '
+                           'periods): is the backend running, and do both sides use the same '
+                           'clock (sim time)?')
         self.ramp_start = np.clip(self.position, self.lower, self.upper)
         self.ramp_s = ramp_duration(self.spec, self.ramp_start, self.full_default)
         self.ramp_elapsed_s = 0.0
@@ -176,14 +206,13 @@ class PolicyController:
         self.last_step_ns = now_ns
         if self.mode == DISABLED:
             return StepResult(None, DISABLED)
-        fresh = self.is_fresh(now_ns)
-        if not fresh:
+        why = self.staleness(now_ns)
+        if why:
             if self.mode != HOLD:
                 self.held_mode = self.mode
                 self.mode = HOLD
                 self.counts['stale_holds'] += 1
-            age_ms = (now_ns - self.state_stamp_ns) / 1e6
-            self.last_fault = f'joint_states is {age_ms:.1f} ms old: holding the last command'
+            self.last_fault = f'{why}: holding the last command'
             return StepResult(self._hold_command(), HOLD, self.last_fault,
                               compute_ns=time.perf_counter_ns() - t0)
         if self.mode == HOLD:
@@ -210,7 +239,8 @@ class PolicyController:
         try:
             obs = self.obs.build(inputs)
         except ValueError as exc:
-            self.last_fault = f'observation: {exc}'
+            self.counts['observation_faults'] += 1
+            self.last_fault = f'observation: {exc}; holding the last command'
             return StepResult(self._hold_command(), RUNNING, self.last_fault,
                               compute_ns=time.perf_counter_ns() - t0)
         m0 = time.perf_counter_ns()

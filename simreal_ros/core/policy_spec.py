@@ -14,7 +14,7 @@ place (its size, the inputs it needs and how it is computed). Everything here is
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,8 +31,17 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 MODEL_SUFFIXES = ('.pt', '.onnx')
+MAX_RATE_HZ = 2000.0
 ACTION_MODES = ('offset', 'absolute')
-SOURCES = ('joint_states', 'imu', 'goal', 'clock')
+#: The inputs a term may need (``TermDef.needs``) and what feeds each. The node subscribes
+#: ``imu/data`` only when a term needs ``imu`` and then also requires it to be fresh; a new
+#: source (a new topic) needs code in the node and the controller, see docs/policy.md.
+SOURCES: dict[str, str] = {
+    'joint_states': 'joint_states (position, velocity): ObsInputs.position/velocity',
+    'imu': 'imu/data (orientation, angular velocity): ObsInputs.imu_quat_wxyz/imu_gyro',
+    'goal': 'goal (JointState position): ObsInputs.goal',
+    'clock': 'the node clock: ObsInputs.time_s (time since the policy took over)',
+}
 
 
 @dataclass(frozen=True)
@@ -102,9 +111,32 @@ TERMS: dict[str, TermDef] = {}
 
 
 def register_term(term: TermDef) -> TermDef:
-    """Add an observation term to :data:`TERMS` (its name must be new)."""
+    """Add an observation term to :data:`TERMS`; raise ValueError on a bad definition.
+
+    The name must be new and an identifier; every entry of ``needs`` must be one of
+    :data:`SOURCES` (a typo there would silently mean no subscription, so it fails here);
+    ``options`` must map identifiers to finite positive defaults.
+    """
+    if not isinstance(term.name, str) or not term.name.isidentifier():
+        raise ValueError(f'observation term name {term.name!r} must be an identifier')
     if term.name in TERMS:
         raise ValueError(f'observation term {term.name!r} is already registered')
+    if isinstance(term.needs, str) or not isinstance(term.needs, tuple):
+        raise ValueError(f'observation term {term.name!r}: needs must be a tuple of sources '
+                         f'from {sorted(SOURCES)}, got {term.needs!r}')
+    unknown = [n for n in term.needs if n not in SOURCES]
+    if unknown:
+        raise ValueError(f'observation term {term.name!r} needs unknown sources {unknown}: '
+                         f'known sources are {sorted(SOURCES)} (a new topic needs code in the '
+                         'node and the controller, see docs/policy.md)')
+    for key, default in term.options.items():
+        if not (isinstance(key, str) and key.isidentifier()) or isinstance(default, bool) \
+                or not isinstance(default, (int, float)) or not math.isfinite(default) \
+                or default <= 0:
+            raise ValueError(f'observation term {term.name!r}: option {key!r} needs an '
+                             f'identifier name and a finite default > 0, got {default!r}')
+    if not callable(term.size) or not callable(term.compute):
+        raise ValueError(f'observation term {term.name!r}: size and compute must be callables')
     TERMS[term.name] = term
     return term
 
@@ -230,6 +262,31 @@ class PolicySpec:
     def needs(self) -> set[str]:
         """Input sources the observation terms need."""
         return {s for t in self.observation for s in TERMS[t.name].needs}
+
+    @property
+    def declared_rate_hz(self) -> float:
+        """The control rate the spec file declares (the network's training rate)."""
+        return float(self.metadata.get('declared_rate_hz', self.control_rate_hz))
+
+    def at_rate(self, rate_hz: float) -> PolicySpec:
+        """Return this spec for a node running at ``rate_hz`` instead of the declared rate.
+
+        Everything derived from the control period is rebuilt for the new period: the per-step
+        rate limit keeps its speed in rad/s (``rate_limit_rad * declared / rate_hz``), the
+        low-pass filter keeps its cutoff in Hz (its coefficient follows from
+        ``control_rate_hz``), and ``safety.stale_after_periods`` counts periods of the new rate.
+        The network itself is unchanged (it was trained at :attr:`declared_rate_hz`).
+        """
+        rate = float(rate_hz)
+        if not (math.isfinite(rate) and 0.0 < rate <= MAX_RATE_HZ):
+            raise ValueError(f'control rate {rate_hz!r} Hz: expected a rate in '
+                             f'(0, {MAX_RATE_HZ:g}] Hz')
+        if rate == self.control_rate_hz:
+            return self
+        a = self.action
+        action = replace(a, rate_limit_rad=a.rate_limit_rad * self.control_rate_hz / rate)
+        metadata = {**self.metadata, 'declared_rate_hz': self.declared_rate_hz}
+        return replace(self, control_rate_hz=rate, action=action, metadata=metadata)
 
     def layout(self) -> list[tuple[str, int, int]]:
         """``(term, start, stop)`` slices of the observation vector, in order."""
@@ -375,7 +432,7 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     model = model if model.is_absolute() else path.parent / model
     if model.suffix not in MODEL_SUFFIXES:
         raise ConfigError(src, 'model', 'a TorchScript .pt or an ONNX .onnx file', model_raw)
-    rate = top.number('control_rate_hz', positive=True, maximum=2000.0)
+    rate = top.number('control_rate_hz', positive=True, maximum=MAX_RATE_HZ)
     joints, idx = _joints(top, robot)
     default = _default_pose(top, robot, joints, idx)
     observation = _observation(top, len(joints))

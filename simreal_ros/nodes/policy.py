@@ -32,7 +32,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import SetBool
 
 from simreal_ros.core.policy_control import DISABLED, PolicyController
-from simreal_ros.core.policy_spec import load_policy_spec
+from simreal_ros.core.policy_spec import MAX_RATE_HZ, load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
@@ -43,6 +43,8 @@ PARAMETERS: dict[str, Any] = {
     'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
     'rt_priority': 0,
 }
+#: Counters whose increase since the last diagnostics report makes the status WARN.
+WARN_COUNTS = ('observation_faults', 'rejected_states', 'rejected_goals', 'rejected_imu')
 PR_SET_TIMERSLACK = 29
 WINDOW = 2000
 
@@ -77,14 +79,17 @@ class PolicyNode(Node):
             raise ConfigError(str(self.spec.source), 'robot', f'{self.robot.name!r} (the '
                               f'robot given to the node)', self.spec.robot)
         rate = float(p['rate_hz']) or self.spec.control_rate_hz
-        if not 0 < rate <= 2000:
-            raise ConfigError('policy', 'rate_hz', "a rate in (0, 2000] Hz (0: the spec's)",
-                              p['rate_hz'])
-        self.period_ns = int(round(1e9 / rate))
+        try:  # rate limit, low-pass and staleness rebuilt for the node's period
+            self.spec = self.spec.at_rate(rate)
+        except ValueError:
+            raise ConfigError('policy', 'rate_hz', f"a rate in (0, {MAX_RATE_HZ:g}] Hz (0: the "
+                              "spec's)", p['rate_hz']) from None
+        self.period_ns = self.spec.period_ns
         from simreal_ros.policy.model import load_model
         self.model = load_model(self.spec.model, self.spec.obs_dim, self.spec.act_dim,
                                 threads=int(p['threads']))
         self.controller = PolicyController(self.spec, self.robot, self.model)
+        self._diag_counts: dict[str, int] = {}
         self.sync = bool(p['sync_to_states'])
         self.enable_on_start = bool(p['enable_on_start'])
         self.spin_ns = max(0, int(p['spin_wait_us'])) * 1000
@@ -130,6 +135,14 @@ class PolicyNode(Node):
             + (', answering every joint_states (lockstep)' if self.sync else '')
             + ('; enabling when joint_states arrive' if self.enable_on_start
                else '; disabled until ~/enable'))
+        if self.spec.control_rate_hz != self.spec.declared_rate_hz:
+            a = self.spec.action
+            self.get_logger().warning(
+                f"rate_hz {self.spec.control_rate_hz:g} overrides the spec's "
+                f'{self.spec.declared_rate_hz:g} Hz (the rate the network was trained at): rate '
+                f'limit {a.rate_limit_rad * self.spec.control_rate_hz:g} rad/s '
+                f'({a.rate_limit_rad:.4g} rad per step), low-pass {a.low_pass_hz:g} Hz, stale '
+                f'after {self.controller.stale_after_ns / 1e6:g} ms')
 
     # ---- inputs --------------------------------------------------------------------------
     def _on_state(self, msg: JointState) -> None:
@@ -139,7 +152,7 @@ class PolicyNode(Node):
             try:
                 self.controller.set_state(msg.name, msg.position, msg.velocity, stamp)
             except ValueError as exc:
-                self.get_logger().warn(f'rejected joint_states: {exc}',
+                self.get_logger().warning(f'rejected joint_states: {exc}',
                                        throttle_duration_sec=1.0)
                 return
             self.new_stamp = stamp
@@ -152,18 +165,19 @@ class PolicyNode(Node):
             try:
                 clamped = self.controller.set_goal(msg.name, msg.position)
             except ValueError as exc:
-                self.get_logger().warn(f'rejected goal, keeping the previous one: {exc}')
+                self.get_logger().warning(f'rejected goal, keeping the previous one: {exc}')
                 return
         if clamped:
-            self.get_logger().warn('goal outside the joint limits: clamped into them')
+            self.get_logger().warning('goal outside the joint limits: clamped into them')
 
     def _on_imu(self, msg: Imu) -> None:
         o, w = msg.orientation, msg.angular_velocity
         with self.lock:
             try:
-                self.controller.set_imu((o.w, o.x, o.y, o.z), (w.x, w.y, w.z))
+                self.controller.set_imu((o.w, o.x, o.y, o.z), (w.x, w.y, w.z),
+                                        messages.stamp_to_ns(msg.header.stamp))
             except ValueError as exc:
-                self.get_logger().warn(f'rejected imu/data: {exc}', throttle_duration_sec=1.0)
+                self.get_logger().warning(f'rejected imu/data: {exc}', throttle_duration_sec=1.0)
 
     def _on_enable(self, req: SetBool.Request, res: SetBool.Response) -> SetBool.Response:
         with self.lock:
@@ -172,7 +186,7 @@ class PolicyNode(Node):
             else:
                 res.success, res.message = True, self.controller.disable()
             self.answered_stamp = -1
-        (self.get_logger().info if res.success else self.get_logger().warn)(
+        (self.get_logger().info if res.success else self.get_logger().warning)(
             f'~/enable {bool(req.data)}: {res.message}')
         if self.sync:
             self._sync_step()  # a lockstep bridge is waiting for this state's answer
@@ -202,7 +216,7 @@ class PolicyNode(Node):
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.rt_priority))
                 self.get_logger().info(f'control loop at SCHED_FIFO priority {self.rt_priority}')
             except (OSError, AttributeError) as exc:
-                self.get_logger().warn(f'rt_priority {self.rt_priority} not applied ({exc}); '
+                self.get_logger().warning(f'rt_priority {self.rt_priority} not applied ({exc}); '
                                        'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
         try:
             self._run_clock()
@@ -288,9 +302,9 @@ class PolicyNode(Node):
                 self.get_logger().error(res.event, throttle_duration_sec=1.0)
             elif res.mode == 'hold':
                 self.stats['window_stale'] += 1
-                self.get_logger().warn(res.event, throttle_duration_sec=1.0)
+                self.get_logger().warning(res.event, throttle_duration_sec=1.0)
             else:
-                self.get_logger().warn(res.event, throttle_duration_sec=1.0)
+                self.get_logger().warning(res.event, throttle_duration_sec=1.0)
 
     def _publish(self, command: Any) -> None:
         msg = self._msg
@@ -314,9 +328,14 @@ class PolicyNode(Node):
             age = (self._now() - c.state_stamp_ns) / 1e6 if c.position is not None else -1.0
         rejected, self.stats['window_rejected'] = self.stats['window_rejected'], 0
         stale, self.stats['window_stale'] = self.stats['window_stale'], 0
+        # inputs rejected or observations not built since the last report: WARN (not latched)
+        new = {k: counts[k] - self._diag_counts.get(k, 0) for k in WARN_COUNTS}
+        self._diag_counts = {k: counts[k] for k in WARN_COUNTS}
+        warnings = ', '.join(f'{n} {k.replace("_", " ")}' for k, n in new.items() if n > 0)
         level, message = 'ok', mode
-        if stale:
-            level, message = 'warn', f'{mode}: {fault}'
+        if stale or warnings:
+            level, message = 'warn', f'{mode}: ' + (f'{warnings} since the last report; '
+                                                     if warnings else '') + fault
         if rejected:
             level, message = 'error', f'{rejected} network outputs rejected: {fault}'
         wakes = np.diff(np.asarray(self.wakes, dtype=np.int64))
@@ -337,7 +356,9 @@ class PolicyNode(Node):
             'deadline_misses': self.stats['deadline_misses'],
             'skipped_periods': self.stats['skipped_periods'],
             'commands_published': self.stats['published'],
-            'observation_age_ms': age, 'last_fault': fault,
+            'observation_age_ms': age, 'stale_after_ms': c.stale_after_ns / 1e6,
+            'declared_rate_hz': self.spec.declared_rate_hz,
+            'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
             **counts,
         }
         arr = DiagnosticArray()

@@ -203,3 +203,104 @@ def test_disable_stops_commanding():
     assert 'was running' in c.disable()
     results, _ = run_ticks(c, q, t, 3)
     assert all(r.command is None for r in results)
+
+
+def test_rate_override_runs_staleness_and_rate_limit_at_the_node_rate():
+    fast = SPEC.at_rate(200.0)
+    p = fast.period_ns
+    c = PolicyController(fast, ROBOT, Scripted())
+    assert c.stale_after_ns == int(SPEC.safety.stale_after_periods * p) == 15_000_000
+    q = np.asarray(ROBOT.home, float)
+    c.set_state(NAMES, q, np.zeros(ROBOT.n), p)
+    assert c.enable(p)[0]
+    assert c.step(p + c.stale_after_ns + 1).mode == HOLD  # 3 periods of 5 ms, not of 20 ms
+    for k in range(int(c.ramp_s * 200) + 3):
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), (k + 10) * p)
+        c.step((k + 10) * p)
+    assert c.mode == RUNNING
+    c.model.output = np.full(SPEC.act_dim, 4.0)
+    cmds = []
+    for k in range(3):
+        t = (k + 1000) * p
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+        cmds.append(c.step(t).command)
+    steps = np.abs(np.diff(cmds, axis=0)).max()
+    assert steps == pytest.approx(0.06 * 50 / 200)  # still 3 rad/s
+
+
+def imu_controller(tmp_path):
+    import yaml
+
+    from simreal_ros.core.policy_spec import load_policy_spec as load
+    data = yaml.safe_load(SPEC.source.read_text())
+    data['model'] = str(SPEC.model)
+    data['observation'].append({'term': 'projected_gravity'})
+    path = tmp_path / 'imu.yaml'
+    path.write_text(yaml.safe_dump(data))
+    spec = load(path)
+    model = Scripted()
+    return PolicyController(spec, ROBOT, model), model
+
+
+def test_imu_terms_make_the_imu_part_of_the_freshness_check(tmp_path):
+    c, model = imu_controller(tmp_path)
+    q = np.asarray(ROBOT.home, float)
+    c.set_state(NAMES, q, np.zeros(ROBOT.n), P)
+    ok, why = c.enable(P)
+    assert not ok and 'no imu/data' in why
+    c.set_imu([1.0, 0, 0, 0], [0.0, 0.0, 0.0], P)
+    assert c.enable(P)[0]
+    t = P
+    for _ in range(int(c.ramp_s * 50) + 3):
+        t += P
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+        c.set_imu([1.0, 0, 0, 0], [0.0, 0.0, 0.0], t)
+        c.step(t)
+    assert c.mode == RUNNING
+    last = c.last_command
+    n_calls = len(model.seen)
+    # joint_states keep coming, the IMU stopped: hold, naming the IMU
+    for _ in range(5):
+        t += P
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+        r = c.step(t)
+    assert r.mode == HOLD and 'imu/data is' in r.event and 'ms old' in r.event
+    assert c.counts['stale_holds'] == 1
+    assert len(model.seen) == n_calls + 3  # fresh for stale_after_periods (3), then held
+    last = c.last_command
+    n_calls = len(model.seen)
+    t += P
+    c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+    r = c.step(t)
+    np.testing.assert_array_equal(r.command, last)
+    assert len(model.seen) == n_calls
+    with pytest.raises(ValueError, match='NaN'):
+        c.set_imu([np.nan, 0, 0, 0], [0.0, 0.0, 0.0], t)
+    assert c.counts['rejected_imu'] == 1
+    c.set_imu([1.0, 0, 0, 0], [0.0, 0.0, 0.0], t)
+    assert c.step(t).mode == RUNNING and len(model.seen) == n_calls + 1
+
+
+def test_an_observation_that_cannot_be_built_holds_and_is_counted(tmp_path):
+    c, model = imu_controller(tmp_path)
+    q = np.asarray(ROBOT.home, float)
+    t = P
+    c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+    c.set_imu([1.0, 0, 0, 0], [0.0, 0.0, 0.0], t)
+    assert c.enable(t)[0]
+    for _ in range(int(c.ramp_s * 50) + 3):
+        t += P
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+        c.set_imu([1.0, 0, 0, 0], [0.0, 0.0, 0.0], t)
+        c.step(t)
+    last = c.last_command
+    n_calls = len(model.seen)
+    for _ in range(3):
+        t += P
+        c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
+        c.set_imu([0.0, 0, 0, 0], [0.0, 0.0, 0.0], t)  # finite but not a rotation
+        r = c.step(t)
+        assert r.mode == RUNNING and 'zero norm' in r.event
+        np.testing.assert_array_equal(r.command, last)
+    assert c.counts['observation_faults'] == 3 and len(model.seen) == n_calls
+    assert 'observation' in c.last_fault

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from simreal_ros.core.policy_spec import (
+    SOURCES,
     TERMS,
     ActionProcessor,
     ObservationBuilder,
@@ -345,3 +346,43 @@ def test_ramp_duration_respects_the_speed_and_the_minimum(tmp_path):
     pts = np.array([ramp_point(start, spec.default, x, t) for x in ts])
     speed = np.abs(np.diff(pts[:, 1])) / (ts[1] - ts[0])
     assert speed.max() <= 0.5 * 1.001
+
+
+def test_register_term_validates_needs_and_options():
+    compute = lambda i, _o: i.position.copy()  # noqa: E731
+    with pytest.raises(ValueError, match=r"unknown sources \['imu_data'\].*docs/policy.md"):
+        register_term(TermDef('typo_needs_term', lambda n: n, ('imu_data',), compute))
+    with pytest.raises(ValueError, match='needs must be a tuple'):
+        register_term(TermDef('str_needs_term', lambda n: n, 'imu', compute))  # type: ignore
+    with pytest.raises(ValueError, match="option 'period_s'"):
+        register_term(TermDef('bad_option_term', lambda n: n, (), compute, {'period_s': -1.0}))
+    with pytest.raises(ValueError, match='identifier'):
+        register_term(TermDef('bad name', lambda n: n, (), compute))
+    assert not {'typo_needs_term', 'str_needs_term', 'bad_option_term', 'bad name'} & set(TERMS)
+    assert all(set(t.needs) <= set(SOURCES) for t in TERMS.values())
+
+
+def test_at_rate_rebuilds_what_depends_on_the_period(tmp_path):
+    data = base_spec()
+    data['action'] = {'scale': 0.5, 'clip': 2.0, 'rate_limit_rad': 0.06, 'low_pass_hz': 5.0}
+    spec = load(tmp_path, data)
+    assert spec.at_rate(50.0) is spec and spec.declared_rate_hz == 50.0
+    fast = spec.at_rate(200.0)
+    assert fast.control_rate_hz == 200.0 and fast.period_ns == 5_000_000
+    assert fast.declared_rate_hz == 50.0 and fast.at_rate(100.0).declared_rate_hz == 50.0
+    # the rate limit keeps its speed (3 rad/s), the low-pass its cutoff (5 Hz)
+    assert fast.action.rate_limit_rad == pytest.approx(0.015)
+    ap = ActionProcessor(fast)
+    assert ap.alpha == pytest.approx(1 - math.exp(-2 * math.pi * 5.0 / 200.0))
+    ap = ActionProcessor(replace_low_pass(fast))
+    res = ap.process(np.full(N, 2.0))
+    np.testing.assert_allclose(res.target, fast.default + 0.015)
+    with pytest.raises(ValueError, match='rate in'):
+        spec.at_rate(0.0)
+    with pytest.raises(ValueError, match='rate in'):
+        spec.at_rate(5000.0)
+
+
+def replace_low_pass(spec):
+    import dataclasses
+    return dataclasses.replace(spec, action=dataclasses.replace(spec.action, low_pass_hz=0.0))

@@ -200,3 +200,97 @@ def test_bad_start_up_exits_with_a_one_line_reason(start_node, tmp_path):
     assert p.wait(60) == 1 and 'pickled torch.save checkpoint' in p.output()
     assert p2.wait(60) == 1 and 'policy spec name' in p2.output()
     assert p3.wait(60) == 1 and 'nope.onnx' in p3.output() and 'not found' in p3.output()
+
+
+class FakeImu:
+    """imu/data at 100 Hz from the test process (stamped with the wall clock)."""
+
+    def __init__(self, client) -> None:
+        from sensor_msgs.msg import Imu
+        self.pub = client.publisher(Imu, 'imu/data')
+        self.msg = Imu()
+        self.quat = (1.0, 0.0, 0.0, 0.0)
+        self.on = True
+        self.timer = client.node.create_timer(0.01, self.tick)
+
+    def tick(self) -> None:
+        if self.on:
+            m = self.msg
+            m.header.stamp.sec, m.header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
+            m.orientation.w, m.orientation.x, m.orientation.y, m.orientation.z = self.quat
+            self.pub.publish(m)
+
+
+def status_after(diags: list, since: int) -> list:
+    return [s for _t, a in diags[since:] for s in a.status if s.name.endswith(': policy')]
+
+
+def test_rate_override_imu_freshness_and_warnings_per_period(start_node, ros_client,
+                                                             tmp_path):
+    """rate_hz rebuilds the rate limit; a stale or unusable IMU holds; rejections WARN."""
+    data = yaml.safe_load(probe_spec(tmp_path).read_text())
+    data['observation'].append({'term': 'projected_gravity'})  # the Probe ignores it
+    spec_path = tmp_path / 'probe_imu.yaml'
+    spec_path.write_text(yaml.safe_dump(data))
+    commands = ros_client.collect(JointState, 'joint_commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    FakeBackend(ros_client, ROBOT.home.copy())
+    imu = FakeImu(ros_client)
+    policy = start_node('policy', policy=str(spec_path), enable_on_start=True, rate_hz=100.0,
+                        diagnostics_period_s=0.2)
+    ros_client.wait_for(lambda: mode(diags) == 'running', 30, 'auto-enabled and running')
+    v = values(policy_status(diags))
+    assert float(v['control_rate_hz']) == 100.0 and float(v['declared_rate_hz']) == 50.0
+    assert float(v['rate_limit_rad_per_step']) == pytest.approx(0.25)  # 0.5 rad at 50 Hz
+    assert float(v['stale_after_ms']) == pytest.approx(30.0)  # 3 periods of 10 ms
+    assert policy_status(diags).level == DiagnosticStatus.OK
+
+    # a saturating output moves the target at 25 rad/s: 0.25 rad per 10 ms step
+    goal = ros_client.publisher(JointState, 'goal')
+    g = ROBOT.home.copy()
+    g[1] += 1.2
+    n = len(commands)
+    goal.publish(messages.joint_state(NAMES, 0, g))
+    ros_client.wait_for(lambda: abs(positions(commands)[-1][1] - SPEC.upper[1]) < 1e-9, 10,
+                        'the command at the upper limit')
+    steps = np.abs(np.diff(positions(commands, n)[:, 1]))
+    assert 0.24 < steps.max() <= 0.25 + 1e-9, steps
+
+    # an IMU reading that is finite but no rotation: observation faults, held, WARN
+    imu.quat = (0.0, 0.0, 0.0, 0.0)
+    ros_client.wait_for(lambda: int(values(policy_status(diags))['observation_faults']) > 5,
+                        10, 'observation faults counted')
+    n = len(commands)
+    time.sleep(0.2)
+    held = positions(commands, n)
+    assert len(held) >= 5 and np.all(held == held[0]), 'the last command is held'
+    held = held[0]
+    k = len(diags)
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.WARN
+                                    and 'observation faults' in s.message
+                                    for s in status_after(diags, k)), 5, 'WARN for them')
+    np.testing.assert_array_equal(positions(commands)[-1], held)
+    imu.quat = (1.0, 0.0, 0.0, 0.0)
+    k = len(diags)
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.OK
+                                    for s in status_after(diags, k)), 5, 'OK again')
+
+    # a rejected goal: WARN in the period it happened, then OK again (not latched)
+    k = len(diags)
+    goal.publish(messages.joint_state(NAMES, 0, [float('nan')] * len(NAMES)))
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.WARN
+                                    and '1 rejected goals' in s.message
+                                    for s in status_after(diags, k)), 5, 'WARN for the goal')
+    k = len(diags)
+    ros_client.wait_for(lambda: any(s.level == DiagnosticStatus.OK
+                                    for s in status_after(diags, k)), 5, 'OK after a period')
+    assert values(policy_status(diags))['rejected_goals'] == '1'
+
+    # the IMU stops while joint_states go on: hold, naming the IMU
+    imu.on = False
+    ros_client.wait_for(lambda: mode(diags) == 'hold', 5, 'hold on a stale IMU')
+    st = policy_status(diags)
+    assert st.level == DiagnosticStatus.WARN and 'imu/data is' in st.message
+    imu.on = True
+    ros_client.wait_for(lambda: mode(diags) == 'running', 5, 'running again')
+    assert policy.proc.poll() is None, policy.output()
