@@ -45,6 +45,7 @@ def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
         abs(res2['metrics']['time_to_goal_mean_s'] - m['time_to_goal_mean_s']))
 
 
+@pytest.mark.ros
 def test_eval_on_real_runs_on_the_virtual_servo_bus(ros_env):
     r = simreal(['eval', '--backend', 'real', '--episodes', '1', '--json'], ros_env,
                 timeout=180)

@@ -64,12 +64,11 @@ def test_policy_and_excite_are_refused_together():
 def test_real_backend_gives_the_planner_reason_before_the_policy():
     with pytest.raises(PlanError, match='port:='):
         plan({'backend': 'real', 'policy': 'simreal_arm_reach'})
-    try:
-        nodes = plan({'backend': 'real', 'port': '/dev/null', 'policy': 'simreal_arm_reach'})
-    except PlanError as exc:  # this version ships no servo bus driver yet
-        assert 'does not ship' in str(exc)
-    else:  # once the driver is merged: the policy drives it at the root
-        assert _policy(nodes).remappings == ()
+    nodes = plan({'backend': 'real', 'port': '/dev/null', 'policy': 'simreal_arm_reach'})
+    assert [n.kind for n in nodes] == ['dynamixel_driver', 'policy']
+    p = _policy(nodes)  # the policy drives the hardware driver at the root
+    assert p.fqn == '/policy' and p.remappings == ()
+    assert p.parameters['policy'] == str(SPEC.source) and p.parameters['robot'] == 'simreal_arm'
 
 
 @pytest.mark.parametrize('mutation,expected', [

@@ -98,3 +98,24 @@ def test_overrides_are_validated_like_the_file():
         load_train_config('simreal_arm_reach', source='elsewhere.yaml')
     cfg = load_train_config('simreal_arm_reach', seed=3, envs=None)
     assert cfg.seed == 3 and cfg.envs == 16 and validate_train_config(cfg) is cfg
+
+
+def test_shipped_weights_reach_seeded_random_goals_in_process():
+    """The committed network, loaded like the node loads it, in randomized worlds with delays.
+
+    Uses training's own success check (chained random reachable goals, every joint within
+    ``tolerance_rad`` for ``dwell_s`` before ``goal_timeout_s``), on a few seeded worlds.
+    """
+    import numpy as np
+
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.policy.train import World, _success_rates
+    torch.set_num_threads(1)
+    cfg = load_train_config('simreal_arm_reach')
+    spec = load_policy_spec(cfg.policy)
+    robot = load_robot(spec.robot)
+    model = load_model(spec.model, spec.obs_dim, spec.act_dim, threads=1)
+    worlds = [World(spec, robot, cfg, seed=1000 + k) for k in range(6)]
+    result = _success_rates(worlds, lambda obs: np.stack([model(o) for o in obs]), 5)
+    assert result['goals'] == 30
+    assert result['success_rate'] >= 0.9, result
