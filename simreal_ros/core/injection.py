@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+import zlib
 
 import numpy as np
 
@@ -22,6 +23,8 @@ from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 
 DELIVERED, LOST, DUPLICATE, RATE_DROPPED, REPEATED = 0, 1, 2, 3, 4
+#: Fates of a delivery that is published (the others are not).
+SENT_FATES = frozenset((DELIVERED, DUPLICATE, REPEATED))
 FATES = {DELIVERED: 'delivered', LOST: 'lost', DUPLICATE: 'duplicate',
          RATE_DROPPED: 'rate_dropped', REPEATED: 'repeated'}
 #: Column names of one ground-truth event row.
@@ -311,8 +314,13 @@ class Delivery:
 
     fate: int
     target_delay_ns: int
-    deliver_ns: int                        # 0 when not delivered
+    deliver_ns: int                        # 0 when not delivered (test ``delivered``, not this)
     repeat_previous: bool = False          # freeze: send the held message instead
+
+    @property
+    def delivered(self) -> bool:
+        """Whether the message goes out (``deliver_ns`` may be 0: a clock at time 0)."""
+        return self.fate in SENT_FATES
 
 
 @dataclass
@@ -342,15 +350,30 @@ class RouteStats:
             self.delivered += 1
 
 
+def route_stream_key(name: str) -> int:
+    """Return a stable 32-bit key of a route name (its CRC-32).
+
+    The RNG streams of a route depend on this key and the seed only, never on the route's
+    position in the profile.
+    """
+    return zlib.crc32(name.encode('utf-8'))
+
+
 class RouteState:
-    """Run-time state of one route: its RNG streams, the burst state, the FIFO horizon."""
+    """Run-time state of one route: its RNG streams, the burst state, the FIFO horizon.
+
+    ``index`` is the route's position in the events topic's route list; the random streams are
+    seeded from ``(seed, CRC-32 of the route name)``, so adding, removing or reordering other
+    routes of a profile does not change this route's faults.
+    """
 
     def __init__(self, config: RouteConfig, seed: int, index: int) -> None:
         self.config = config
         self.index = index
-        self._rng_delay = np.random.default_rng([seed, index, 1])
-        self._rng_loss = np.random.default_rng([seed, index, 2])
-        self.rng_values = np.random.default_rng([seed, index, 3])
+        key = [seed % 2**64, route_stream_key(config.name)]
+        self._rng_delay = np.random.default_rng([*key, 1])
+        self._rng_loss = np.random.default_rng([*key, 2])
+        self.rng_values = np.random.default_rng([*key, 3])
         self._bad = False
         self._last_deliver_ns = 0
         self._last_pass_ns: int | None = None
@@ -387,7 +410,11 @@ class RouteState:
         return target, at
 
     def decide(self, receive_ns: int) -> tuple[int, list[Delivery]]:
-        """Return ``(seq, deliveries)`` for a message received at ROS time ``receive_ns``."""
+        """Return ``(seq, deliveries)`` for a message received at ROS time ``receive_ns``.
+
+        Route time (of the schedule) starts at the first message's ``receive_ns``; the node
+        never passes the 0 of a sim clock that has not started (it holds such messages).
+        """
         cfg = self.config
         seq = self._seq
         self._seq += 1

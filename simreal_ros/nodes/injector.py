@@ -10,6 +10,7 @@ The fate of every message goes to ``~/events`` (std_msgs/Int64MultiArray, see
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field, replace
 import heapq
 import importlib
@@ -80,6 +81,9 @@ class _Route:
     pub: Any = None
     sub: Any = None
     held: bytes | None = None
+    #: messages received while the sim clock still read 0 (before the first /clock)
+    unclocked: deque[bytes] = field(default_factory=lambda: deque(maxlen=QUEUE_DEPTH))
+    order_lock: threading.Lock = field(default_factory=threading.Lock)
     waiting_since: float = field(default_factory=time.monotonic)
     achieved_ns: list[int] = field(default_factory=list)
     lateness_ns: list[int] = field(default_factory=list)
@@ -158,11 +162,15 @@ class Injector(Node):
         return replace(profile, routes=tuple(routes))
 
     def _open(self, r: _Route, msg_type: str, configured: bool) -> None:
-        """Create the raw subscription and the publisher of a route once its type is known."""
+        """Create the raw subscription and the publisher of a route once its type is known.
+
+        Raises :class:`ConfigError` (the node then exits 1) before changing the route when the
+        type is not installed or the route's perturbation does not fit it.
+        """
         key = f'routes.{r.cfg.name}.type'
-        r.cls = message_class(msg_type, self.profile.source, key)
+        cls = message_class(msg_type, self.profile.source, key)
         check_applicable(r.cfg.perturb, msg_type, self.profile.source, r.cfg.name)
-        r.msg_type = msg_type
+        r.cls, r.msg_type = cls, msg_type
         reliability = ReliabilityPolicy.RELIABLE
         infos = self.get_publishers_info_by_topic(self.resolve_topic_name(r.cfg.input))
         if infos and any(i.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
@@ -171,9 +179,11 @@ class Injector(Node):
         profile = QoSProfile(depth=QUEUE_DEPTH, history=HistoryPolicy.KEEP_LAST,
                              reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         r.pub = self.create_publisher(r.cls, r.cfg.output, profile)
-        r.sub = self.create_subscription(r.cls, r.cfg.input,
-                                         lambda data, route=r: self._on_message(route, data),
-                                         profile, raw=True)
+
+        def on_message(data: bytes, info: Any) -> None:
+            self._on_message(r, data, info)
+
+        r.sub = self.create_subscription(r.cls, r.cfg.input, on_message, profile, raw=True)
         self.get_logger().info(f'route {r.cfg.name}: {msg_type}'
                                + ('' if configured else ' (type from the graph)'))
 
@@ -184,10 +194,14 @@ class Injector(Node):
             infos = self.get_publishers_info_by_topic(self.resolve_topic_name(r.cfg.input))
             types = sorted({i.topic_type for i in infos})
             if len(types) == 1:
+                # a type that does not fit the route is a configuration error as at start-up:
+                # the node exits 1 with the reason (never a silently dead route)
                 try:
                     self._open(r, types[0], configured=False)
                 except ConfigError as exc:
-                    self.get_logger().error(str(exc), throttle_duration_sec=5.0)
+                    self.get_logger().fatal(f'route {r.cfg.name}: the publishers on '
+                                            f'{r.cfg.input} carry {types[0]}: {exc}')
+                    raise
             elif len(types) > 1:
                 self.get_logger().error(f'route {r.cfg.name}: publishers of '
                                         f'{r.cfg.input} disagree on the type {types}; set '
@@ -216,8 +230,47 @@ class Injector(Node):
             r.last_perturb_error = str(exc)
             return data
 
-    def _on_message(self, r: _Route, data: bytes) -> None:
-        now = self.now_ns()
+    def _arrival_ns(self, info: Any) -> int:
+        """Return the receive time of a message in ns (ROS clock).
+
+        The middleware's reception stamp on the system clock (not the later callback), or the
+        ROS clock with sim time (0 until the first /clock).
+        """
+        if self.sim_time:
+            return int(self._clock.now().nanoseconds)
+        try:
+            stamp = int(info['received_timestamp'])
+        except (KeyError, TypeError, ValueError):
+            stamp = 0
+        return stamp if stamp > 0 else time.time_ns()
+
+    def _on_message(self, r: _Route, data: bytes, info: Any = None) -> None:
+        now = self._arrival_ns(info)
+        if not self.sim_time:
+            self._handle(r, data, now)
+            return
+        with r.order_lock:       # held messages go first, in order
+            if now == 0:         # the sim clock has not started (no /clock yet): hold
+                r.unclocked.append(data)
+                with self.cond:
+                    self.cond.notify()
+                return
+            while r.unclocked:
+                self._handle(r, r.unclocked.popleft(), now)
+            self._handle(r, data, now)
+
+    def _release_unclocked(self) -> None:
+        """Handle the messages held before the sim clock started, as received now."""
+        for r in self.routes:
+            if not r.unclocked:
+                continue
+            with r.order_lock:
+                now = self.now_ns()
+                while now and r.unclocked:
+                    self._handle(r, r.unclocked.popleft(), now)
+
+    def _handle(self, r: _Route, data: bytes, now: int) -> None:
+        """Decide the fate of a message received at ``now`` and send or schedule it."""
         if r.cfg.passthrough and r.cfg.perturb.empty:
             r.pub.publish(data)
             sent = self.now_ns()
@@ -231,7 +284,7 @@ class Injector(Node):
             seq, deliveries = r.state.decide(now)
             notify = False
             for d in deliveries:
-                if d.deliver_ns == 0:
+                if not d.delivered:
                     self.events.add(r.state.index, seq, now, d)
                     continue
                 payload = data
@@ -258,11 +311,18 @@ class Injector(Node):
     def _deliver_loop(self) -> None:
         try:
             while self.running:
+                if self.sim_time and any(r.unclocked for r in self.routes):
+                    self._release_unclocked()
                 with self.cond:
                     while self.running and not self.heap:
+                        if self.sim_time and any(r.unclocked for r in self.routes):
+                            break
                         self.cond.wait(0.1)
                     if not self.running:
                         return
+                    if not self.heap:           # messages wait for the sim clock to start
+                        self.cond.wait(SIM_TIME_POLL_S)
+                        continue
                     due = self.heap[0][0]
                     ahead = due - self.now_ns()
                     if ahead > SPIN_NS:
@@ -331,7 +391,11 @@ class Injector(Node):
                 'lateness_p50_ms': l50, 'lateness_p99_ms': l99,
                 'perturb_errors': r.perturb_errors,
             }
+            values['held_for_clock'] = len(r.unclocked)
             level, message = 'ok', 'relaying' if s.received else 'no messages yet'
+            if r.unclocked:
+                level = 'warn'
+                message = f'{len(r.unclocked)} messages held until the sim clock starts'
             if r.cls is None:
                 level, message = 'warn', f'waiting for a publisher on {r.cfg.input}'
             elif r.perturb_errors:

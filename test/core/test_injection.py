@@ -107,6 +107,24 @@ def test_seeded_and_independent_streams() -> None:
     assert run(4) != run(5)
 
 
+def test_adding_or_reordering_routes_keeps_each_routes_faults() -> None:
+    spec = {'delay': {'distribution': 'lognormal', 'median': 0.004, 'sigma': 0.6},
+            'loss': {'model': 'gilbert_elliott', 'p_good_to_bad': 0.05, 'p_bad_to_good': 0.3},
+            'duplicate_p': 0.05, 'order': 'free'}
+
+    def fates(routes: dict, name: str) -> list:
+        p = parse_profile({'routes': routes}, 'p.yaml')
+        states = [RouteState(r, 7, i) for i, r in enumerate(p.routes)]   # as the node does
+        st = next(s for s in states if s.config.name == name)
+        values = st.rng_values.random(5).tolist()
+        return [st.decide(1 + i * 1_000_000)[1] for i in range(500)] + [values]
+
+    alone = fates({'command': spec}, 'command')
+    assert fates({'imu': spec, 'command': spec, 'extra': spec}, 'command') == alone
+    assert fates({'a': {}, 'b': spec, 'command': spec}, 'command') == alone
+    assert fates({'command': spec, 'imu': spec}, 'imu') != alone      # own streams per name
+
+
 def test_empirical_samples_file_and_npy(tmp_path: Path) -> None:
     txt = tmp_path / 'lat.txt'
     txt.write_text('# measured\n0.001\n0.002, extra\n\n0.004\n')

@@ -12,7 +12,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock
 from scipy import stats
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import Image, Imu, JointState
 from std_msgs.msg import Int64MultiArray, String
 import yaml
 
@@ -22,6 +22,7 @@ from simreal_ros.core.injection import (
     DUPLICATE,
     LOST,
     REPEATED,
+    Loss,
     decode_events,
     parse_profile,
 )
@@ -38,16 +39,21 @@ def profile(tmp_path: Path, routes: dict[str, Any]) -> str:
 
 
 class Receiver:
-    """Everything that arrives on an output topic, with the system-clock receive time."""
+    """Everything that arrives on an output topic, with the system-clock receive time.
+
+    The receive time is the middleware's reception stamp (not the later callback of the test
+    process's executor), so receiver-side delays are what the transport delivered.
+    """
 
     def __init__(self, client, msg_type: type, topic: str, raw: bool = False) -> None:
         self.items: list[tuple[int, Any]] = []
         self.client = client
         client.node.create_subscription(msg_type, topic, self._on, DEEP, raw=raw)
 
-    def _on(self, msg: Any) -> None:
+    def _on(self, msg: Any, info: Any) -> None:
+        t = int(info['received_timestamp']) or time.time_ns()
         with self.client.lock:
-            self.items.append((time.time_ns(), msg))
+            self.items.append((t, msg))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -115,12 +121,17 @@ def test_delivered_delays_follow_the_distribution(start_node, ros_client, tmp_pa
     assert sorted(received) == list(range(n))
     # the sampled targets follow the configured distribution
     assert stats.kstest(rows[:, 3] / 1e9, target.cdf).pvalue > 0.01
-    # the delays the injector applied (its publish time - its receive time, both ROS clock)
-    # follow it too: scheduling noise is small against the 50 ms spread. (What a receiver
-    # measures adds the transport and its own executor; bench/injector.py measures that.)
+    # the delays the injector applied (its publish time - the message's reception, both ROS
+    # clock) follow it too, up to its lateness: never early, and where a fraction q of the
+    # messages is more than 1 ms late, the KS distance grows by at most q + 1 ms x max pdf
+    # (20 / s here). On a loaded machine q is what the executor backlog made it; the
+    # receiver-side tests below measure what a subscriber sees.
     achieved = (rows[:, 4] - rows[:, 2]) / 1e9
-    assert stats.kstest(achieved, target.cdf).statistic < 0.05
-    assert np.all(achieved >= rows[:, 3] / 1e9)          # never early
+    late_s = achieved - rows[:, 3] / 1e9
+    assert np.all(late_s >= 0)                                  # never early
+    q = float(np.mean(late_s > 0.001))
+    crit = np.sqrt(-np.log(0.001) / (2 * n))
+    assert stats.kstest(achieved, target.cdf).statistic < crit + q + 0.001 * 20, q
     # free order: jitter of 50 ms at 1 kHz reorders
     assert sum(b < a for a, b in zip(received, received[1:], strict=False)) > 100
 
@@ -315,3 +326,229 @@ def test_planned_graph_relays_the_sim_through_the_injector(start_node, ros_clien
     ros_client.wait_for(lambda: int(route_values('command')['received']) > 50, 5, 'diags')
     assert route_values('observation')['input'] == '/backend/joint_states'
     assert int(route_values('imu')['received']) > 0
+
+
+def test_a_type_from_the_graph_that_does_not_fit_the_route_fails_like_start_up(
+        start_node, ros_client, tmp_path):
+    # the route learns its type from the graph; JointState perturbation on an Imu topic
+    path = profile(tmp_path, {'obs': {'input': 'in', 'output': 'out',
+                                      'perturb': {'position': {'noise_std': 0.01}}}})
+    pub = deep_publisher(ros_client, Imu, 'in')
+    p = start_node('injector', profile=path)
+    for _ in range(300):                 # keep the publisher there until the node decided
+        pub.publish(Imu())
+        if p.proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert p.wait(timeout=20) == 1, p.output()
+    errors = [line for line in p.output().splitlines() if line.startswith('error: ')]
+    assert len(errors) == 1, p.output()
+    assert 'routes.obs.perturb.position' in errors[0] and 'sensor_msgs/msg/Imu' in errors[0]
+    assert 'angular_velocity' in errors[0]                 # what the type does have: the fix
+
+
+def test_sim_time_holds_messages_until_the_clock_starts(start_node, ros_client, tmp_path):
+    # zero delay, but not a pass-through (the loss model sends it through the scheduler); the
+    # outage is at route time [2 s, 3 s), measured from the first message, not from sim time 0
+    path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out',
+                                    'type': 'sensor_msgs/msg/JointState',
+                                    'loss': {'model': 'bernoulli', 'p': 0.0},
+                                    'schedule': [{'fault': 'outage', 'start_s': 2.0,
+                                                  'end_s': 3.0}]}})
+    clock = ros_client.node.create_publisher(Clock, '/clock', qos.CLOCK)
+    rx = Receiver(ros_client, JointState, 'out')
+    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
+    diags = ros_client.collect(__import__('diagnostic_msgs.msg').msg.DiagnosticArray,
+                               '/diagnostics')
+    pub = deep_publisher(ros_client, JointState, 'in')
+    start_node('injector', profile=path, use_sim_time=True, diagnostics_period_s=0.1)
+    connect(ros_client, pub, 'out')
+    ros_client.wait_for(lambda: clock.get_subscription_count() > 0, 10, 'clock subscriber')
+
+    def held() -> int:
+        for _t, arr in reversed(diags):
+            for st in arr.status:
+                if st.name == '/injector: r':
+                    return int({kv.key: kv.value for kv in st.values}['held_for_clock'])
+        raise LookupError('r')
+
+    pub.publish(messages.joint_state(['j'], 0, [0.0]))      # before any /clock: time is 0
+    ros_client.wait_for(lambda: held() == 1, 10, 'the message held for the clock')
+    assert len(rx) == 0 and len(events(ev)) == 0
+    clock.publish(Clock(clock=messages.stamp_from_ns(5_000_000_000)))
+    ros_client.wait_for(lambda: len(rx) == 1, 10, 'the held message')
+    for i, t_ns in ((1, 7_500_000_000), (2, 8_500_000_000)):  # route time 2.5 s and 3.5 s
+        clock.publish(Clock(clock=messages.stamp_from_ns(t_ns)))
+        time.sleep(0.3)
+        pub.publish(messages.joint_state(['j'], t_ns, [float(i)]))
+    rows = wait_events(ros_client, ev, 3, rx)
+    rows = rows[np.argsort(rows[:, 1])]
+    assert rows[:, 2].tolist() == [5_000_000_000, 7_500_000_000, 8_500_000_000], rows
+    assert rows[:, 5].tolist() == [DELIVERED, LOST, DELIVERED]
+    assert rows[0, 4] >= 5_000_000_000
+    assert [int(m.position[0]) for _t, m in rx.items] == [0, 2]
+
+
+def send_alternating(pubs: list, n: int, rate_hz: float) -> None:
+    """Publish message ``i`` (stamped at send) on ``pubs[i % len(pubs)]`` at ``rate_hz``."""
+    period = 1.0 / rate_hz
+    t0 = time.monotonic()
+    for i in range(n):
+        pubs[i % len(pubs)].publish(messages.joint_state(['j'], time.time_ns(), [float(i)]))
+        delay = t0 + (i + 1) * period - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def test_gilbert_elliott_bursts_seen_at_the_receiver(start_node, ros_client, tmp_path):
+    loss = {'model': 'gilbert_elliott', 'p_good_to_bad': 0.02, 'p_bad_to_good': 0.25,
+            'loss_good': 0.0, 'loss_bad': 1.0}
+    path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out', 'loss': loss,
+                                    'type': 'sensor_msgs/msg/JointState'}})
+    rx = Receiver(ros_client, JointState, 'out')
+    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
+    pub = deep_publisher(ros_client, JointState, 'in')
+    start_node('injector', profile=path, seed=21)
+    connect(ros_client, pub, 'out')
+    n = 5000
+    send_states(pub, n, 1000.0)
+    rows = wait_events(ros_client, ev, n, rx)
+    received = [int(m.position[0]) for _t, m in rx.items]
+    assert len(received) == len(set(received))
+    lost = np.ones(n, dtype=bool)
+    lost[received] = False
+    # the receiver misses exactly what the ground truth says was lost
+    assert set(np.flatnonzero(lost).tolist()) == set(rows[rows[:, 5] == LOST][:, 1].tolist())
+    edges = np.diff(np.concatenate([[0], lost.astype(int), [0]]))
+    bursts = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+    # loss rate: the standard error of a two-state Markov chain's mean is inflated by
+    # (1 + lambda) / (1 - lambda), lambda = 1 - p_gb - p_bg (positively correlated losses)
+    expected = Loss('gilbert_elliott', p_good_to_bad=0.02, p_bad_to_good=0.25).expected_rate
+    lam = 1.0 - 0.02 - 0.25
+    se_rate = np.sqrt(expected * (1 - expected) / n * (1 + lam) / (1 - lam))
+    assert abs(lost.mean() - expected) < 4 * se_rate, (lost.mean(), expected)
+    # with loss_bad = 1, loss_good = 0 a burst is a stay in the bad state: geometric, mean 4
+    mean_burst, sd_burst = 1 / 0.25, np.sqrt(1 - 0.25) / 0.25
+    assert len(bursts) > 30
+    assert abs(bursts.mean() - mean_burst) < 4 * sd_burst / np.sqrt(len(bursts)), bursts.mean()
+
+
+def test_heavy_tailed_delays_seen_at_the_receiver_pass_ks(start_node, ros_client, tmp_path):
+    """Receiver-side delays (reception minus the send stamp) of a lognormal route, KS-tested
+    against the target up to an additive latency floor measured in the same run.
+
+    A receiver sees ``target + extra`` with ``0 <= extra``; a zero-delay route on every other
+    message of the same stream measures the floor ``E`` (transport both ways, the injector's
+    executor backlog, delivery lateness), which is at least the delayed route's ``extra``
+    (a backlog shorter than the target delay does not delay that route). So the receiver's
+    distribution lies between the target and the target convolved with ``E``: two one-sided
+    Kolmogorov-Smirnov tests, each at alpha = 0.001.
+    """
+    spec = {'distribution': 'lognormal', 'median': 0.02, 'sigma': 0.8, 'max_s': 0.3}
+    path = profile(tmp_path, {
+        'heavy': {'input': 'in_heavy', 'output': 'out_heavy', 'order': 'free', 'delay': spec,
+                  'type': 'sensor_msgs/msg/JointState'},
+        'floor': {'input': 'in_floor', 'output': 'out_floor', 'order': 'free',
+                  'loss': {'model': 'bernoulli', 'p': 0.0},     # scheduled like 'heavy'
+                  'type': 'sensor_msgs/msg/JointState'}})
+    heavy = Receiver(ros_client, JointState, 'out_heavy')
+    floor = Receiver(ros_client, JointState, 'out_floor')
+    pubs = [deep_publisher(ros_client, JointState, 'in_heavy'),
+            deep_publisher(ros_client, JointState, 'in_floor')]
+    start_node('injector', profile=path, seed=5)
+    connect(ros_client, pubs[0], 'out_heavy')
+    connect(ros_client, pubs[1], 'out_floor')
+    n = 2000                                          # per route: 4 s at 1 kHz in all
+    send_alternating(pubs, 2 * n, 1000.0)
+    ros_client.wait_for(lambda: len(heavy) >= n and len(floor) >= n, 30, 'every message')
+
+    def delays_s(rx: Receiver) -> np.ndarray:
+        return np.sort([t - (m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
+                        for t, m in rx.items]) / 1e9
+
+    d_rx, d_floor = delays_s(heavy), delays_s(floor)
+    assert d_rx.size == n and d_floor.size == n
+    rng = np.random.default_rng(0)
+    m = 40_000
+    ecdf = np.arange(1, n + 1) / n
+
+    def never_early(spec: dict) -> float:
+        """sup (F_rx - F_target): the receiver's delays are not shorter than the target's."""
+        target = parse_profile({'routes': {'r': {'delay': spec}}}, 'p').routes[0].delay
+        return float(np.max(ecdf - target.cdf(d_rx)))
+
+    def not_later_than_floor(spec: dict) -> float:
+        """sup (F_{target + E} - F_rx): not later than the target plus the measured floor."""
+        target = parse_profile({'routes': {'r': {'delay': spec}}}, 'p').routes[0].delay
+        model = np.sort(target.sample(rng, m) + rng.choice(d_floor, m))
+        grid = np.concatenate([d_rx, model])
+        f_rx = np.searchsorted(d_rx, grid, side='right') / n
+        return float(np.max(np.searchsorted(model, grid, side='right') / m - f_rx))
+
+    alpha = 0.001
+    crit_1 = np.sqrt(-np.log(alpha) / (2 * n))
+    crit_2 = np.sqrt(-np.log(alpha) / 2 * (n + m) / (n * m))
+    detail = (np.percentile(d_floor, [50, 99]), never_early(spec), not_later_than_floor(spec))
+    assert never_early(spec) < crit_1, detail
+    assert not_later_than_floor(spec) < crit_2, detail
+
+
+def test_scheduled_loss_starts_and_stops_on_time(start_node, ros_client, tmp_path):
+    path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out', 'delay': 0.001,
+                                    'type': 'sensor_msgs/msg/JointState',
+                                    'schedule': [{'fault': 'loss', 'start_s': 0.5,
+                                                  'end_s': 1.5, 'loss': {'model': 'bernoulli',
+                                                                         'p': 0.5}}]}})
+    rx = Receiver(ros_client, JointState, 'out')
+    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
+    pub = deep_publisher(ros_client, JointState, 'in')
+    start_node('injector', profile=path, seed=8)
+    connect(ros_client, pub, 'out')
+    n = 2000
+    send_states(pub, n, 1000.0)
+    rows = wait_events(ros_client, ev, n, rx)
+    rows = rows[np.argsort(rows[:, 1], kind='stable')]
+    t_route = (rows[:, 2] - rows[0, 2]) / 1e9               # route time of each message
+    received = {int(m.position[0]) for _t, m in rx.items}
+    missing = np.array(sorted(set(range(n)) - received))
+    inside = (t_route >= 0.5) & (t_route < 1.5)
+    # nothing is lost outside the window, at the receiver
+    assert set(missing.tolist()) <= set(rows[inside, 1].tolist())
+    # inside, about half; and losses right at both ends of the window (50 messages each:
+    # a p = 0.5 fault that were late or early would leave one end without a loss)
+    k = int(inside.sum())
+    assert abs(len(missing) - 0.5 * k) < 4 * np.sqrt(k * 0.25), (len(missing), k)
+    t_missing = t_route[missing]
+    assert t_missing.min() < 0.55 and t_missing.max() > 1.45
+    assert set(missing.tolist()) == set(rows[rows[:, 5] == LOST][:, 1].tolist())
+
+
+def test_imu_noise_and_bias_through_the_node(start_node, ros_client, tmp_path):
+    path = profile(tmp_path, {'imu': {'input': 'imu_in', 'output': 'imu_out', 'perturb': {
+        'angular_velocity': {'noise_std': 0.01, 'bias': 0.002},
+        'linear_acceleration': {'bias': -0.5, 'quantization': 0.01}}}})
+    rx = Receiver(ros_client, Imu, 'imu_out')
+    pub = deep_publisher(ros_client, Imu, 'imu_in')
+    start_node('injector', profile=path, seed=4)         # type learnt from the graph
+    connect(ros_client, pub, 'imu_out')
+    n = 800
+    gyro = np.random.default_rng(1).normal(0.0, 0.5, (n, 3))
+    for i in range(n):
+        msg = Imu()
+        msg.orientation.x = float(i)                       # index (not perturbed)
+        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = gyro[i]
+        msg.linear_acceleration.z = 9.81 + i * 1e-3
+        pub.publish(msg)
+        time.sleep(0.002)
+    ros_client.wait_for(lambda: len(rx) >= n, 20, 'perturbed Imu messages')
+    idx = np.array([int(m.orientation.x) for _t, m in rx.items])
+    assert sorted(idx.tolist()) == list(range(n))
+    out = np.array([[m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z]
+                    for _t, m in rx.items])
+    err = out - gyro[idx]
+    assert abs(err.mean() - 0.002) < 4 * 0.01 / np.sqrt(err.size)
+    assert abs(err.std() - 0.01) < 4 * 0.01 / np.sqrt(2 * err.size)
+    acc = np.array([m.linear_acceleration.z for _t, m in rx.items])
+    np.testing.assert_allclose(acc, np.round((9.81 + idx * 1e-3 - 0.5) / 0.01) * 0.01,
+                               atol=1e-9)
+    assert all(m.orientation.w == 1.0 for _t, m in rx.items)          # untouched field
