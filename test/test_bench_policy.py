@@ -1,16 +1,37 @@
-"""The policy benchmark as a smoke test in `make bench` only (it measures, never asserts time)."""
+"""The policy benchmark: a smoke test in `make bench` only (it measures, never asserts time),
+and its pure comparison with the plain timer, which runs with the unit tests."""
 
 import json
+import math
 from pathlib import Path
+import runpy
 import subprocess
 import sys
 
 import pytest
 
-pytestmark = [pytest.mark.bench, pytest.mark.ros]
 REPO = Path(__file__).resolve().parents[1]
 
 
+def test_policy_to_timer_ratios_and_target():
+    compare = runpy.run_path(str(REPO / 'bench' / 'policy.py'))['compare_with_timer']
+    figures = {'policy_stamp_p99_ms': 0.2, 'plain_timer_stamp_p99_ms': 0.8,
+               'policy_receive_p99_ms': 0.3, 'plain_timer_receive_p99_ms': 0.6}
+    c = compare(figures)
+    assert c['policy_to_timer_stamp_p99_ratio'] == pytest.approx(0.25)
+    assert c['policy_to_timer_receive_p99_ratio'] == pytest.approx(0.5)
+    assert c['target_met'] is True and c['target_p99_ms'] == 0.5
+    assert compare({**figures, 'policy_stamp_p99_ms': 0.6, 'plain_timer_stamp_p99_ms': 0.9}
+                   )['target_met'] is False  # beats the timer, misses 0.5 ms
+    assert compare({**figures, 'plain_timer_stamp_p99_ms': 0.1})['target_met'] is False
+    c = compare({**figures, 'policy_stamp_p99_ms': float('nan'),
+                 'plain_timer_receive_p99_ms': 0.0})
+    assert c['target_met'] is False and math.isnan(c['policy_to_timer_stamp_p99_ratio'])
+    assert math.isnan(c['policy_to_timer_receive_p99_ratio'])
+
+
+@pytest.mark.bench
+@pytest.mark.ros
 def test_policy_benchmark_reports_its_figures(ros_env):
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'policy', '--quick',
                         '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
@@ -23,3 +44,7 @@ def test_policy_benchmark_reports_its_figures(ros_env):
         assert figures[key]['commands'] > 0
         assert figures[key]['policy_stamp_p99_ms'] >= 0
         assert figures[key]['plain_timer_stamp_p99_ms'] >= 0
+        assert isinstance(figures[key]['target_met'], bool)
+        assert 'policy_to_timer_stamp_p99_ratio' in figures[key]
+    assert figures['target_met'] == (figures['loop_50hz']['target_met']
+                                     and figures['loop_500hz']['target_met'])
