@@ -1,15 +1,19 @@
 """Benchmark source: publish JointState on several topics at a fixed rate, stamped at send.
 
 Usage: _source.py RATE_HZ COUNT TOPIC [TOPIC ...]. position[0] is the message index; every
-topic gets the same message, so a direct topic and a relayed one are compared per message.
-Exits after COUNT messages (and a short drain).
+topic gets the same bytes (serialized once, so no topic pays a second serialization), and the
+order of the topics alternates from one message to the next, so a direct topic and a relayed
+one are compared per message without a systematic head start. Prints one JSON line with the
+achieved send rate and exits after COUNT messages (and a short drain).
 """
 
+import json
 import sys
 import time
 
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 
 from simreal_ros.core.netenv import apply_to_current_process
@@ -30,13 +34,19 @@ def main() -> None:
     sys.setswitchinterval(0.0002)
     msg = JointState(name=[f'j{i}' for i in range(6)], position=[0.0] * 6)
     pacer = PreciseRate(int(1e9 / rate))
+    reverse = pubs[::-1]
+    start = time.monotonic()
     for i in range(count):
         pacer.sleep()
         msg.position[0] = float(i)
         t = time.time_ns()
         msg.header.stamp.sec, msg.header.stamp.nanosec = t // 1_000_000_000, t % 1_000_000_000
-        for p in pubs:
-            p.publish(msg)
+        data = serialize_message(msg)
+        for p in (reverse if i % 2 else pubs):
+            p.publish(data)
+    elapsed = time.monotonic() - start
+    print(json.dumps({'sent': count, 'seconds': elapsed,
+                      'rate_hz': count / elapsed if elapsed > 0 else 0.0}), flush=True)
     time.sleep(1.0)
     node.destroy_node()
     rclpy.try_shutdown()

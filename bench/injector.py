@@ -1,19 +1,24 @@
 """Latency injector benchmark: accuracy, overhead and throughput, measured side by side.
 
-A source process publishes each JointState on a direct topic and on the injector's input at
-the same instant (stamped at send); this process receives both. Per message:
+A source process serializes each JointState once (stamped at send) and publishes the same
+bytes on a direct topic and on the injector's input, alternating which goes first; this process
+receives both. Receive times are the middleware's reception stamps (``received_timestamp`` of
+the message info), not this process's callbacks. Per message:
 
 * floor = direct receive - stamp (publisher -> subscriber over DDS, no injector);
-* accuracy: error = (relayed receive - stamp) - target delay (target from the injector's
+* accuracy: error = |(relayed receive - stamp) - target delay| (target from the injector's
   ground-truth events), for a constant 5 ms route and a jittered route at 1 kHz; the figure
   of merit is the error above the floor (target: p99 <= 0.5 ms above the floor's p99);
 * overhead: a zero-delay route's latency minus the floor, p50 (target <= 0.15 ms);
 * throughput: the highest rate of a zero-delay route and of a 5 ms route with every message
-  delivered, next to the direct topic at the same rate.
+  delivered, next to the direct topic at the same rate, with the rate the source achieved.
+
+Every measurement subscribes anew and destroys its subscriptions afterwards.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 import subprocess
@@ -49,14 +54,19 @@ ROUTES = {
 
 
 class Sink:
-    """Raw subscriptions: receive time and the raw bytes, decoded after the run."""
+    """Raw subscription: reception time (middleware stamp) and the bytes, decoded after."""
 
     def __init__(self, client: RosClient, topic: str) -> None:
         self.rx: list[tuple[int, bytes]] = []
-        client.node.create_subscription(JointState, topic, self._on, DEEP, raw=True)
+        self.client = client
+        self.sub = client.node.create_subscription(JointState, topic, self._on, DEEP, raw=True)
 
-    def _on(self, data: bytes) -> None:
-        self.rx.append((time.time_ns(), data))
+    def _on(self, data: bytes, info: Any) -> None:
+        self.rx.append((int(info['received_timestamp']) or time.time_ns(), data))
+
+    def close(self) -> None:
+        """Destroy the subscription (sinks of earlier measurements must not keep receiving)."""
+        self.client.node.destroy_subscription(self.sub)
 
     def latencies(self) -> dict[int, int]:
         out = {}
@@ -71,9 +81,20 @@ def _ms(values: Any, q: float) -> float:
     return float(np.percentile(np.asarray(list(values), dtype=float), q) / 1e6)
 
 
-def _source(env: dict[str, str], rate: float, count: int, *topics: str) -> None:
-    subprocess.run([sys.executable, str(SOURCE), str(rate), str(count), *topics], env=env,
-                   check=True, timeout=120, stdout=subprocess.DEVNULL)
+def _source(env: dict[str, str], rate: float, count: int, *topics: str) -> dict[str, Any]:
+    """Run the source; return its report (``sent``, ``seconds``, ``rate_hz``)."""
+    r = subprocess.run([sys.executable, str(SOURCE), str(rate), str(count), *topics], env=env,
+                       check=True, timeout=120, capture_output=True, text=True)
+    lines = [line for line in r.stdout.splitlines() if line.startswith('{')]
+    return dict(json.loads(lines[-1])) if lines else {}
+
+
+def _rate_hz(rx: list[tuple[int, bytes]]) -> float:
+    """Rate at which a sink received (messages over the span of their reception)."""
+    if len(rx) < 2:
+        return 0.0
+    times = sorted(t for t, _d in rx)
+    return (len(times) - 1) / ((times[-1] - times[0]) / 1e9) if times[-1] > times[0] else 0.0
 
 
 def _targets(events: list[tuple[int, Any]], route: str) -> dict[int, int]:
@@ -88,15 +109,20 @@ def _targets(events: list[tuple[int, Any]], route: str) -> dict[int, int]:
 def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
              count: int) -> dict[str, float]:
     direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
-    time.sleep(0.5)
-    _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
-    time.sleep(0.5)
+    try:
+        time.sleep(0.5)
+        sent = _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
+        time.sleep(0.5)
+    finally:
+        direct.close()
+        relayed.close()
     floor = direct.latencies()
     lat = relayed.latencies()
     targets = _targets(events, route)
     common = sorted(set(floor) & set(lat) & set(targets))
-    err = [lat[i] - targets[i] for i in common]
+    err = [abs(lat[i] - targets[i]) for i in common]              # |delivered - target|
     out = {'messages': count, 'delivered': len(lat),
+           'source_rate_hz': sent.get('rate_hz', float('nan')),
            'floor_p50_ms': _ms(floor.values(), 50), 'floor_p99_ms': _ms(floor.values(), 99),
            'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99)}
     out['error_p99_above_floor_ms'] = out['error_p99_ms'] - out['floor_p99_ms']
@@ -115,14 +141,22 @@ def throughput(client: RosClient, env: dict[str, str], route: str, seconds: floa
     for rate in (2000.0, 4000.0, 8000.0, 16000.0):
         n = int(rate * seconds)
         direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
-        time.sleep(0.5)
-        _source(env, rate, n, f'direct/{route}', f'in/{route}')
-        time.sleep(0.5)
+        try:
+            time.sleep(0.5)
+            sent = _source(env, rate, n, f'direct/{route}', f'in/{route}')
+            time.sleep(0.5)
+        finally:
+            direct.close()
+            relayed.close()
         best[f'{int(rate)}_hz'] = {'sent': n, 'relayed': len(relayed.rx),
-                                   'direct': len(direct.rx)}
+                                   'direct': len(direct.rx),
+                                   'source_rate_hz': sent.get('rate_hz', float('nan')),
+                                   'relayed_rate_hz': _rate_hz(relayed.rx),
+                                   'direct_rate_hz': _rate_hz(direct.rx)}
         if len(relayed.rx) < n:
             break
         best['lossless_rate_hz'] = rate
+        best['lossless_achieved_rate_hz'] = sent.get('rate_hz', float('nan'))
     return best
 
 
@@ -155,5 +189,4 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 if __name__ == '__main__':
-    import json
     print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
