@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 import datetime
 import fnmatch
+import functools
 import importlib
 import os
 from pathlib import Path
@@ -143,7 +144,7 @@ def _key_values(entries: list[str] | None, what: str) -> dict[str, str]:
 
 class _Topic:
     __slots__ = ('name', 'msgtype', 'cls', 'handle', 'has_header', 'stats', 'sub', 'received',
-                 'live_role')
+                 'live_role', 'reliable', 'transient', 'publishers')
 
     def __init__(self, name: str, msgtype: str, cls: type, handle: int) -> None:
         self.name = name
@@ -155,6 +156,9 @@ class _Topic:
         self.sub: Any = None
         self.received = 0
         self.live_role = ''
+        self.reliable = True
+        self.transient = False
+        self.publishers = 0
 
 
 class Recorder(Node):
@@ -248,7 +252,10 @@ class Recorder(Node):
 
     def _discover(self) -> None:
         for name, types in self.get_topic_names_and_types():
-            if name in self.topics or name in self.failed or not self._wanted(name):
+            if name in self.topics:
+                self._revisit_qos(self.topics[name])
+                continue
+            if name in self.failed or not self._wanted(name):
                 continue
             infos = self.get_publishers_info_by_topic(name)
             if not infos:
@@ -269,6 +276,9 @@ class Recorder(Node):
                 self.get_logger().error(f'cannot record {name}: {exc}')
                 continue
             t = _Topic(name, types[0], cls, handle)
+            t.reliable, t.transient = profile.reliability == ReliabilityPolicy.RELIABLE, \
+                profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+            t.publishers = len(infos)
             if name == self.gap_topics[0]:
                 t.live_role = 'primary'
             elif name == self.gap_topics[1]:
@@ -280,19 +290,58 @@ class Recorder(Node):
                                    f'({profile.reliability.name.lower()}, '
                                    f'{profile.durability.name.lower()})')
 
-    def _make_callback(self, t: _Topic) -> Any:
-        queue = self.queue
-        limit = self.queue_limit
-        sim = self.use_sim_time
-        clock = self.get_clock()
-        cls = t.cls
+    def _revisit_qos(self, t: _Topic) -> None:
+        """Weaken a subscription when a publisher joins that it could not match.
 
-        def enqueue(data: bytes, info: Any) -> None:
-            if len(queue) >= limit:
-                self.dropped += 1
-                return
-            stamp = clock.now().nanoseconds if sim else info['received_timestamp']
-            queue.append((t, stamp, data))
+        A best-effort publisher never reaches a reliable subscription, a volatile one never a
+        transient-local one: the subscription is re-created with the weaker QoS, after taking
+        every message the old one still holds.
+        """
+        infos = self.get_publishers_info_by_topic(t.name)
+        if len(infos) == t.publishers:
+            return
+        t.publishers = len(infos)
+        offered = offered_qos(infos)
+        reliable = t.reliable and all(q.reliability == 'reliable' for q in offered)
+        transient = t.transient and all(q.durability == 'transient_local' for q in offered)
+        if (reliable, transient) == (t.reliable, t.transient) or t.sub is None:
+            return
+        old = t.sub
+        callback = self._make_callback(t)
+        try:  # nothing the old subscription holds is lost
+            handle = old.handle
+            while True:
+                with handle:
+                    got = handle.take_message(t.cls, True)
+                if got is None:
+                    break
+                self._enqueue(t, got[0], got[1])
+        except (AttributeError, TypeError):
+            pass  # another rclpy without take_message: what the old one held is dropped
+        t.sub = None
+        self.destroy_subscription(old)
+        profile = offered_profile(reliable, transient, int(self.p['depth']))
+        t.reliable, t.transient = reliable, transient
+        t.sub = self.create_subscription(t.cls, t.name, callback, profile, raw=True)
+        # the bag keeps the QoS its channel was written with (readers match on it); the
+        # switch is recorded next to it
+        rel, dur = profile.reliability.name.lower(), profile.durability.name.lower()
+        with self.lock:
+            self.writer.custom[f'qos_weakened.{t.name}'] = f'{rel},{dur}'
+        self.get_logger().warn(
+            f'{t.name}: a publisher with weaker QoS joined; recording it {rel}, {dur} from now on')
+
+    def _enqueue(self, t: _Topic, data: bytes, info: Any) -> None:
+        if len(self.queue) >= self.queue_limit:
+            self.dropped += 1
+            return
+        stamp = (self.get_clock().now().nanoseconds if self.use_sim_time
+                 else info['received_timestamp'])
+        self.queue.append((t, stamp, data))
+
+    def _make_callback(self, t: _Topic) -> Any:
+        cls = t.cls
+        enqueue = functools.partial(self._enqueue, t)
 
         def on_message(data: bytes, info: Any) -> None:
             enqueue(data, info)

@@ -252,3 +252,33 @@ def test_unknown_message_type_is_named():
         import_message('Thing')
     assert import_message('sensor_msgs/msg/JointState') is JointState
     assert Path(messages.__file__).is_file()
+
+
+def test_a_best_effort_publisher_joining_later_is_recorded_too(start_node, ros_client, tmp_path):
+    reliable = ros_client.publisher(JointState, '/mixed')
+    bag = tmp_path / 'bag'
+    rec = start_node('recorder', bag=str(bag), topics=['/mixed'], discovery_period_s=0.2)
+    ros_client.wait_for(lambda: reliable.get_subscription_count() >= 1, 30, 'recorder on /mixed')
+    for i in range(20):
+        reliable.publish(messages.joint_state(['j'], i + 1, [float(i)]))
+        time.sleep(0.005)
+    # a best-effort publisher cannot reach the recorder's reliable subscription until the
+    # recorder weakens it
+    best_effort = ros_client.node.create_publisher(
+        JointState, '/mixed', QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+    ros_client.wait_for(lambda: best_effort.get_subscription_count() >= 1, 30,
+                        'the recorder matched the best-effort publisher')
+    for i in range(20):
+        best_effort.publish(messages.joint_state(['j'], 100 + i, [100.0 + i]))
+        reliable.publish(messages.joint_state(['j'], 200 + i, [200.0 + i]))
+        time.sleep(0.01)
+    time.sleep(0.5)
+    assert rec.stop() == 0, rec.output()
+    assert 'weaker QoS' in rec.log_path.read_text()
+    with BagReader(bag) as b:
+        values = sorted(int(b.deserialize(m).position[0]) for m in b.messages())
+        weakened = b.info.custom_data['qos_weakened./mixed']
+    assert values[:20] == list(range(20))  # nothing lost while the subscription changed
+    assert sum(100 <= v < 120 for v in values) >= 15  # best effort: loopback loses ~nothing
+    assert sum(200 <= v < 220 for v in values) >= 15
+    assert weakened == 'best_effort,volatile'
