@@ -165,7 +165,12 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 _POSITIVE = {('normal', 'std'), ('lognormal', 'median'), ('lognormal', 'sigma'),
              ('pareto', 'scale'), ('pareto', 'shape'), ('laplace', 'scale')}
-_NON_NEGATIVE = {('constant', 'value'), ('uniform', 'low'), ('uniform', 'high')}
+_NON_NEGATIVE = {('constant', 'value'), ('uniform', 'low'), ('uniform', 'high'),
+                 ('normal', 'mean'), ('laplace', 'loc')}
+#: Why a location below 0 is refused (samples below ``min_s`` would be clipped up to it,
+#: silently piling probability onto ``min_s`` instead of shifting the distribution).
+_NEGATIVE_FIX = ('a delay >= 0 s (a negative value would be clipped to min_s, not shift the '
+                 'distribution; to make short delays likelier, lower the scale or use min_s)')
 ZERO = Delay('constant', {'value': 0.0})
 
 
@@ -180,13 +185,15 @@ def parse_delay(sec: Section, base_dir: Path | None = None) -> Delay:
                           f'one of {sorted(KINDS)}', kind)
     params: dict[str, float] = {}
     for name in KINDS[kind]:
-        params[name] = sec.number(
-            name, positive=(kind, name) in _POSITIVE,
-            minimum=0.0 if (kind, name) in _NON_NEGATIVE else None)
+        params[name] = sec.number(name, positive=(kind, name) in _POSITIVE)
+        if (kind, name) in _NON_NEGATIVE and params[name] < 0.0:
+            raise ConfigError(sec.source, sec.path(name), _NEGATIVE_FIX, params[name])
     if kind == 'uniform' and params['low'] > params['high']:
         raise ConfigError(sec.source, sec.path('high'), f'>= low ({params["low"]})',
                           params['high'])
     offset = sec.number('offset_s', 0.0)
+    if offset < 0.0:
+        raise ConfigError(sec.source, sec.path('offset_s'), _NEGATIVE_FIX, offset)
     lo = sec.number('min_s', 0.0, minimum=0.0)
     hi = sec.number('max_s', math.inf) if sec.has('max_s') else math.inf
     if hi < lo:

@@ -81,6 +81,37 @@ def test_image_jpeg_keeps_shape() -> None:
     assert len(msg.data) == 20 * 90 and msg.encoding == 'rgb8'
 
 
+@pytest.mark.parametrize('encoding', ['rgba8', 'bgra8', '8UC4'])
+def test_image_jpeg_of_four_channels_compresses_colour_and_keeps_alpha(encoding: str) -> None:
+    rng = np.random.default_rng(2)
+    h, w = 24, 32
+    img = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
+    img[:, :, 3] = np.arange(w, dtype=np.uint8) * 8                     # an alpha ramp
+    msg = Image(height=h, width=w, encoding=encoding, step=w * 4, data=img.tobytes())
+    perturb_image(msg, Perturbation(image=ImageEffects(jpeg_quality=20)), RNG)
+    out = np.frombuffer(bytes(msg.data), np.uint8).reshape(h, w, 4)
+    assert msg.step == w * 4 and msg.encoding == encoding
+    assert np.array_equal(out[:, :, 3], img[:, :, 3])
+    assert np.abs(out[:, :, :3].astype(int) - img[:, :, :3]).mean() > 5   # lossy: changed
+
+
+def test_image_jpeg_keeps_the_colour_order() -> None:
+    h, w = 16, 16
+    for encoding, red in (('rgb8', 0), ('bgr8', 2)):
+        img = np.zeros((h, w, 3), np.uint8)
+        img[:, :, red] = 200
+        msg = Image(height=h, width=w, encoding=encoding, step=w * 3, data=img.tobytes())
+        perturb_image(msg, Perturbation(image=ImageEffects(jpeg_quality=90)), RNG)
+        out = np.frombuffer(bytes(msg.data), np.uint8).reshape(h, w, 3).astype(int)
+        assert np.abs(out - img).max() < 12, encoding
+
+
+def test_image_jpeg_of_16_bit_raises_for_the_node_to_report() -> None:
+    msg = _image('mono16', 1, np.uint16)
+    with pytest.raises(ValueError, match='jpeg_quality needs an 8-bit image.*mono16'):
+        perturb_image(msg, Perturbation(image=ImageEffects(gain=2.0, jpeg_quality=50)), RNG)
+
+
 @pytest.mark.parametrize('msg,match', [
     (Image(height=2, width=2, encoding='yuv422', step=4, data=bytes(8)), 'not supported'),
     (Image(height=4, width=4, encoding='rgb8', step=12, data=bytes(10)), 'does not match'),
