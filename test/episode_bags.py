@@ -48,7 +48,8 @@ def injector_events(routes: list[str], rows: list[list[int]]) -> bytes:
 
 def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
                      lag_s: float = 0.02, offset: float = 0.05, defects: tuple[str, ...] = (),
-                     injector: bool = True, seed: int = 0) -> dict:
+                     injector: bool = True, seed: int = 0,
+                     injector_topic: str = '/injector/events') -> dict:
     """Write a sim2sim-like bag; return the ground truth (lag, offset, injector latencies)."""
     rng = np.random.default_rng(seed)
     n = int(seconds * rate)
@@ -84,7 +85,7 @@ def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
         ha = w.add_topic('/sim_a/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
         hb = w.add_topic('/sim_b/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
         hc = w.add_topic('/joint_commands', 'sensor_msgs/msg/JointState', [QosSpec()])
-        hi = w.add_topic('/injector/events', 'std_msgs/msg/Int64MultiArray', [QosSpec()])
+        hi = w.add_topic(injector_topic, 'std_msgs/msg/Int64MultiArray', [QosSpec()])
         msgs: list[tuple[int, int, bytes]] = []
         for k in range(n):
             recv = int(T0 + t[k] * 1e9) + 500_000

@@ -3,7 +3,8 @@
 Collects every JointState topic as a :class:`~simreal_ros.core.gap.Series` (plus efforts),
 per-topic :class:`~simreal_ros.core.gap.StreamStats` (header stamps read straight from the CDR
 bytes, receive time = bag timestamp), and the latency injector's ground truth from
-``/injector/events`` (``std_msgs/msg/Int64MultiArray``, format in the lead's contract).
+``<namespace>/injector/events`` (``std_msgs/msg/Int64MultiArray``, format in
+docs/recording.md).
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
                 js.position.append(pos)
                 js.velocity.append(vel)
                 js.effort.append(eff)
-            elif m.topic == INJECTOR_TOPIC and m.msgtype == INJECTOR_TYPE:
+            elif m.topic.endswith(INJECTOR_TOPIC) and m.msgtype == INJECTOR_TYPE:
                 injector = injector or InjectorEvents()
                 parse_injector_message(reader.deserialize(m), injector)
         if progress is not None and done != total:

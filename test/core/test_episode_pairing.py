@@ -28,3 +28,14 @@ def info(*topics: str) -> BagInfo:
 ])
 def test_default_pairing(topics, expected):
     assert default_pairing(info(*topics)) == expected
+
+
+def test_injector_events_are_found_under_a_namespace(tmp_path):
+    from episode_bags import make_episode_bag
+
+    from simreal_ros.core.episode import load_episode
+    make_episode_bag(tmp_path / 'bag', seconds=1.0, injector_topic='/lab/injector/events')
+    ep = load_episode(str(tmp_path / 'bag'))
+    assert ep.injector is not None
+    assert ep.injector.routes == ['command', 'observation']
+    assert len(ep.injector.rows) == 100 + 200  # 1 s of commands at 100 Hz, states at 200 Hz
