@@ -45,8 +45,19 @@ from simreal_ros.hardware import control_table as ct
 FloatArray = npt.NDArray[np.float64]
 
 _A = ct.BY_NAME
-STATE_ADDR = _A['present_current'].address           # 126: current(2) velocity(4) position(4)
-STATE_LEN = _A['present_position'].address + 4 - STATE_ADDR  # 10 bytes
+#: one sync read: Realtime Tick (120, 2: the servo's ms clock, to tell a late answer to an
+#: earlier request from a fresh one), ..., Present Current (126, 2), Velocity (128, 4),
+#: Position (132, 4)
+STATE_ADDR = _A['realtime_tick'].address
+STATE_LEN = _A['present_position'].address + 4 - STATE_ADDR  # 16 bytes
+TICK_OFF = 0
+CURRENT_OFF = _A['present_current'].address - STATE_ADDR
+VELOCITY_OFF = _A['present_velocity'].address - STATE_ADDR
+POSITION_OFF = _A['present_position'].address - STATE_ADDR
+REALTIME_TICK_WRAP = 32768  # ms
+#: an answer whose Realtime Tick is equal to, or up to this much behind, the last accepted one
+#: of that servo is a late answer to an earlier request (or the same measurement again)
+STALE_WINDOW_MS = 2000
 GOAL_ADDR = _A['goal_position'].address
 TORQUE_ADDR = _A['torque_enable'].address
 HW_ERROR_ADDR = _A['hardware_error_status'].address
@@ -142,6 +153,8 @@ class DynamixelBus:
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
+        self._last_tick: dict[int, int] = {}  # Realtime Tick of the last accepted state
+        self._last_tick_mono = 0.0
 
     # ---- port --------------------------------------------------------------------------------
     @property
@@ -167,6 +180,7 @@ class DynamixelBus:
         if port.ser is not None:
             port.ser.timeout = self.read_timeout_s
         self.port = port
+        self._last_tick = {}
         self._sync_read = sdk.GroupSyncRead(port, self.ph, STATE_ADDR, STATE_LEN)
         for sid in self.ids:
             self._sync_read.addParam(sid)
@@ -263,7 +277,7 @@ class DynamixelBus:
         result, error = self._retried(fn, sid, it.address, raw)
         self._check(sid, f'write {name}={value}', result, error)
 
-    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 3) -> Any:
+    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5) -> Any:
         """Run a single-servo transaction, retried on comm errors and stale answers.
 
         Before a retry the port's input is flushed, so a late answer to the failed request
@@ -397,7 +411,13 @@ class DynamixelBus:
 
     # ---- cycle -------------------------------------------------------------------------------
     def read_state(self) -> BusState:
-        """One group sync read of current, velocity, position; BusError if any servo failed."""
+        """One group sync read of current, velocity, position; BusError if any servo failed.
+
+        A status packet carries no request number: after a timeout, the late answers to the
+        timed-out request can arrive after the next request was sent and be taken for its
+        answers. Each answer's Realtime Tick must therefore have advanced since the last
+        accepted state of that servo; otherwise the read fails as ``stale`` (never published).
+        """
         gsr = self._sync_read
         assert gsr is not None
         result = self._guard(gsr.txRxPacket)
@@ -408,21 +428,32 @@ class DynamixelBus:
         vel = np.empty(n)
         pos = np.empty(n)
         ticks = []
+        clock: dict[int, int] = {}
+        now = time.monotonic()
+        check = now - self._last_tick_mono < STALE_WINDOW_MS / 2000.0  # else: too long ago
         for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
             if not gsr.isAvailable(sid, STATE_ADDR, STATE_LEN):
                 raise BusError(f'sync read: no data from servo {sid}')
             if len(gsr.data_dict[sid]) != STATE_LEN:
                 # a late answer to an earlier request (after its timeout) with this ID
                 raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid}')
-            c = ct.to_signed(gsr.getData(sid, STATE_ADDR, 2), 2)
-            v = ct.to_signed(gsr.getData(sid, STATE_ADDR + 2, 4), 4)
-            t = ct.to_signed(gsr.getData(sid, STATE_ADDR + 6, 4), 4)
+            clock[sid] = gsr.getData(sid, STATE_ADDR + TICK_OFF, 2)
+            last = self._last_tick.get(sid)
+            if check and last is not None and \
+                    (last - clock[sid]) % REALTIME_TICK_WRAP < STALE_WINDOW_MS:
+                raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid} '
+                               f'(realtime tick {clock[sid]}, last {last})')
+            c = ct.to_signed(gsr.getData(sid, STATE_ADDR + CURRENT_OFF, 2), 2)
+            v = ct.to_signed(gsr.getData(sid, STATE_ADDR + VELOCITY_OFF, 4), 4)
+            t = ct.to_signed(gsr.getData(sid, STATE_ADDR + POSITION_OFF, 4), 4)
             ticks.append(t)
             pos[k] = s.ticks_to_rad(t)
             vel[k] = v
             cur[k] = c
         vel *= self.direction * ct.VELOCITY_UNIT_RAD_S
         eff = cur * self.direction * ct.CURRENT_UNIT_A * self.kt
+        self._last_tick = clock
+        self._last_tick_mono = now
         return BusState(pos, vel, eff, tuple(ticks))
 
     def write_goal(self, position: FloatArray) -> tuple[int, ...]:

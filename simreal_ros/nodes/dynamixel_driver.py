@@ -6,10 +6,11 @@ subscribes ``joint_commands`` and ``forward_position_controller/commands``; serv
 own thread at ``rate_hz``; see :class:`simreal_ros.core.driver_config.DriverConfig` for every
 parameter and docs/hardware.md for the behaviour on faults.
 
-Start-up fails (exit 1, one line naming the IDs) when a servo is missing or of the wrong model.
-A failed read publishes nothing (no stale state is ever published as fresh); a vanished port
-is reported as ERROR on ``/diagnostics`` and reopened with back-off; torque is disabled on
-Ctrl-C, SIGTERM and fatal errors.
+Start-up fails (exit 1, one line naming the IDs) when a servo is missing, of the wrong model
+or in a hardware-error state (unless ``reboot_on_error``). A failed read publishes nothing (no
+stale state is ever published as fresh); a vanished port is reported as ERROR on
+``/diagnostics`` and reopened with back-off, keeping torque off if the watchdog had switched it
+off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, CommandError, PortLostError
 from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware import dynamixel_bus as dxl
 from simreal_ros.hardware.dynamixel_bus import BusState, DynamixelBus, clamp_step
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
@@ -58,7 +60,8 @@ class DynamixelDriver(Node):
         self.validator = CommandValidator(self.robot)
         self.bus = DynamixelBus(self.robot, cfg.port, self.baud,
                                 return_delay_us=cfg.return_delay_us,
-                                latency_timer_ms=cfg.latency_timer_ms)
+                                latency_timer_ms=cfg.latency_timer_ms,
+                                servo_velocity_limit=not cfg.goal_rate_limit)
         state = self._start_bus()
         self.lock = threading.Lock()
         self.goal = state.position.copy()
@@ -75,6 +78,11 @@ class DynamixelDriver(Node):
         self.backoff = cfg.reconnect_min_s
         self.next_attempt = 0.0
         self.health: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        self.torque_read: tuple[int, ...] | None = None  # torque enable as read back
+        self.rejected_window = 0  # rejections since the last /diagnostics
+        self.reset_request = threading.Event()  # ~/reset asks, the bus thread answers
+        self.reset_done = threading.Event()
+        self.reset_result = (False, '')
         self.stats: dict[str, Any] = {
             'cycles': 0, 'published': 0, 'read_failures': 0, 'write_failures': 0,
             'consecutive_failures': 0, 'port_lost': 0, 'reconnects': 0, 'last_error': '',
@@ -103,7 +111,7 @@ class DynamixelDriver(Node):
         try:
             bus.open()
             bus.check_servos(self.cfg.startup_timeout_s)
-            bus.configure()
+            bus.configure(reboot_on_error=self.cfg.reboot_on_error)
             for attempt in range(5):
                 try:
                     return bus.read_state()
@@ -138,6 +146,7 @@ class DynamixelDriver(Node):
                                               stamp_ns)
             except CommandError as exc:
                 self.stats['rejected'] += 1
+                self.rejected_window += 1
                 self.stats['last_rejection'] = str(exc)
                 self.get_logger().warn(f'rejected joint command, holding last target: {exc}',
                                        throttle_duration_sec=1.0)
@@ -163,12 +172,56 @@ class DynamixelDriver(Node):
                 res.success = False
                 res.message = f'the bus is not connected ({self.stats["last_error"]})'
                 return res
-            self.reset_active = True
-            self.command = None
-        res.success = True
-        res.message = f'moving to home at {self.cfg.reset_speed:g} rad/s'
-        self.get_logger().info(res.message)
+        # The bus belongs to the bus thread: it checks the servos, reboots those in error
+        # (reboot_on_error) and starts the move home; this callback waits for its answer.
+        self.reset_done.clear()
+        self.reset_request.set()
+        if not self.reset_done.wait(5.0):
+            self.reset_request.clear()
+            res.success = False
+            res.message = 'the bus thread did not answer within 5 s; try again'
+        else:
+            res.success, res.message = self.reset_result
+        log = self.get_logger().info if res.success else self.get_logger().error
+        log(f'reset: {res.message}')
         return res
+
+    def _do_reset(self) -> None:
+        """Serve a ~/reset on the bus thread: hardware errors first, then the move home."""
+        self.reset_request.clear()
+        try:
+            errors = self.bus.hardware_errors()
+            where = dxl.describe_servo_errors(self.robot, errors)
+            if errors and not self.cfg.reboot_on_error:
+                result = (False, f'hardware error: {where}; {dxl.HARDWARE_ERROR_FIX}')
+            else:
+                if errors:
+                    self.bus.reboot(sorted(errors))
+                    self.get_logger().warn(f'reset: rebooted {where}')
+                torque = [self.bus.read_register(sid, 'torque_enable') for sid in self.bus.ids]
+                if not all(torque):
+                    # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
+                    # goal are gone, so configure afresh; torque comes on where the arm is
+                    self.bus.configure()
+                    self.goal = self.bus.read_state().position.copy()
+                    self._set_torque_state(True)
+                    self.watchdog_active = False
+                    self.hold_target = None
+                    with self.lock:
+                        self.health = None
+                with self.lock:
+                    self.reset_active = True
+                    self.command = None
+                result = (True, f'moving to home at {self.cfg.reset_speed:g} rad/s'
+                                + (' (after REBOOT of the servos in error)' if errors else ''))
+        except PortLostError as exc:
+            self._port_lost(exc)
+            result = (False, f'bus lost: {exc}')
+        except BusError as exc:
+            result = (False, str(exc))
+        self.reset_result = result
+        self.reset_done.set()
+        self._publish_diagnostics()
 
     # ---- the bus thread ----------------------------------------------------------------------
     def _run(self) -> None:
@@ -178,6 +231,13 @@ class DynamixelDriver(Node):
                 rate.sleep()
                 if not self.connected:
                     self._try_reconnect()
+                    if self.reset_request.is_set():
+                        self.reset_request.clear()
+                        self.reset_result = (False, 'the bus is not connected')
+                        self.reset_done.set()
+                    continue
+                if self.reset_request.is_set():
+                    self._do_reset()
                     continue
                 self._cycle()
         except Exception as exc:  # noqa: BLE001 - fatal: torque off, report, exit non-zero
@@ -221,6 +281,7 @@ class DynamixelDriver(Node):
                 with self.lock:
                     changed = self.health is None or self.health[0] != h.error_bits
                     self.health = (h.error_bits, h.temperature_c)
+                    self.torque_read = h.torque_enable
                 if changed and any(h.error_bits):
                     self._publish_diagnostics()
         except PortLostError as exc:
@@ -244,7 +305,7 @@ class DynamixelDriver(Node):
                 return None
             self.bus.hold_present()  # re-enable where the arm is, then track the command
             self.bus.set_torque(True)
-            self.torque_on = True
+            self._set_torque_state(True)
             self.watchdog_active = False
             self.goal = state.position.copy()
             self.get_logger().info(f'{"reset" if reset else "command"}: torque enabled again')
@@ -265,7 +326,7 @@ class DynamixelDriver(Node):
                                        f' {self.cfg.watchdog}')
                 if self.cfg.watchdog == 'torque_off':
                     self.bus.set_torque(False)
-                    self.torque_on = False
+                    self._set_torque_state(False)
                     return None
                 self.hold_target = self.goal.copy()  # freeze the goal: no sag-on-hold drift
             target = self.hold_target if self.hold_target is not None else self.goal
@@ -280,6 +341,12 @@ class DynamixelDriver(Node):
         if self.cfg.goal_rate_limit:
             return clamp_step(self.goal, target, self.max_step)
         return np.array(target, dtype=np.float64)
+
+    def _set_torque_state(self, on: bool) -> None:
+        """Record a confirmed torque change (set_torque verifies every servo)."""
+        self.torque_on = on
+        with self.lock:
+            self.torque_read = (int(on),) * self.robot.n
 
     def _publish(self, state: BusState, stamp: int) -> None:
         js = self._state_msg
@@ -308,10 +375,17 @@ class DynamixelDriver(Node):
         if now < self.next_attempt:
             time.sleep(min(0.01, self.next_attempt - now))
             return
+        # Torque stays off if the watchdog switched it off (or would now: the commands are as
+        # stale as before the port went): only a command sent after the reconnect enables it.
+        with self.lock:
+            stale = self.command is not None and \
+                now - self.command_mono > self.cfg.command_timeout_s
+            seq = self.command_seq
+        keep_off = not self.torque_on or (self.cfg.watchdog == 'torque_off' and stale)
         try:
             self.bus.open()
             self.bus.check_servos(timeout_s=0.2)
-            self.bus.configure()
+            self.bus.configure(torque=not keep_off, reboot_on_error=self.cfg.reboot_on_error)
             state = self.bus.read_state()
         except BusError as exc:
             self.bus.close()
@@ -321,24 +395,32 @@ class DynamixelDriver(Node):
             self.next_attempt = time.monotonic() + self.backoff
             return
         self.goal = state.position.copy()
-        self.torque_on = True
+        self.hold_target = None if self.hold_target is None else self.goal.copy()
+        self.used_seq = seq  # commands from before (or during) the outage are not fresh
+        if keep_off and not self.watchdog_active:
+            self.watchdog_active = True
+            self.stats['watchdog_trips'] += 1
+        self._set_torque_state(not keep_off)
         with self.lock:
             self.connected = True
             self.stats['reconnects'] += 1
             self.stats['consecutive_failures'] = 0
-        self.get_logger().info(f'bus reconnected on {self.cfg.port}')
+        self.get_logger().info(f'bus reconnected on {self.cfg.port}'
+                               + (', torque kept off until a new command' if keep_off else ''))
         self._publish_diagnostics()
 
     # ---- diagnostics ---------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
         with self.lock:
             st = dict(self.stats)
-            connected, health = self.connected, self.health
+            connected, health, torque_read = self.connected, self.health, self.torque_read
+            rejected_window, self.rejected_window = self.rejected_window, 0
         level, message = 'ok', 'running'
+        if rejected_window:
+            level, message = 'warn', (f'{rejected_window} joint commands rejected: '
+                                      f'{st["last_rejection"]}')
         if self.watchdog_active:
             level, message = 'warn', f'no joint command: watchdog {self.cfg.watchdog}'
-        if st['rejected']:
-            level = 'warn' if level == 'ok' else level
         hw: dict[str, object] = {}
         if health is not None:
             faults = []
@@ -350,21 +432,36 @@ class DynamixelDriver(Node):
                                   f'{ct.describe_hardware_error(bits)}')
             if faults:
                 level, message = 'error', 'hardware error: ' + '; '.join(faults)
+        if self.torque_on and torque_read and not all(torque_read) and level != 'error':
+            off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
+            level, message = 'error', (f'torque off at {", ".join(off)} although enabled '
+                                       f'(servo power lost or reset?): call ~/reset to '
+                                       f'configure them again')
         if st['consecutive_failures'] >= FAILED_READS_ERROR:
             level, message = 'error', f'bus not answering: {st["last_error"]}'
         if not connected:
             level, message = 'error', f'port lost, reconnecting: {st["last_error"]}'
         if st['fatal']:
             level, message = 'error', f'bus thread failed: {st["fatal"]}'
+        # torque_on: what the servos' Torque Enable registers said at the last health read
+        # (or the last confirmed switch); torque_commanded: what the driver wants
+        torque_on: object = self.torque_on
+        if torque_read:
+            off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
+            torque_on = (not off if len(off) in (0, self.robot.n)
+                         else f'partial (off: {", ".join(off)})')
         values: dict[str, object] = {
             'port': self.cfg.port, 'baud': self.baud, 'connected': connected,
-            'torque_on': self.torque_on, 'watchdog_active': self.watchdog_active,
+            'torque_on': torque_on, 'torque_commanded': self.torque_on,
+            'watchdog_active': self.watchdog_active,
             'cycles': st['cycles'], 'states_published': st['published'],
             'read_failures': st['read_failures'], 'write_failures': st['write_failures'],
             'port_lost': st['port_lost'], 'reconnects': st['reconnects'],
             'last_error': st['last_error'], 'watchdog_trips': st['watchdog_trips'],
             'commands_received': st['received'], 'commands_rejected': st['rejected'],
             'commands_clamped': st['clamped'], 'last_rejection': st['last_rejection'],
+            'commands_rejected_period': rejected_window,
+            'reboot_on_error': self.cfg.reboot_on_error,
             **{f'comm.{k}': v for k, v in self.bus.comm_errors.items()},
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             **hw,
