@@ -10,6 +10,12 @@ For ``backend:=real real_driver:=external``: an existing driver (typically ros2_
   ``std_msgs/Float64MultiArray`` in ``command_joints`` order or a one-point
   ``trajectory_msgs/JointTrajectory`` reaching the target after ``trajectory_time_s``.
 
+A command that names only some joints is completed from the last target, or, before the
+first target, from the last complete source state. Until both are missing (no complete state
+received yet, no full command sent yet) such a partial command is rejected with a warning: the
+adapter does not know where the other joints are, and filling in home positions would send
+them there.
+
 The adapter does not subscribe ``forward_position_controller/commands`` itself: in this mode
 that topic belongs to the existing driver.
 """
@@ -62,7 +68,7 @@ class ExternalAdapter(Node):
         self.validator = CommandValidator(self.robot)
         self.lock = threading.Lock()
         self.last_target: JointTarget | None = None
-        self.last_position = self.robot.home.copy()
+        self.last_position: np.ndarray | None = None  # the last complete source state
         self.last_state_mono = 0.0
         self.stats: dict[str, Any] = {'states_in': 0, 'states_incomplete': 0,
                                       'last_incomplete': '', 'commands_in': 0,
@@ -110,9 +116,21 @@ class ExternalAdapter(Node):
     def _on_command(self, msg: JointState) -> None:
         with self.lock:
             self.stats['commands_in'] += 1
-            previous = self.last_target or JointTarget.hold(self.last_position)
             try:
-                target = self.validator.merge(previous, list(msg.name), msg.position,
+                names = list(msg.name)
+                if self.last_target is not None:
+                    previous = self.last_target
+                elif self.last_position is not None:
+                    previous = JointTarget.hold(self.last_position)
+                elif not names or set(names) >= set(self.names):
+                    previous = JointTarget.hold(self.robot.home)  # every joint is overwritten
+                else:
+                    raise CommandError(
+                        f'partial command for {names} before the first complete state on '
+                        f'{self.cfg.source_states}: the positions of the other joints are '
+                        f'unknown; send every joint of {self.robot.name} or wait for the joint '
+                        f'states of the existing driver')
+                target = self.validator.merge(previous, names, msg.position,
                                               msg.velocity, msg.effort,
                                               messages.stamp_to_ns(msg.header.stamp))
             except CommandError as exc:

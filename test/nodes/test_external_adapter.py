@@ -96,3 +96,38 @@ def test_bad_command_joints_exit_with_a_reason(start_node):
     p = start_node('external_adapter', command_joints='base_yaw,elbow')
     assert p.wait() == 1
     assert 'command_joints' in p.output() and 'elbow' in p.output()
+
+
+def test_partial_commands_wait_for_the_first_complete_state(start_node, ros_client):
+    """Before the source's first complete state the other joints' positions are unknown."""
+    out = ros_client.collect(Float64MultiArray, '/forward_position_controller/commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('external_adapter', diagnostics_period_s=0.3)
+    raw = ros_client.publisher(JointState, '/joint_states_raw')
+    cmd = ros_client.publisher(JointState, 'joint_commands')
+    partial = messages.joint_state(['base_yaw'], 0, [0.5])
+
+    def rejected() -> bool:
+        cmd.publish(partial)
+        raw.publish(messages.joint_state(['base_yaw'], 1, [0.0]))  # incomplete: no state yet
+        return any(s.name.endswith('external adapter') and
+                   int({kv.key: kv.value for kv in s.values}.get('commands_rejected', 0)) > 0
+                   for _t, a in diags for s in a.status)
+
+    ros_client.wait_for(rejected, 20, 'the partial command rejected')
+    assert out == [], 'a partial command went out with home positions for the other joints'
+    last = [s for _t, a in diags for s in a.status if s.name.endswith('external adapter')][-1]
+    assert 'before the first complete state' in {kv.key: kv.value
+                                                 for kv in last.values}['last_rejection']
+    # once the source's state is complete, the same command is completed from it
+    state = raw_state(5)  # positions 10 + i in reversed order: wrist_roll=10 .. base_yaw=15
+
+    def sent() -> bool:
+        raw.publish(state)
+        cmd.publish(partial)
+        return bool(out)
+
+    ros_client.wait_for(sent, 10, 'the partial command after a complete state')
+    expected = np.clip([15.0, 14.0, 13.0, 12.0, 11.0, 10.0], ROBOT.lower, ROBOT.upper)
+    expected[0] = 0.5
+    assert np.allclose(out[-1][1].data, expected)
