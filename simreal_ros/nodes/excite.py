@@ -92,7 +92,7 @@ class Excite(Node):
         if not self.waiting and connected:
             return True
         if self.get_clock().now().nanoseconds > self.wait_deadline_ns:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'starting without {"joint_states" if self.waiting else "every consumer"}: '
                 f'{self.pub.get_subscription_count()} of {self.wait_subscribers} joint_commands '
                 f'subscribers after the wait timeout')
@@ -110,7 +110,7 @@ class Excite(Node):
     def close(self) -> None:
         """Before the process ends: let every subscriber acknowledge the last (home) command."""
         if self.sent and not self.pub.wait_for_all_acked(Duration(seconds=1.0)):
-            self.get_logger().warn('not every subscriber acknowledged the last command')
+            self.get_logger().warning('not every subscriber acknowledged the last command')
 
 
 def main(args: list[str] | None = None) -> int:

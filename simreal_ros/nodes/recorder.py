@@ -328,7 +328,7 @@ class Recorder(Node):
         rel, dur = profile.reliability.name.lower(), profile.durability.name.lower()
         with self.lock:
             self.writer.custom[f'qos_weakened.{t.name}'] = f'{rel},{dur}'
-        self.get_logger().warn(
+        self.get_logger().warning(
             f'{t.name}: a publisher with weaker QoS joined; recording it {rel}, {dur} from now on')
 
     def _enqueue(self, t: _Topic, data: bytes, info: Any) -> None:

@@ -119,7 +119,7 @@ class SimBridge(Node):
                 self.stats['rejected'] += 1
                 self.rejected_window += 1
                 self.stats['last_rejection'] = str(exc)
-                self.get_logger().warn(f'rejected joint command, holding last target: {exc}',
+                self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
                                        throttle_duration_sec=1.0)
                 return
             if target.clamped:
