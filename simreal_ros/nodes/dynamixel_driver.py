@@ -148,8 +148,9 @@ class DynamixelDriver(Node):
                 self.stats['rejected'] += 1
                 self.rejected_window += 1
                 self.stats['last_rejection'] = str(exc)
-                self.get_logger().warn(f'rejected joint command, holding last target: {exc}',
-                                       throttle_duration_sec=1.0)
+                self.get_logger().warning(
+                    f'rejected joint command, holding last target: {exc}',
+                    throttle_duration_sec=1.0)
                 return
             if self.reset_active:
                 return  # the move to home runs to its end
@@ -197,7 +198,7 @@ class DynamixelDriver(Node):
             else:
                 if errors:
                     self.bus.reboot(sorted(errors))
-                    self.get_logger().warn(f'reset: rebooted {where}')
+                    self.get_logger().warning(f'reset: rebooted {where}')
                 torque = [self.bus.read_register(sid, 'torque_enable') for sid in self.bus.ids]
                 if not all(torque):
                     # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
@@ -322,8 +323,9 @@ class DynamixelDriver(Node):
             if not self.watchdog_active:
                 self.watchdog_active = True
                 self.stats['watchdog_trips'] += 1
-                self.get_logger().warn(f'no joint command for {self.cfg.command_timeout_s:g} s:'
-                                       f' {self.cfg.watchdog}')
+                self.get_logger().warning(
+                    f'no joint command for {self.cfg.command_timeout_s:g} s: '
+                    f'{self.cfg.watchdog}')
                 if self.cfg.watchdog == 'torque_off':
                     self.bus.set_torque(False)
                     self._set_torque_state(False)

@@ -136,8 +136,8 @@ class ExternalAdapter(Node):
             except CommandError as exc:
                 self.stats['commands_rejected'] += 1
                 self.stats['last_rejection'] = str(exc)
-                self.get_logger().warn(f'rejected joint command: {exc}',
-                                       throttle_duration_sec=1.0)
+                self.get_logger().warning(f'rejected joint command: {exc}',
+                                          throttle_duration_sec=1.0)
                 return
             self.last_target = target
         positions = [float(target.position[i]) for i in self.command_index]
