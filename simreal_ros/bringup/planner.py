@@ -71,6 +71,9 @@ ARGUMENTS: dict[str, Argument] = {
                             ('dynamixel', 'external')),
     'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),
     'watchdog': Argument('hold', 'real: action when commands stop', ('hold', 'torque_off')),
+    'reboot_on_error': Argument('false', 'real: REBOOT servos that report a hardware error '
+                                '(at start and on ~/reset) instead of failing',
+                                ('true', 'false')),
     'external_states': Argument('/joint_states_raw',
                                 'external: joint_states topic of the existing driver'),
     'external_command': Argument('forward_position', 'external: command interface',
@@ -306,7 +309,7 @@ def _real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
     params = {'robot': a['robot'], 'port': a['port'],
               'baud': _typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
               'rate_hz': _typed(a, 'driver_rate', float, 'a number (Hz)'),
-              'watchdog': a['watchdog']}
+              'watchdog': a['watchdog'], 'reboot_on_error': a['reboot_on_error'] == 'true'}
     try:
         DriverConfig.from_mapping(params)
     except ConfigError as exc:

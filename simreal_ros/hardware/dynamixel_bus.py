@@ -96,9 +96,8 @@ class ServoHealth:
 
 #: what to do about a servo hardware error (the servo shut its torque off and stays off)
 HARDWARE_ERROR_FIX = ('remove the cause (mechanical load or blocked joint, heat, supply voltage), '
-                      'then power-cycle the servos, or set the driver parameter '
-                      'reboot_on_error:=true (REBOOT at start-up and on ~/reset; e.g. '
-                      '--ros-args -p reboot_on_error:=true)')
+                      'then power-cycle the servos, or launch with reboot_on_error:=true '
+                      '(REBOOT at start-up and on ~/reset)')
 
 PERMISSION_HINT = ('add your user to the dialout group (sudo usermod -aG dialout $USER, then '
                    'log out and in again) or give the device a udev rule with MODE="0666"')
