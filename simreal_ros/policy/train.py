@@ -8,14 +8,20 @@ and whose outputs go through the same :class:`ActionProcessor` (clip, rate limit
 Round 0 executes the teacher; later rounds mostly execute the student, the teacher labels
 every visited observation, and the student is refit on everything collected so far.
 
-Every world is a :class:`simreal_ros.sim.physics.SimRobot` (the sim bridge's physics) with
-domain randomization drawn per episode, an action delay (the sim's command delay line) and an
-observation delay (joint_states measured that long before the policy acts), both drawn per
-episode from the training config.
+Every world is a :class:`simreal_ros.sim.physics.SimRobot` (the sim bridge's physics, with its
+command delay line) with domain randomization drawn per episode, wired to the policy like the
+running graph with the latency injector in between: one latency preset
+(``config/latency/*.yaml``) drawn per episode, every command and every ``joint_states`` message
+(published at the bridge's rate) sent through that preset's ``command`` / ``observation`` route
+with the injector's own model (:mod:`simreal_ros.policy.latency`), so commands arrive late, in
+FIFO order, or not at all, and the policy acts on the newest observation that has arrived. When
+that observation is older than the spec's stale threshold the world does what the node does:
+it re-sends the last command and the step is not used for training.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 import json
 import math
@@ -29,6 +35,7 @@ import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_randomization
+from simreal_ros.core.injection import JOINT_STATE_FIELDS, RouteConfig
 from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.policy_spec import (
     ActionProcessor,
@@ -40,13 +47,26 @@ from simreal_ros.core.policy_spec import (
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.core.validate import Section, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
+from simreal_ros.policy.latency import (
+    COMMAND,
+    OBSERVATION,
+    LatencyPreset,
+    RouteQueue,
+    draw_preset,
+    parse_latency_presets,
+)
 from simreal_ros.sim.goals import GoalSampler
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.physics import Observation, SimRobot
 
 FloatArray = npt.NDArray[np.float64]
 
 #: ``simreal train --quick``: a seconds-long smoke run of the whole pipeline.
 QUICK = {'iterations': 1, 'envs': 2, 'episode_s': 0.5, 'epochs': 1, 'eval_episodes': 2}
+#: ``latency_presets`` when the config has none: every shipped preset, equal weights.
+DEFAULT_PRESETS = tuple(LatencyPreset(n) for n in ('none', 'usb_serial', 'ethercat', 'wifi',
+                                                   'congested_wifi'))
+#: Keys of older configs that the presets replaced, and what to write instead.
+_REPLACED = {'action_delay_s', 'observation_delay_s'}
 
 
 @dataclass(frozen=True)
@@ -58,8 +78,8 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     randomization: str = 'default'
-    action_delay_s: tuple[float, float] = (0.0, 0.020)
-    observation_delay_s: tuple[float, float] = (0.0, 0.010)
+    latency_presets: tuple[LatencyPreset, ...] = DEFAULT_PRESETS
+    state_rate_hz: float = 200.0
     noise_pos_rad: float = 0.0005
     noise_vel_rad_s: float = 0.02
     envs: int = 16
@@ -88,10 +108,11 @@ _INTEGERS: dict[str, tuple[int, int | None]] = {
     'epochs': (1, None), 'batch_size': (1, None), 'eval_episodes': (0, None)}
 #: Number fields: True = must be > 0, False = must be >= 0.
 _NUMBERS = {'noise_pos_rad': False, 'noise_vel_rad_s': False, 'episode_s': True,
+            'state_rate_hz': True,
             'goal_margin_rad': False, 'learning_rate': True, 'tolerance_rad': True,
             'dwell_s': False, 'goal_timeout_s': True}
 #: ``[low, high]`` fields: True = low must be > 0, False = low must be >= 0.
-_RANGES = {'action_delay_s': False, 'observation_delay_s': False, 'goal_interval_s': True}
+_RANGES = {'goal_interval_s': True}
 
 
 def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) -> TrainConfig:
@@ -131,6 +152,18 @@ def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) ->
         if not ok:
             raise fail(name, '[low, high] with ' + ('0 < ' if positive else '0 <= ')
                        + 'low <= high (s)', v)
+    if cfg.state_rate_hz > 10_000:
+        raise fail('state_rate_hz', "a rate <= 10000 Hz (the sim bridge's limit)",
+                   cfg.state_rate_hz)
+    presets = cfg.latency_presets
+    raw = [{'preset': p.preset, 'weight': p.weight} if isinstance(p, LatencyPreset) else p
+           for p in presets] if isinstance(presets, (tuple, list)) else presets
+    try:
+        parse_latency_presets(raw, cfg.source)
+    except ConfigError as exc:
+        if 'latency_presets' not in overridden:
+            raise
+        raise ConfigError(OVERRIDE, 'latency_presets', exc.expected, exc.got) from None
     h = cfg.hidden
     if not isinstance(h, (tuple, list)) or not h or any(
             isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in h):
@@ -155,12 +188,18 @@ def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig
     def pair(key: str, default: tuple[float, float]) -> tuple[float, float]:
         return check_range(top.raw(key, list(default)), src, key)
 
+    for key in sorted(_REPLACED & set(top.data)):
+        raise ConfigError(src, key, 'latency_presets: [none, usb_serial, ...] instead (the '
+                          'constant per-episode delays were replaced by per-message delays of '
+                          'the latency injector presets)', top.raw(key))
+    presets = (parse_latency_presets(top.raw('latency_presets'), src)
+               if top.has('latency_presets') else DEFAULT_PRESETS)
     cfg = TrainConfig(
         source=src, policy=top.string('policy'), seed=top.integer('seed', 0),
         threads=top.integer('threads', 1),
         randomization=str(top.raw('randomization', 'default') or ''),
-        action_delay_s=pair('action_delay_s', (0.0, 0.02)),
-        observation_delay_s=pair('observation_delay_s', (0.0, 0.01)),
+        latency_presets=presets,
+        state_rate_hz=top.number('state_rate_hz', 200.0),
         noise_pos_rad=noise.number('joint_pos_rad', 0.0005),
         noise_vel_rad_s=noise.number('joint_vel_rad_s', 0.02),
         envs=top.integer('envs', 16), iterations=top.integer('iterations', 14),
@@ -178,6 +217,9 @@ def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig
     top.reject_unknown(extra_allowed=('description',))
     validate_train_config(cfg)
     given = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(given.get('latency_presets'), (list, tuple)) and all(
+            isinstance(p, (str, dict)) for p in given['latency_presets']):
+        given['latency_presets'] = parse_latency_presets(given['latency_presets'], OVERRIDE)
     unknown = sorted(set(given) - {f.name for f in fields(TrainConfig) if f.name != 'source'})
     if unknown:
         raise ConfigError(OVERRIDE, unknown[0], 'a TrainConfig field', given[unknown[0]])
@@ -185,14 +227,21 @@ def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig
 
 
 class World:
-    """One randomized MuJoCo world driven through the policy spec's interface."""
+    """One randomized MuJoCo world driven through the policy spec's interface.
+
+    The graph it mirrors: sim bridge (``SimRobot``, joint_states every ``state_rate_hz``) <->
+    latency injector (one preset per episode) <-> policy node (a tick every control period).
+    ``preset`` forces one preset (a name or path) instead of drawing one per episode.
+    Without ``randomize`` the world is nominal: no randomization, no delays, no noise.
+    """
 
     def __init__(self, spec: PolicySpec, robot: RobotSpec, cfg: TrainConfig, seed: int,
-                 randomize: bool = True) -> None:
+                 randomize: bool = True, preset: str | None = None) -> None:
         rand = load_randomization(cfg.randomization) if cfg.randomization and randomize \
             else None
         self.spec, self.robot, self.cfg = spec, robot, cfg
         self.randomize = randomize
+        self.forced = LatencyPreset(preset) if preset is not None else None
         self.sim = SimRobot(robot, randomization=rand, seed=seed)
         self.rng = np.random.default_rng(seed + 7919)
         self.teacher = GoalSampler(robot, built=self.sim.built)
@@ -204,30 +253,49 @@ class World:
         self.full_default[self.idx] = spec.default
         self.steps_per_tick = max(1, int(round(1.0 / (spec.control_rate_hz
                                                       * robot.timestep_s))))
+        self.steps_per_state = max(1, int(round(1.0 / (cfg.state_rate_hz * robot.timestep_s))))
         self.tick_s = self.steps_per_tick * robot.timestep_s
+        self.stale_after_ns = int(spec.safety.stale_after_periods * spec.period_ns)
+        self.ticks = 0
+        self.holds = 0
         self.reset()
 
     def reset(self) -> None:
-        """Draw new dynamics, delays and a first goal; the arm at the default pose, at rest."""
+        """Draw new dynamics, a latency preset and a first goal; the arm at rest at default.
+
+        The randomization's ``command_delay_s`` stays: it is the bridge's own command delay
+        line (actuation latency), after the injector's command route.
+        """
         cfg, sim = self.cfg, self.sim
         params = sim.reset(randomize=self.randomize)
         if self.randomize:
-            params = replace(params, command_delay_s=float(self.rng.uniform(
-                *cfg.action_delay_s)))
-            obs_delay = float(self.rng.uniform(*cfg.observation_delay_s))
+            self.preset: LatencyPreset | None = self.forced or draw_preset(
+                cfg.latency_presets, self.rng)
+            route_seed = int(self.rng.integers(0, 2**63 - 1))
+            self.state_phase = int(self.rng.integers(0, self.steps_per_state))
         else:
-            params, obs_delay = replace(params, command_delay_s=0.0), 0.0
-        sim.params = params
-        self.obs_delay_steps = min(self.steps_per_tick - 1,
-                                   int(round(obs_delay / self.robot.timestep_s)))
+            sim.params = params = replace(params, command_delay_s=0.0)
+            self.preset, route_seed, self.state_phase = None, 0, 0
+        cmd_route = self.preset.route(COMMAND) if self.preset else RouteConfig(COMMAND)
+        obs_route = self.preset.route(OBSERVATION) if self.preset else RouteConfig(OBSERVATION)
+        self.commands: RouteQueue[FloatArray] = RouteQueue(cmd_route, route_seed)
+        self.states: RouteQueue[Observation] = RouteQueue(obs_route, route_seed,
+                                                          _perturber(obs_route))
         self.kp = np.array([params.joints[n].kp for n in self.robot.joint_names])
-        sim.set_target(JointTarget.hold(self.full_default))
+        self.last_target = self.full_default.copy()
+        sim.set_target(JointTarget.hold(self.last_target))
         self.t = 0.0
         self.obs.reset()
         self.act.reset(self.spec.default)
         self.last_action = self.act.neutral_action()
         self.new_goal()
         self.measured = sim.observe()
+        self.stale = False
+
+    @property
+    def preset_name(self) -> str:
+        """The latency preset of this episode ('' for a nominal world)."""
+        return self.preset.preset if self.preset else ''
 
     def new_goal(self, goal: FloatArray | None = None) -> None:
         """Switch to ``goal`` (robot order) or a random reachable one."""
@@ -242,7 +310,13 @@ class World:
         self.teacher_action = label if a.clip is None else np.clip(label, -a.clip, a.clip)
 
     def observation(self, noisy: bool = True) -> FloatArray:
-        """Return the policy's observation of the (delayed, noisy) last measurement."""
+        """Return the policy's observation of the newest joint_states that has arrived.
+
+        While :attr:`stale` the node builds no observation (it holds); zeros are returned, and
+        :meth:`apply` ignores the action.
+        """
+        if self.stale:
+            return np.zeros(self.spec.obs_dim)
         m = self.measured
         q, v = m.position.copy(), m.velocity.copy()
         if noisy and self.randomize:
@@ -254,24 +328,65 @@ class World:
             imu_gyro=m.imu_gyro, imu_quat_wxyz=m.imu_quat_wxyz))
 
     def apply(self, raw_action: FloatArray) -> None:
-        """Process one action through the spec's pipeline and advance one control period."""
-        res = self.act.process(raw_action)
-        if res.ok:
-            self.last_action = res.action
-        target = self.full_default.copy()
-        target[self.idx] = res.target
-        self.sim.set_target(JointTarget.hold(target))
-        d = self.obs_delay_steps
-        self.sim.step(self.steps_per_tick - d)
-        self.measured = self.sim.observe()
-        if d:
-            self.sim.step(d)
+        """Publish one command (or re-send the last one if stale) and run one control period.
+
+        The command goes through the episode's command route; joint_states are published at
+        the bridge's rate through the observation route; at the end of the period the newest
+        arrived one becomes :attr:`measured` and :attr:`stale` is updated like the node's check.
+        """
+        sim = self.sim
+        self.ticks += 1
+        if self.stale:
+            self.holds += 1      # the node re-sends the last safe command
+        else:
+            res = self.act.process(raw_action)
+            if res.ok:
+                self.last_action = res.action
+            target = self.full_default.copy()
+            target[self.idx] = res.target
+            self.last_target = target
+        self.commands.send(self.last_target, sim.time_ns)
+        end = sim.step_count + self.steps_per_tick
+        per, dt = self.steps_per_state, sim.dt_ns
+        while True:
+            for cmd in self.commands.due(sim.time_ns):
+                sim.set_target(JointTarget.hold(cmd))
+            step = sim.step_count
+            if step >= end:
+                break
+            since = (step - self.state_phase) % per
+            if since == 0:
+                self.states.send(sim.observe(), sim.time_ns)
+            nxt = min(end, step + per - since)
+            arrive = self.commands.next_ns
+            if arrive is not None:
+                nxt = min(nxt, max(step + 1, -(-arrive // dt)))
+            sim.step(nxt - step)
         self.t += self.tick_s
+        arrived = self.states.due(sim.time_ns)
+        if arrived:
+            self.measured = arrived[-1]
+        stale = sim.time_ns - self.measured.stamp_ns > self.stale_after_ns
+        if self.stale and not stale:
+            self.obs.reset()     # the node restarts the observation history after a hold
+        self.stale = stale
 
     def goal_error(self) -> float:
         """Max |q - goal| over the policy joints, now (rad)."""
         q = self.sim.data.qpos[self.sim.built.qpos_adr]
         return float(np.max(np.abs(q[self.idx] - self.goal[self.idx])))
+
+
+def _perturber(route: RouteConfig) -> Callable[[Observation, np.random.Generator],
+                                               Observation] | None:
+    """Return the route's value faults on joint_states fields (None: none), as the injector."""
+    channels = {k: c for k, c in route.perturb.fields.items() if k in JOINT_STATE_FIELDS}
+    if not channels:
+        return None
+
+    def apply(o: Observation, rng: np.random.Generator) -> Observation:
+        return replace(o, **{k: c.apply(getattr(o, k), rng) for k, c in channels.items()})
+    return apply
 
 
 def build_network(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Any:
@@ -298,14 +413,20 @@ def build_network(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Any:
 
 
 def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
-                   goals_per_world: int) -> dict[str, float]:
-    """Chain ``goals_per_world`` random goals in each world under the student alone."""
+                   goals_per_world: int) -> dict[str, Any]:
+    """Chain ``goals_per_world`` random goals in each world under the student alone.
+
+    Also reported per latency preset (``by_preset``: goals and success rate), with the
+    fraction of control steps the node would have held on stale observations.
+    """
     cfg = worlds[0].cfg
     ticks = int(math.ceil(cfg.goal_timeout_s / worlds[0].tick_s))
     dwell = max(1, int(math.ceil(cfg.dwell_s / worlds[0].tick_s)))
     hits, times, errors = 0, [], []
+    per: dict[str, list[int]] = {}
     for w in worlds:
         w.reset()
+        w.ticks = w.holds = 0
     for _ in range(goals_per_world):
         for w in worlds:
             w.new_goal()
@@ -321,13 +442,20 @@ def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
                         reached[i] = (k + 1 - dwell) * w.tick_s
         for i, w in enumerate(worlds):
             errors.append(w.goal_error())
+            counts = per.setdefault(w.preset_name or 'nominal', [0, 0])
+            counts[0] += 1
             if reached[i] is not None:
                 hits += 1
+                counts[1] += 1
                 times.append(reached[i])
     n = goals_per_world * len(worlds)
+    ticks_all = sum(w.ticks for w in worlds)
     return {'goals': n, 'success_rate': hits / n if n else float('nan'),
             'time_to_goal_mean_s': float(np.mean(times)) if times else float('nan'),
-            'final_error_median_rad': float(np.median(errors)) if errors else float('nan')}
+            'final_error_median_rad': float(np.median(errors)) if errors else float('nan'),
+            'stale_hold_fraction': sum(w.holds for w in worlds) / max(1, ticks_all),
+            'by_preset': {k: {'goals': g, 'success_rate': h / g}
+                          for k, (g, h) in sorted(per.items())}}
 
 
 def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
@@ -366,8 +494,9 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
         for _k in range(ticks):
             obs = np.stack([w.observation() for w in worlds])
             labels = np.stack([w.teacher_action for w in worlds])
-            data_x.append(obs)
-            data_y.append(labels)
+            fresh = np.array([not w.stale for w in worlds])
+            data_x.append(obs[fresh])       # the node holds on stale steps: nothing to learn
+            data_y.append(labels[fresh])
             executed = labels if it == 0 else student(obs)
             for i, w in enumerate(worlds):
                 if w.t >= w.next_switch:
@@ -388,25 +517,33 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
                 loss_sum += float(loss.detach())
                 batches += 1
         history.append({'round': it, 'samples': int(len(x)), 'beta': beta,
-                        'loss': loss_sum / max(1, batches)})
+                        'loss': loss_sum / max(1, batches),
+                        'presets': sorted(Counter(w.preset_name for w in worlds).items())})
         log(f'  round {it + 1}/{cfg.iterations}: {len(x)} samples, loss '
             f'{history[-1]["loss"]:.3g}, {time.monotonic() - t_start:.0f} s')
     net.eval()
     settings = {**asdict(cfg), 'source': Path(cfg.source).name}
-    summary: dict[str, Any] = {'policy': spec.name, 'config': settings, 'rounds': history,
-                               'train_time_s': time.monotonic() - t_start}
+    held = sum(w.holds for w in worlds)
+    summary: dict[str, Any] = {
+        'policy': spec.name, 'config': settings, 'rounds': history,
+        'stale_hold_fraction': held / max(1, sum(w.ticks for w in worlds)),
+        'train_time_s': time.monotonic() - t_start}
     if cfg.eval_episodes:
         per = max(1, cfg.eval_episodes // max(1, min(8, cfg.envs)))
         n_eval = min(8, cfg.envs)
         nominal = [World(spec, robot, cfg, int(seeds[cfg.envs + i]), randomize=False)
                    for i in range(n_eval)]
-        randomized = [World(spec, robot, cfg, int(seeds[cfg.envs + 32 + i]))
-                      for i in range(n_eval)]
+        names = [p.preset for p in cfg.latency_presets]
+        randomized = [World(spec, robot, cfg, int(seeds[cfg.envs + 32 + i]),
+                            preset=names[i % len(names)]) for i in range(n_eval)]
         summary['check_nominal'] = _success_rates(nominal, student, per)
         summary['check_randomized'] = _success_rates(randomized, student, per)
         log(f'  in-process check: nominal {summary["check_nominal"]["success_rate"]:.1%}, '
             f'randomized {summary["check_randomized"]["success_rate"]:.1%} of '
             f'{summary["check_nominal"]["goals"]} goals within {cfg.tolerance_rad} rad')
+        log('  by preset: ' + ', '.join(
+            f'{k} {v["success_rate"]:.0%} of {v["goals"]}'
+            for k, v in summary['check_randomized']['by_preset'].items()))
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / f'{spec.name}.pt'
     torch.jit.script(net).save(str(model_path))

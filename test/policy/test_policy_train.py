@@ -30,8 +30,9 @@ def test_train_smoke_run_is_reproducible_and_loadable(tmp_path):
     assert cli.returncode == 0, cli.stderr
     assert 'round 1/1' in cli.stdout
     summary = json.loads(cli.stdout.strip().splitlines()[-1])
-    assert summary['config']['action_delay_s'] == [0.0, 0.02]
-    assert summary['config']['observation_delay_s'] == [0.0, 0.01]
+    assert [p['preset'] for p in summary['config']['latency_presets']] == [
+        'none', 'usb_serial', 'ethercat', 'wifi', 'congested_wifi']
+    assert summary['check_randomized']['by_preset']
     cfg = load_train_config('simreal_arm_reach', **QUICK)
     train(cfg, tmp_path / 'b', log=lambda _l: None)
     wa, wb = weights(tmp_path / 'a' / 'simreal_arm_reach.pt'), \
@@ -50,7 +51,7 @@ def test_train_smoke_run_is_reproducible_and_loadable(tmp_path):
 
 @pytest.mark.parametrize('key,value,expected', [
     ('envs', 0, 'envs'), ('network', {'hidden': []}, 'network.hidden'),
-    ('action_delay_s', [0.02, 0.0], 'low <= high'), ('lr', 0.1, 'known keys'),
+    ('latency_presets', ['wfii'], r'latency_presets\[0\]'), ('lr', 0.1, 'known keys'),
     ('goal_interval_s', [0.0, 1.0], 'goal_interval_s'), ('policy', 7, 'non-empty string'),
 ])
 def test_bad_training_configs(tmp_path, key, value, expected):
@@ -104,7 +105,8 @@ def test_shipped_weights_reach_seeded_random_goals_in_process():
     """The committed network, loaded like the node loads it, in randomized worlds with delays.
 
     Uses training's own success check (chained random reachable goals, every joint within
-    ``tolerance_rad`` for ``dwell_s`` before ``goal_timeout_s``), on a few seeded worlds.
+    ``tolerance_rad`` for ``dwell_s`` before ``goal_timeout_s``), on seeded worlds that cycle
+    through the training config's latency presets (two worlds each for the five presets).
     """
     import numpy as np
 
@@ -115,7 +117,9 @@ def test_shipped_weights_reach_seeded_random_goals_in_process():
     spec = load_policy_spec(cfg.policy)
     robot = load_robot(spec.robot)
     model = load_model(spec.model, spec.obs_dim, spec.act_dim, threads=1)
-    worlds = [World(spec, robot, cfg, seed=1000 + k) for k in range(6)]
-    result = _success_rates(worlds, lambda obs: np.stack([model(o) for o in obs]), 5)
+    names = [p.preset for p in cfg.latency_presets]
+    worlds = [World(spec, robot, cfg, seed=1000 + k, preset=names[k % len(names)])
+              for k in range(10)]
+    result = _success_rates(worlds, lambda obs: np.stack([model(o) for o in obs]), 3)
     assert result['goals'] == 30
     assert result['success_rate'] >= 0.9, result
