@@ -1,8 +1,8 @@
 """Servo bus benchmark on the virtual bus, through the real SDK and the real driver node.
 
 * bus cycles/s for 6 servos (group sync read of Realtime Tick + present current, velocity and
-  position, 16 bytes a servo; group sync write of goal position) at 1 Mbps and 4 Mbps, as a ratio to the byte-time limit of exactly
-  those packets at that baud (Return Delay Time 0);
+  position, 16 bytes a servo; group sync write of goal position) at 1 Mbps and 4 Mbps, as a
+  ratio to the byte-time limit of exactly those packets at that baud (Return Delay Time 0);
 * the driver node's achieved ``joint_states`` rate at 250 Hz and 500 Hz (1 Mbps), measured by
   a subscriber, as a ratio to the configured rate;
 * the time from the port coming back (emulator ``replugged``) to the first fresh
