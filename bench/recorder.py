@@ -52,8 +52,9 @@ def make_cb(name, cls):
     def cb(data, info):
         got.append((info['received_timestamp'], len(data)))
         while drain:  # the recorder's technique: take what else waits, in the same callback
-            with subs[name].handle as h:
-                more = h.take_message(cls, True)
+            handle = subs[name].handle
+            with handle:
+                more = handle.take_message(cls, True)
             if more is None:
                 return
             got.append((more[1]['received_timestamp'], len(more[0])))
