@@ -208,8 +208,8 @@ class Injector(Node):
                                         f'type: in the profile', throttle_duration_sec=5.0)
             elif time.monotonic() - r.waiting_since > TYPE_WAIT_WARN_S:
                 self.get_logger().warning(f'route {r.cfg.name}: no publisher on {r.cfg.input} '
-                                       f'yet to learn the type from (or set type: in the '
-                                       f'profile)', throttle_duration_sec=10.0)
+                                          f'yet to learn the type from (or set type: in the '
+                                          f'profile)', throttle_duration_sec=10.0)
 
     # ---- hot path ----------------------------------------------------------------------------
     def now_ns(self) -> int:

@@ -153,7 +153,7 @@ class PolicyNode(Node):
                 self.controller.set_state(msg.name, msg.position, msg.velocity, stamp)
             except ValueError as exc:
                 self.get_logger().warning(f'rejected joint_states: {exc}',
-                                       throttle_duration_sec=1.0)
+                                          throttle_duration_sec=1.0)
                 return
             self.new_stamp = stamp
             self.received_mono = mono
@@ -217,7 +217,7 @@ class PolicyNode(Node):
                 self.get_logger().info(f'control loop at SCHED_FIFO priority {self.rt_priority}')
             except (OSError, AttributeError) as exc:
                 self.get_logger().warning(f'rt_priority {self.rt_priority} not applied ({exc}); '
-                                       'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
+                                          'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
         try:
             self._run_clock()
         except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero

@@ -120,7 +120,7 @@ class SimBridge(Node):
                 self.rejected_window += 1
                 self.stats['last_rejection'] = str(exc)
                 self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
-                                       throttle_duration_sec=1.0)
+                                          throttle_duration_sec=1.0)
                 return
             if target.clamped:
                 self.stats['clamped'] += 1
