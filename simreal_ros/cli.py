@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('train', help='train a policy in MuJoCo (seeded, reproducible)',
                        description='train the network of a policy spec with the settings of '
                        'config/training/<name>.yaml (DAgger from a privileged teacher under '
-                       'domain randomization and action/observation delays)')
+                       "domain randomization and the latency presets' command/observation "
+                       'routes)')
     p.add_argument('config', nargs='?', default='simreal_arm_reach',
                    help='training config: shipped name or path [default: simreal_arm_reach]')
     p.add_argument('--out', default=None, help='output directory [default: trained/<policy>]')
