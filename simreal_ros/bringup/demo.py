@@ -52,8 +52,10 @@ def format_gap(metrics: Mapping[str, Any], out_dir: Path) -> str:
     """Render the gap part of the demo for a terminal."""
     gap = metrics.get('gap') or {}
     pair = metrics.get('pairing') or {}
+    lag = gap.get('lag_ms')
     lines = ['', f'  sim-to-real gap, {pair.get("primary")} - {pair.get("secondary")} '
-             f'({gap.get("pairs", 0)} pairs, lag {gap.get("lag_ms")} ms):',
+             f'({gap.get("pairs", 0)} pairs, lag '
+             f'{"unknown" if lag is None else f"{lag:.1f}"} ms):',
              f'    {"joint":<16}{"rmse [rad]":>12}{"max [rad]":>12}']
     for name, e in (gap.get('per_joint') or {}).items():
         lines.append(f'    {name:<16}{e["rmse_rad"] or 0:>12.4f}{e["max_abs_rad"] or 0:>12.4f}')
