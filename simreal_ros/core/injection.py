@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 import zlib
 
 import numpy as np
@@ -21,6 +21,8 @@ from simreal_ros.core.delays import NS, ZERO, Delay, parse_delay
 from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
+
+T = TypeVar('T')
 
 DELIVERED, LOST, DUPLICATE, RATE_DROPPED, REPEATED = 0, 1, 2, 3, 4
 #: Fates of a delivery that is published (the others are not).
@@ -321,6 +323,17 @@ class Delivery:
     def delivered(self) -> bool:
         """Whether the message goes out (``deliver_ns`` may be 0: a clock at time 0)."""
         return self.fate in SENT_FATES
+
+    def payload(self, data: T, held: T | None) -> tuple[T, T | None]:
+        """Return (what this delivery carries, the route's new held message).
+
+        A freeze repeats the held message (the first one it meets, if none is held yet); a
+        duplicate carries ``data`` but does not replace the held one.
+        """
+        if self.repeat_previous:
+            held = data if held is None else held
+            return held, held
+        return data, (held if self.fate == DUPLICATE else data)
 
 
 @dataclass

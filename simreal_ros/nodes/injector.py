@@ -28,7 +28,6 @@ from rclpy.serialization import deserialize_message, serialize_message
 from std_msgs.msg import Int64MultiArray, MultiArrayDimension
 
 from simreal_ros.core.injection import (
-    DUPLICATE,
     EVENT_COLUMNS,
     Delivery,
     EventLog,
@@ -287,13 +286,7 @@ class Injector(Node):
                 if not d.delivered:
                     self.events.add(r.state.index, seq, now, d)
                     continue
-                payload = data
-                if d.repeat_previous:
-                    if r.held is None:
-                        r.held = data
-                    payload = r.held
-                elif d.fate != DUPLICATE:
-                    r.held = data
+                payload, r.held = d.payload(data, r.held)
                 notify |= not self.heap or d.deliver_ns < self.heap[0][0]
                 heapq.heappush(self.heap, (d.deliver_ns, next(self._counter), r.state.index,
                                            seq, now, d.target_delay_ns, d.fate, payload))

@@ -22,7 +22,7 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
-from simreal_ros.core.injection import DUPLICATE, Profile, RouteConfig, RouteState, load_profile
+from simreal_ros.core.injection import Profile, RouteConfig, RouteState, load_profile
 from simreal_ros.core.paths import resolve_named, share_dir
 from simreal_ros.errors import ConfigError
 
@@ -138,13 +138,7 @@ class RouteQueue(Generic[T]):
             if not d.delivered:
                 self.lost += 1
                 continue
-            payload = item
-            if d.repeat_previous:
-                if self._held is None:
-                    self._held = item
-                payload = self._held
-            elif d.fate != DUPLICATE:
-                self._held = item
+            payload, self._held = d.payload(item, self._held)
             heapq.heappush(self._heap, (d.deliver_ns, next(self._order), payload))
             n += 1
         return n
