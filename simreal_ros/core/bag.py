@@ -16,6 +16,7 @@ repair``), which rebuilds the MCAP summary or the sqlite3 counts and writes the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import mmap
 import os
 from pathlib import Path
 import re
@@ -23,7 +24,7 @@ import shutil
 import sqlite3
 import struct
 import time
-from typing import Any, Iterator, Mapping, Sequence, cast
+from typing import Any, Callable, Iterator, Mapping, Sequence, cast
 
 from rosbags.interfaces import (
     Connection,
@@ -640,7 +641,7 @@ def _u32(b: bytes, o: int) -> int:
     return int(struct.unpack_from('<I', b, o)[0])
 
 
-def _u64(b: bytes, o: int) -> int:
+def _u64(b: bytes | mmap.mmap, o: int) -> int:
     return int(struct.unpack_from('<Q', b, o)[0])
 
 
@@ -665,14 +666,34 @@ def _mcap_records(buf: bytes, start: int, end: int) -> Iterator[tuple[int, bytes
 class _Recovered:
     schemas: dict[int, tuple[str, str, str]] = field(default_factory=dict)   # id: name,enc,data
     channels: dict[int, tuple[str, int, str, bytes]] = field(default_factory=dict)
-    messages: list[tuple[int, int, bytes]] = field(default_factory=list)   # channel, ts, data
+    counts: dict[int, int] = field(default_factory=dict)        # channel: messages
+    first_ns: dict[int, int] = field(default_factory=dict)      # channel: earliest log time
+    last_ns: dict[int, int] = field(default_factory=dict)       # channel: latest log time
     valid_end: int = 0
 
+    @property
+    def message_count(self) -> int:
+        return sum(self.counts.values())
 
-def _scan_mcap(path: Path) -> _Recovered:
-    buf = path.read_bytes()
+
+MessageSink = Callable[[int, int, bytes], None]
+
+
+def _scan_mcap(path: Path, sink: MessageSink | None = None) -> _Recovered:
+    """Read every complete record of an MCAP file, memory-mapped (a file of any size).
+
+    Schemas, channels and per-channel counts are collected; each message also goes to
+    ``sink(channel, log_time, data)`` when given, in file order.
+    """
+    if path.stat().st_size < len(MCAP_MAGIC):
+        raise BagError(f'{path} is not an MCAP file (too short); it cannot be repaired')
+    with path.open('rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return _scan_mcap_buffer(path, buf, sink)
+
+
+def _scan_mcap_buffer(path: Path, buf: mmap.mmap, sink: MessageSink | None) -> _Recovered:
     out = _Recovered()
-    if not buf.startswith(MCAP_MAGIC):
+    if buf[:len(MCAP_MAGIC)] != MCAP_MAGIC:
         raise BagError(f'{path} is not an MCAP file (bad magic); it cannot be repaired')
     o = len(MCAP_MAGIC)
     end = len(buf)
@@ -692,7 +713,12 @@ def _scan_mcap(path: Path) -> _Recovered:
             n = _u32(body, p)
             out.channels[cid] = (topic, sid, enc, body[p + 4:p + 4 + n])
         elif op == 0x05:
-            out.messages.append((_u16(body, 0), _u64(body, 6), body[22:]))
+            cid, ts = _u16(body, 0), _u64(body, 6)
+            out.counts[cid] = out.counts.get(cid, 0) + 1
+            out.first_ns[cid] = min(out.first_ns.get(cid, ts), ts)
+            out.last_ns[cid] = max(out.last_ns.get(cid, ts), ts)
+            if sink is not None:
+                sink(cid, ts, body[22:])
 
     while o + 9 <= end:
         op = buf[o]
@@ -821,12 +847,8 @@ def _topic_for(topics: dict[str, _Topic], name: str, msgtype: str, msgdef: str,
 
 def _repair_mcap(fpath: Path, topics: dict[str, _Topic], info: _FileInfo, types: TypeRegistry,
                  side_topics: Mapping[str, Any], compression: str) -> tuple[int, int]:
-    if _mcap_is_complete(fpath):
-        found = _scan_mcap(fpath)
-        rewrite = False
-    else:
-        found = _scan_mcap(fpath)
-        rewrite = True
+    rewrite = not _mcap_is_complete(fpath)
+    found = _scan_mcap(fpath)  # pass 1: channels and counts; pass 2 below streams the messages
     size = fpath.stat().st_size
     by_channel: dict[int, _Topic] = {}
     for cid, (topic, sid, _enc, meta) in found.channels.items():
@@ -834,14 +856,14 @@ def _repair_mcap(fpath: Path, topics: dict[str, _Topic], info: _FileInfo, types:
         if not name:
             continue
         by_channel[cid] = _topic_for(topics, topic, name, text, side_topics, _channel_qos(meta))
-    for cid, ts, _data in found.messages:
+    for cid, n in found.counts.items():
         t = by_channel.get(cid)
         if t is None:
             continue
-        t.count += 1
-        info.count += 1
-        info.start = min(info.start, ts)
-        info.end = max(info.end, ts)
+        t.count += n
+        info.count += n
+        info.start = min(info.start, found.first_ns[cid])
+        info.end = max(info.end, found.last_ns[cid])
     if not rewrite:
         return info.count, 0
     tmp = fpath.with_name(fpath.name + '.repair')
@@ -866,9 +888,12 @@ def _repair_mcap(fpath: Path, topics: dict[str, _Topic], info: _FileInfo, types:
         qos_text = _dump([dict(q) for q in dump_qos_v9(list(t.qos))]).strip() if t.qos else ''
         out.add_connection(conn, qos_text)
         conns[cid] = conn
-    for cid, ts, data in found.messages:
+
+    def write(cid: int, ts: int, data: bytes) -> None:
         if cid in conns:
             out.write(conns[cid], ts, data)
+
+    _scan_mcap(fpath, write)
     out.close(BAG_VERSION, '')
     tmp.replace(fpath)
     return info.count, size - found.valid_end
@@ -879,7 +904,7 @@ def _unstarted(fpath: Path, storage: str) -> bool:
     if fpath.stat().st_size == 0:
         return True
     if storage == 'mcap':
-        return not _scan_mcap(fpath).messages
+        return _scan_mcap(fpath).message_count == 0
     try:
         conn = sqlite3.connect(f'file:{fpath}', uri=True)
         try:
