@@ -100,20 +100,27 @@ def wait_events(client, collected: list, n: int, rx: Receiver | None = None) -> 
     return events(collected)
 
 
+def relay_states(start_node, client, path: str, n: int, rate_hz: float, seed: int
+                 ) -> tuple[np.ndarray, Receiver, Any]:
+    """Start the injector on ``path``, send ``n`` JointStates (position = index) into route
+    ``in`` at ``rate_hz`` and wait for every outcome: (event rows, receiver of ``out``, node)."""
+    rx = Receiver(client, JointState, 'out')
+    ev = client.collect(Int64MultiArray, '/injector/events', DEEP)
+    pub = deep_publisher(client, JointState, 'in')
+    node = start_node('injector', profile=path, seed=seed)
+    connect(client, pub, 'out')
+    send_states(pub, n, rate_hz)
+    return wait_events(client, ev, n, rx), rx, node
+
+
 def test_delivered_delays_follow_the_distribution(start_node, ros_client, tmp_path):
     # wide against the scheduling noise of a loaded 2-core CI machine (a few ms at p99)
     spec = {'distribution': 'uniform', 'low': 0.005, 'high': 0.055}
     path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out', 'delay': spec,
                                     'order': 'free', 'type': 'sensor_msgs/msg/JointState'}})
     target = parse_profile(yaml.safe_load(Path(path).read_text()), path).routes[0].delay
-    rx = Receiver(ros_client, JointState, 'out')
-    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    pub = deep_publisher(ros_client, JointState, 'in')
-    node = start_node('injector', profile=path, seed=3)
-    connect(ros_client, pub, 'out')
     n = 2000
-    send_states(pub, n, 1000.0)
-    rows = wait_events(ros_client, ev, n, rx)
+    rows, rx, node = relay_states(start_node, ros_client, path, n, 1000.0, seed=3)
     assert node.proc.poll() is None
     # ground truth: every message delivered once, and the receiver saw exactly those
     assert rows.shape[0] == n and set(rows[:, 5]) == {DELIVERED}
@@ -141,14 +148,8 @@ def test_loss_duplicates_and_fifo_order(start_node, ros_client, tmp_path):
         'input': 'in', 'output': 'out', 'order': 'fifo',
         'delay': {'distribution': 'normal', 'mean': 0.004, 'std': 0.002},
         'loss': {'model': 'bernoulli', 'p': 0.2}, 'duplicate_p': 0.1}})
-    rx = Receiver(ros_client, JointState, 'out')
-    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    pub = deep_publisher(ros_client, JointState, 'in')
-    start_node('injector', profile=path, seed=11)   # type learnt from the graph
-    connect(ros_client, pub, 'out')
-    n = 1500
-    send_states(pub, n, 1000.0)
-    rows = wait_events(ros_client, ev, n, rx)
+    n = 1500   # no type in the route: learnt from the graph
+    rows, rx, _node = relay_states(start_node, ros_client, path, n, 1000.0, seed=11)
     fates = {f: set(rows[rows[:, 5] == f][:, 1].tolist()) for f in (DELIVERED, LOST, DUPLICATE)}
     expected = len(fates[DELIVERED]) + len(fates[DUPLICATE])
     received = [int(m.position[0]) for _t, m in rx.items]
@@ -201,14 +202,8 @@ def test_outage_and_freeze_schedules(start_node, ros_client, tmp_path):
                                     'schedule': [
                                         {'fault': 'outage', 'start_s': 0.5, 'end_s': 1.0},
                                         {'fault': 'freeze', 'start_s': 1.3, 'duration_s': 0.2}]}})
-    rx = Receiver(ros_client, JointState, 'out')
-    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    pub = deep_publisher(ros_client, JointState, 'in')
-    start_node('injector', profile=path, seed=1)
-    connect(ros_client, pub, 'out')
     n = 400
-    send_states(pub, n, 200.0)
-    rows = wait_events(ros_client, ev, n, rx)
+    rows, rx, _node = relay_states(start_node, ros_client, path, n, 200.0, seed=1)
     t_rel = (rows[:, 2] - rows[0, 2]) / 1e9
     lost = rows[rows[:, 5] == LOST]
     assert len(lost) and set(rows[(t_rel >= 0.5) & (t_rel < 1.0), 5]) == {LOST}
@@ -411,14 +406,8 @@ def test_gilbert_elliott_bursts_seen_at_the_receiver(start_node, ros_client, tmp
             'loss_good': 0.0, 'loss_bad': 1.0}
     path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out', 'loss': loss,
                                     'type': 'sensor_msgs/msg/JointState'}})
-    rx = Receiver(ros_client, JointState, 'out')
-    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    pub = deep_publisher(ros_client, JointState, 'in')
-    start_node('injector', profile=path, seed=21)
-    connect(ros_client, pub, 'out')
     n = 5000
-    send_states(pub, n, 1000.0)
-    rows = wait_events(ros_client, ev, n, rx)
+    rows, rx, _node = relay_states(start_node, ros_client, path, n, 1000.0, seed=21)
     received = [int(m.position[0]) for _t, m in rx.items]
     assert len(received) == len(set(received))
     lost = np.ones(n, dtype=bool)
@@ -505,14 +494,8 @@ def test_scheduled_loss_starts_and_stops_on_time(start_node, ros_client, tmp_pat
                                     'schedule': [{'fault': 'loss', 'start_s': 0.5,
                                                   'end_s': 1.5, 'loss': {'model': 'bernoulli',
                                                                          'p': 0.5}}]}})
-    rx = Receiver(ros_client, JointState, 'out')
-    ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    pub = deep_publisher(ros_client, JointState, 'in')
-    start_node('injector', profile=path, seed=8)
-    connect(ros_client, pub, 'out')
     n = 2000
-    send_states(pub, n, 1000.0)
-    rows = wait_events(ros_client, ev, n, rx)
+    rows, rx, _node = relay_states(start_node, ros_client, path, n, 1000.0, seed=8)
     rows = rows[np.argsort(rows[:, 1], kind='stable')]
     t_route = (rows[:, 2] - rows[0, 2]) / 1e9               # route time of each message
     received = {int(m.position[0]) for _t, m in rx.items}
