@@ -309,13 +309,8 @@ class Recorder(Node):
         old = t.sub
         callback = self._make_callback(t)
         try:  # nothing the old subscription holds is lost
-            handle = old.handle
-            while True:
-                with handle:
-                    got = handle.take_message(t.cls, True)
-                if got is None:
-                    break
-                self._enqueue(t, got[0], got[1])
+            while self._take_waiting(t, old, DRAIN_MAX):
+                pass
         except (AttributeError, TypeError):
             pass  # another rclpy without take_message: what the old one held is dropped
         t.sub = None
@@ -339,8 +334,22 @@ class Recorder(Node):
                  else info['received_timestamp'])
         self.queue.append((t, stamp, data))
 
+    def _take_waiting(self, t: _Topic, sub: Any, limit: int) -> bool:
+        """Take up to ``limit`` messages already waiting on ``sub`` (the executor's own call).
+
+        Returns whether the limit was reached (more may wait). AttributeError/TypeError: this
+        rclpy has no ``take_message``.
+        """
+        handle = sub.handle
+        for _ in range(limit):
+            with handle:
+                got = handle.take_message(t.cls, True)
+            if got is None:
+                return False
+            self._enqueue(t, got[0], got[1])
+        return True
+
     def _make_callback(self, t: _Topic) -> Any:
-        cls = t.cls
         enqueue = functools.partial(self._enqueue, t)
 
         def on_message(data: bytes, info: Any) -> None:
@@ -351,13 +360,7 @@ class Recorder(Node):
             if not self.drain or t.sub is None:
                 return
             try:
-                handle = t.sub.handle
-                for _ in range(DRAIN_MAX):
-                    with handle:
-                        got = handle.take_message(cls, True)
-                    if got is None:
-                        return
-                    enqueue(got[0], got[1])
+                self._take_waiting(t, t.sub, DRAIN_MAX)
             except (AttributeError, TypeError):
                 self.drain = False  # another rclpy: fall back to one message per wait
             except Exception:  # noqa: BLE001 - subscription destroyed during shutdown
@@ -370,7 +373,8 @@ class Recorder(Node):
         try:
             self._write_queue()
         except Exception as exc:  # noqa: BLE001 - any storage failure ends the recording
-            self.write_error = f'{type(exc).__name__}: {exc}'
+            known = isinstance(exc, (OSError, SimrealError))
+            self.write_error = str(exc) if known else f'{type(exc).__name__}: {exc}'
             self.get_logger().error(f'writing the bag failed: {self.write_error}')
             self.running = False
             self.queue.clear()
@@ -393,14 +397,7 @@ class Recorder(Node):
                 n = 0
                 while queue and n < WRITE_BATCH:
                     t, stamp, data = queue.popleft()
-                    try:
-                        writer.write(t.handle, stamp, data)
-                    except (OSError, SimrealError) as exc:
-                        self.write_error = str(exc)
-                        self.get_logger().error(f'writing the bag failed: {exc}')
-                        self.running = False
-                        queue.clear()
-                        break
+                    writer.write(t.handle, stamp, data)  # raises: _write_loop ends the recording
                     n += 1
                     self.written += 1
                     t.received += 1
@@ -410,10 +407,6 @@ class Recorder(Node):
                         self._feed_live(t, data)
                 if writer.flush_due():
                     writer.flush()
-            if self.write_error:
-                self.exit_code = 2
-                self.finished = True
-                return
             time.sleep(0)  # hand the GIL to the executor thread between batches
 
     def _feed_live(self, t: _Topic, data: bytes) -> None:
