@@ -321,6 +321,10 @@ def summarize(primary: Series, secondary: Series, *, max_lag_ns: int = 200_000_0
 # live: windowed pairing
 
 
+def _stamp_key(sample: tuple[int, FloatArray, FloatArray]) -> int:
+    return sample[0]
+
+
 class LiveGap:
     """Windowed gap between two streams, fed one message at a time (the recorder's live gap).
 
@@ -337,7 +341,6 @@ class LiveGap:
         self.names: tuple[str, ...] | None = None
         self._p: deque[tuple[int, FloatArray, FloatArray]] = deque()
         self._s: deque[tuple[int, FloatArray, FloatArray]] = deque()
-        self._s_stamps: deque[int] = deque()  # stamps of _s, for bisection
         self._s_names: tuple[str, ...] | None = None
         self._emitted_ns = -1
 
@@ -373,14 +376,10 @@ class LiveGap:
             return
         if self._s_names is not None and want != self._s_names:
             self._s.clear()
-            self._s_stamps.clear()
         self._s_names = tuple(want)
         self._s.append((int(stamp_ns), self._row(names, want, position),
                         self._row(names, want, velocity)))
-        self._s_stamps.append(int(stamp_ns))
         self._trim(self._s)
-        while len(self._s_stamps) > len(self._s):
-            self._s_stamps.popleft()
 
     def _series(self, buf: deque[tuple[int, FloatArray, FloatArray]],
                 names: tuple[str, ...]) -> Series:
@@ -410,7 +409,7 @@ class LiveGap:
                 todo.append((stamp, q, v))
         out = []
         for stamp, q, v in reversed(todo):
-            hi = bisect.bisect_left(self._s_stamps, stamp)
+            hi = bisect.bisect_left(self._s, stamp, key=_stamp_key)
             t1, q1, v1 = self._s[hi]
             if t1 == stamp:
                 sq, sv = q1, v1
