@@ -155,6 +155,14 @@ def _typed(args: Mapping[str, str], key: str, conv: Callable[[str], Any], what: 
     return v
 
 
+def _non_negative(args: Mapping[str, str], key: str, what: str) -> float:
+    """``key:=`` as a finite number >= 0 (PlanError naming the argument and ``what``)."""
+    v = float(_typed(args, key, float, what))
+    if v < 0:
+        raise PlanError(f'{key}:={args[key]!r} is not valid; expected {what}')
+    return v
+
+
 def _require(kind: str, why: str) -> None:
     if kind not in NODES:
         what = NOT_YET_SHIPPED.get(kind, kind)
@@ -351,10 +359,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             # the twin gets the commands the hardware gets (after the injector, if any)
             commands = _ns(root, 'backend') if profile is not None else root or ''
             twin = _bridge(a, 'sim_bridge', _ns(root, 'twin'), a['overlay'], commands, False)
-            resync = _typed(a, 'twin_resync', float, 'a number of seconds >= 0 (0 = never)')
-            if resync < 0:
-                raise PlanError(f'twin_resync:={a["twin_resync"]!r} is not valid; expected a '
-                                f'number of seconds >= 0 (0 = never)')
+            resync = _non_negative(a, 'twin_resync', 'a number of seconds >= 0 (0 = never)')
             if resync > 0:  # to the undelayed real state
                 source = _ns(root, 'backend/joint_states' if profile is not None
                              else 'joint_states')

@@ -83,14 +83,10 @@ def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
         # the injector delays the primary's contract topic: compare the undelayed stream
         head, _, tail = primary.rpartition('/')
         primary = f'{head}/backend/{tail}' if head else f'backend/{tail}'
-    from simreal_ros.bringup.planner import _typed
-    split: dict[str, float] = {}
-    for arg, param in (('bag_split_duration', 'split_duration_s'),
-                       ('bag_split_size', 'split_size_mb')):
-        split[param] = _typed({arg: args.get(arg, '0')}, arg, float, 'a number >= 0 (0 = never)')
-        if split[param] < 0:
-            raise PlanError(f'{arg}:={args[arg]!r} is not valid; expected a number >= 0 '
-                            f'(0 = never)')
+    from simreal_ros.bringup.planner import _non_negative
+    split = {param: _non_negative({arg: args.get(arg, '0')}, arg, 'a number >= 0 (0 = never)')
+             for arg, param in (('bag_split_duration', 'split_duration_s'),
+                                ('bag_split_size', 'split_size_mb'))}
     params: dict[str, Any] = {
         'bag': args.get('bag', ''), 'topics': topics,
         'storage': args.get('bag_storage', 'mcap'),
