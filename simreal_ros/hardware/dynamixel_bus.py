@@ -318,24 +318,23 @@ class DynamixelBus:
                 'goal_current': ct.effort_to_current_register(j.limits.effort, kt),
                 'profile_velocity': profile, 'profile_acceleration': 0,
             }
+            # register: (spec key, spec value, SI value of one register unit, SI unit)
             per_unit = {
-                'position_p_gain': (f'joints[{k}].gains.kp', ct.register_to_kp(1, tpr, kt),
-                                    'N*m/rad'),
-                'position_d_gain': (f'joints[{k}].gains.kd', ct.register_to_kd(1, tpr, kt),
-                                    'N*m*s/rad'),
-                'goal_current': (f'joints[{k}].limits.effort', ct.CURRENT_UNIT_A * kt, 'N*m'),
-                'profile_velocity': (f'joints[{k}].limits.velocity', ct.VELOCITY_UNIT_RAD_S,
-                                     'rad/s'),
+                'position_p_gain': (f'joints[{k}].gains.kp', j.kp,
+                                    ct.register_to_kp(1, tpr, kt), 'N*m/rad'),
+                'position_d_gain': (f'joints[{k}].gains.kd', j.kd,
+                                    ct.register_to_kd(1, tpr, kt), 'N*m*s/rad'),
+                'goal_current': (f'joints[{k}].limits.effort', j.limits.effort,
+                                 ct.CURRENT_UNIT_A * kt, 'N*m'),
+                'profile_velocity': (f'joints[{k}].limits.velocity', j.limits.velocity,
+                                     ct.VELOCITY_UNIT_RAD_S, 'rad/s'),
             }
-            for name, (key, unit, si) in per_unit.items():
+            for name, (key, got, unit, si) in per_unit.items():
                 it = ct.BY_NAME[name]
                 lo = 0 if it.minimum is None else max(0, it.minimum)
                 hi = it.maximum
                 value = regs[name]
                 if hi is not None and not lo <= value <= hi:
-                    got = {'position_p_gain': j.kp, 'position_d_gain': j.kd,
-                           'goal_current': j.limits.effort,
-                           'profile_velocity': j.limits.velocity}[name]
                     raise ConfigError(
                         src, f'{key} ({j.name}, servo ID {s.servo_id})',
                         f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '

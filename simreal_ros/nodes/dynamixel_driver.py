@@ -34,7 +34,6 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, CommandError, PortLostError
 from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import dynamixel_bus as dxl
 from simreal_ros.hardware.dynamixel_bus import BusState, DynamixelBus, clamp_step
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
@@ -191,30 +190,27 @@ class DynamixelDriver(Node):
         """Serve a ~/reset on the bus thread: hardware errors first, then the move home."""
         self.reset_request.clear()
         try:
-            errors = self.bus.hardware_errors()
-            where = dxl.describe_servo_errors(self.robot, errors)
-            if errors and not self.cfg.reboot_on_error:
-                result = (False, f'hardware error: {where}; {dxl.HARDWARE_ERROR_FIX}')
-            else:
-                if errors:
-                    self.bus.reboot(sorted(errors))
-                    self.get_logger().warning(f'reset: rebooted {where}')
-                torque = [self.bus.read_register(sid, 'torque_enable') for sid in self.bus.ids]
-                if not all(torque):
-                    # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
-                    # goal are gone, so configure afresh; torque comes on where the arm is
-                    self.bus.configure()
-                    self.goal = self.bus.read_state().position.copy()
-                    self._set_torque_state(True)
-                    self.watchdog_active = False
-                    self.hold_target = None
-                    with self.lock:
-                        self.health = None
+            # servos in error: BusError naming them and the fix, or REBOOT (reboot_on_error)
+            rebooted = self.bus.clear_hardware_errors(self.cfg.reboot_on_error)
+            if rebooted:
+                names = [j.name for j in self.robot.joints if j.servo.servo_id in rebooted]
+                self.get_logger().warning(f'reset: rebooted servo IDs {rebooted} ({names})')
+            torque = [self.bus.read_register(sid, 'torque_enable') for sid in self.bus.ids]
+            if not all(torque):
+                # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
+                # goal are gone, so configure afresh; torque comes on where the arm is
+                self.bus.configure()
+                self.goal = self.bus.read_state().position.copy()
+                self._set_torque_state(True)
+                self.watchdog_active = False
+                self.hold_target = None
                 with self.lock:
-                    self.reset_active = True
-                    self.command = None
-                result = (True, f'moving to home at {self.cfg.reset_speed:g} rad/s'
-                                + (' (after REBOOT of the servos in error)' if errors else ''))
+                    self.health = None
+            with self.lock:
+                self.reset_active = True
+                self.command = None
+            result = (True, f'moving to home at {self.cfg.reset_speed:g} rad/s'
+                            + (' (after REBOOT of the servos in error)' if rebooted else ''))
         except PortLostError as exc:
             self._port_lost(exc)
             result = (False, f'bus lost: {exc}')
