@@ -139,7 +139,7 @@ class PolicyController:
     @property
     def stale_after_ns(self) -> int:
         """Observations older than this are stale (``stale_after_periods`` control periods)."""
-        return int(self.spec.safety.stale_after_periods * self.spec.period_ns)
+        return self.spec.stale_after_ns
 
     def staleness(self, now_ns: int) -> str:
         """Why the observation is not fresh enough to act on at ``now_ns`` ('' = fresh).

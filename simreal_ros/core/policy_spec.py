@@ -259,6 +259,11 @@ class PolicySpec:
         return int(round(1e9 / self.control_rate_hz))
 
     @property
+    def stale_after_ns(self) -> int:
+        """Observations older than this are stale (``stale_after_periods`` control periods)."""
+        return int(self.safety.stale_after_periods * self.period_ns)
+
+    @property
     def needs(self) -> set[str]:
         """Input sources the observation terms need."""
         return {s for t in self.observation for s in TERMS[t.name].needs}

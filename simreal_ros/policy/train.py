@@ -255,7 +255,6 @@ class World:
                                                       * robot.timestep_s))))
         self.steps_per_state = max(1, int(round(1.0 / (cfg.state_rate_hz * robot.timestep_s))))
         self.tick_s = self.steps_per_tick * robot.timestep_s
-        self.stale_after_ns = int(spec.safety.stale_after_periods * spec.period_ns)
         self.ticks = 0
         self.holds = 0
         self.reset()
@@ -366,7 +365,7 @@ class World:
         arrived = self.states.due(sim.time_ns)
         if arrived:
             self.measured = arrived[-1]
-        stale = sim.time_ns - self.measured.stamp_ns > self.stale_after_ns
+        stale = sim.time_ns - self.measured.stamp_ns > self.spec.stale_after_ns
         if self.stale and not stale:
             self.obs.reset()     # the node restarts the observation history after a hold
         self.stale = stale
