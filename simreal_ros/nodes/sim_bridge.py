@@ -24,6 +24,7 @@ from std_srvs.srv import SetBool, Trigger
 from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.core.commands import CommandValidator, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
+from simreal_ros.core.policy_spec import map_names
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import CommandError
@@ -137,15 +138,13 @@ class SimBridge(Node):
 
     # ---- twin re-sync ----------------------------------------------------------------------
     def _on_resync_source(self, msg: JointState) -> None:
-        index = {n: i for i, n in enumerate(msg.name)}
-        q, v = list(msg.position), list(msg.velocity)
-        if any(n not in index for n in self.names) or len(q) != len(msg.name) \
-                or (v and len(v) != len(msg.name)):
-            self.resync_stats['rejected_sources'] += 1
-            return
-        pos = np.array([q[index[n]] for n in self.names])
-        vel = np.array([v[index[n]] for n in self.names]) if v else np.zeros(self.robot.n)
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+        try:  # every joint named, lengths matching, finite
+            if not msg.name:
+                raise ValueError('no joint names')
+            pos = map_names(msg.name, msg.position, self.names, 'resync joint_states')
+            vel = (map_names(msg.name, msg.velocity, self.names, 'resync joint_states')
+                   if len(msg.velocity) else np.zeros(self.robot.n))
+        except ValueError:
             self.resync_stats['rejected_sources'] += 1
             return
         self.resync_source = (time.monotonic_ns(), pos, vel)
