@@ -671,10 +671,6 @@ class _Recovered:
     last_ns: dict[int, int] = field(default_factory=dict)       # channel: latest log time
     valid_end: int = 0
 
-    @property
-    def message_count(self) -> int:
-        return sum(self.counts.values())
-
 
 MessageSink = Callable[[int, int, bytes], None]
 
@@ -899,12 +895,27 @@ def _repair_mcap(fpath: Path, topics: dict[str, _Topic], info: _FileInfo, types:
     return info.count, size - found.valid_end
 
 
+class _FirstMessage(Exception):
+    pass
+
+
+def _mcap_has_message(fpath: Path) -> bool:
+    """Whether an MCAP file holds a complete message (stops reading at the first)."""
+    def stop(_cid: int, _ts: int, _data: bytes) -> None:
+        raise _FirstMessage
+    try:
+        _scan_mcap(fpath, stop)
+    except _FirstMessage:
+        return True
+    return False
+
+
 def _unstarted(fpath: Path, storage: str) -> bool:
     """Whether a storage file holds no message at all (empty, header only, no schema)."""
     if fpath.stat().st_size == 0:
         return True
     if storage == 'mcap':
-        return _scan_mcap(fpath).message_count == 0
+        return not _mcap_has_message(fpath)
     try:
         conn = sqlite3.connect(f'file:{fpath}', uri=True)
         try:
