@@ -46,11 +46,23 @@ def injector_events(routes: list[str], rows: list[list[int]]) -> bytes:
     return bytes(TS.serialize_cdr(msg, 'std_msgs/msg/Int64MultiArray'))
 
 
+def diagnostics(stamp_ns: int, name: str) -> bytes:
+    st = TS.types['diagnostic_msgs/msg/DiagnosticStatus'](0, name, 'ok', '', [])
+    msg = TS.types['diagnostic_msgs/msg/DiagnosticArray'](
+        TS.types['std_msgs/msg/Header'](_time(stamp_ns), ''), [st])
+    return bytes(TS.serialize_cdr(msg, 'diagnostic_msgs/msg/DiagnosticArray'))
+
+
 def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
                      lag_s: float = 0.02, offset: float = 0.05, defects: tuple[str, ...] = (),
                      injector: bool = True, seed: int = 0,
-                     injector_topic: str = '/injector/events') -> dict:
-    """Write a sim2sim-like bag; return the ground truth (lag, offset, injector latencies)."""
+                     injector_topic: str = '/injector/events',
+                     diagnostics_topic: str | None = None) -> dict:
+    """Write a sim2sim-like bag; return the ground truth (lag, offset, injector latencies).
+
+    ``diagnostics_topic`` adds three nodes' DiagnosticArrays on that topic, each at 1 Hz, 50 ms
+    apart (as a launch that starts them one after another publishes them).
+    """
     rng = np.random.default_rng(seed)
     n = int(seconds * rate)
     t = np.arange(n) / rate
@@ -116,6 +128,12 @@ def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
             for b in range(0, len(rows), 8):
                 batch = rows[b:b + 8]
                 msgs.append((batch[-1][2] + 20_000_000, hi, injector_events(routes, batch)))
+        if diagnostics_topic:
+            hd = w.add_topic(diagnostics_topic, 'diagnostic_msgs/msg/DiagnosticArray',
+                             [QosSpec()])
+            for k, name in enumerate(('sim_a: sim bridge', 'sim_b: sim bridge', 'recorder')):
+                for stamp in range(T0 + k * 50_000_000, T0 + int(seconds * 1e9), 10**9):
+                    msgs.append((stamp + 300_000, hd, diagnostics(stamp, name)))
         msgs.sort(key=lambda m: m[0])
         for recv, h, data in msgs:
             w.write(h, recv, data)

@@ -207,7 +207,10 @@ def test_sigkilled_writer_bag_is_repaired(tmp_path, storage, compression, split)
         n = sum(1 for f in sorted(bag.glob('*.mcap')) for _ in read_ros2_messages(str(f)))
         assert n == len(values)
     assert repair_bag(bag).was_clean
-    json.dumps(report.files)
+    suffix = '.mcap' if storage == 'mcap' else '.db3'
+    assert sorted(report.files) == sorted(f.name for f in bag.glob(f'*{suffix}'))
+    assert sum(report.files.values()) == report.message_count == len(values)
+    assert json.loads(json.dumps(report.files)) == report.files
 
 
 

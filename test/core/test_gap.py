@@ -96,8 +96,10 @@ def test_live_gap_windowed_error_and_lag():
     assert s is not None
     assert s.joints['j1'].mean == pytest.approx(-0.02, abs=0.01)
     assert abs(s.lag_ms - 15.0) < 1.0
+    before = live.summary()
     live.add_primary(0, a.names, [math.nan, 0.0])  # out of order: ignored
-    assert live.summary() is not None
+    assert live.new_errors() == []
+    assert live.summary() == before
 
 
 def test_live_error_for_every_primary_sample_once_the_slow_secondary_covers_it():

@@ -32,6 +32,21 @@ def test_clean_episode_passes_every_check(clean_bag):
                       'saturated_effort', 'recorder_dropped'}
 
 
+def test_diagnostics_of_several_nodes_are_not_judged_as_one_stream(tmp_path):
+    path = tmp_path / 'bag'
+    make_episode_bag(path, seconds=4.0, diagnostics_topic='/diagnostics')
+    v = check_episode(load_episode(str(path)), robot_for(load_episode(str(path)), None))
+    assert v.passed, v.text()
+    assert '/diagnostics: several publishers by design, not one stream' in v.skipped
+    assert not [f for f in v.findings if f.subject == '/diagnostics']
+    # the same two interleaved rates on a topic of one publisher are a broken stream
+    other = tmp_path / 'other'
+    make_episode_bag(other, seconds=4.0, diagnostics_topic='/arm/status')
+    v = check_episode(load_episode(str(other)), None)
+    assert sorted(f.check for f in v.failures if f.subject == '/arm/status') == ['dropped',
+                                                                                 'gaps']
+
+
 CHECK_OF = {'dropped': 'dropped', 'out_of_order': 'non_monotonic',
             'duplicate': 'non_monotonic', 'gap': 'gaps', 'clock_skew': 'clock_skew',
             'commands_at_limits': 'commands_at_limits', 'saturated_effort': 'saturated_effort',

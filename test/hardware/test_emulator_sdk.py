@@ -95,8 +95,15 @@ def test_sync_write_moves_the_servos_and_sync_read_sees_it(bus) -> None:
             break
         time.sleep(0.05)
     assert all(abs(pos[s] - goals[s]) <= 3 for s in goals), pos
-    moving, result, error = ph.read1ByteTxRx(port, 1, A['moving'].address)
-    ok(result, error)
+    # at rest on its goal: below the Moving Threshold, so the Moving flag reads 0
+    deadline = time.monotonic() + 5
+    while True:
+        moving, result, error = ph.read1ByteTxRx(port, 1, A['moving'].address)
+        ok(result, error)
+        if moving == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert moving == 0
 
 
 def test_bulk_read_and_bulk_write(bus) -> None:

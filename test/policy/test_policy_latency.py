@@ -112,11 +112,31 @@ def test_delivered_delays_follow_the_preset_distribution(preset, name):
     assert len(got) == 3000 - q.lost
     ks = stats.kstest(got, cfg.delay.cdf)
     assert ks.statistic < 0.05, (preset, name, ks)
-    if cfg.loss.model != 'none':
-        expected = cfg.loss.expected_rate
-        assert abs(q.lost / 3000 - expected) < max(0.02, expected), (q.lost, expected)
-    else:
+    if cfg.loss.model == 'none':
         assert q.lost == 0
+
+
+@pytest.mark.parametrize('preset,name', [('wifi', 'command'),
+                                         ('congested_wifi', 'observation')])
+def test_bursty_loss_rate_follows_the_preset(preset, name):
+    cfg = LatencyPreset(preset).route(name)
+    loss = cfg.loss
+    assert loss.model == 'gilbert_elliott'
+    n = 60_000
+    q: RouteQueue[int] = RouteQueue(cfg, seed=5)
+    for i in range(n):
+        q.send(i, i * 1000 * MS)
+    while q.next_ns is not None:
+        q.due(q.next_ns)
+    # variance of the mean of a two-state Markov loss process: the state's autocorrelation
+    # decays as lam**k, which inflates the Bernoulli variance by (1 + lam) / (1 - lam)
+    p_bad = loss.p_good_to_bad / (loss.p_good_to_bad + loss.p_bad_to_good)
+    lam = 1 - loss.p_good_to_bad - loss.p_bad_to_good
+    var = (p_bad * (1 - p_bad) * (loss.loss_bad - loss.loss_good) ** 2 * (1 + lam) / (1 - lam)
+           + p_bad * loss.loss_bad * (1 - loss.loss_bad)
+           + (1 - p_bad) * loss.loss_good * (1 - loss.loss_good)) / n
+    z = (q.lost / n - loss.expected_rate) / var ** 0.5
+    assert abs(z) < 4, (q.lost, loss.expected_rate, z)
 
 
 # ---- the command queue -------------------------------------------------------------------
