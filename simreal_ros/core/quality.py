@@ -39,7 +39,6 @@ from simreal_ros.core.episode import JOINT_STATE, Episode
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError, SimrealError
 
-
 # topics with several publishers by contract; the stream checks do not apply to them
 MULTI_PUBLISHER_TOPICS = frozenset({'/diagnostics', '/rosout', '/tf', '/tf_static',
                                     '/parameter_events'})

@@ -157,7 +157,7 @@ def test_bad_network_outputs_are_rejected_and_the_command_held(bad):
         assert r.mode == RUNNING and r.event.startswith('rejected')
         np.testing.assert_array_equal(r.command, good)
     assert c.counts['rejected_outputs'] == 2
-    reason = (f'network output 1e+06 for elbow_pitch is beyond action.reject_abs=50'
+    reason = ('network output 1e+06 for elbow_pitch is beyond action.reject_abs=50'
               if np.isfinite(bad) else
               f'network output contains NaN or inf: [0.2, 0.2, {bad}, 0.2, 0.2, 0.2]')
     assert c.last_fault == f'rejected: {reason}; holding the last command'
