@@ -9,6 +9,7 @@ import dynamixel_sdk as sdk
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
+from startup import start_up_error
 from std_srvs.srv import Trigger
 
 from simreal_ros.core.robot import load_robot
@@ -356,26 +357,23 @@ def test_start_up_fails_naming_missing_and_wrong_servos(emulator, start_node, tm
         data['joints'][0]['model_number'] = 1060       # an XM430-W210 is expected at 1
 
     drv = start_node('dynamixel_driver', port=emulator.port, robot=spec_with(tmp_path, edit))
-    assert drv.wait(30) == 1, drv.output()
-    out = drv.output()
+    out = start_up_error(drv)
     assert 'no answer from servo ID 9 (wrist_roll)' in out
     assert 'wrong servo at ID 1 (base_yaw): model number 1020, expected 1060' in out
     assert read_torque(emulator.port)[1:5] == [0, 0, 0, 0]  # nothing was left enabled
     drv = start_node('dynamixel_driver', name='d2', port=str(tmp_path / 'no_such_tty'))
-    assert drv.wait(30) == 1
-    assert 'no_such_tty does not exist' in drv.output()
+    assert 'no_such_tty does not exist' in start_up_error(drv)
     drv = start_node('dynamixel_driver', name='d3', port=emulator.port, watchdog='explode')
-    assert drv.wait(30) == 1
-    assert "watchdog: expected one of ('hold', 'torque_off'), got 'explode'" in drv.output()
+    assert "watchdog: expected one of ('hold', 'torque_off'), got 'explode'" in \
+        start_up_error(drv)
 
     def strong(data: dict) -> None:
         data['joints'][2]['limits']['effort'] = 9.0  # more than the XM430's current register
 
     drv = start_node('dynamixel_driver', name='d4', port=emulator.port,
                      robot=spec_with(tmp_path, strong))
-    assert drv.wait(30) == 1
     assert 'joints[2].limits.effort (elbow_pitch, servo ID 3): expected a value in' in \
-        drv.output()
+        start_up_error(drv)
 
 
 def test_overload_is_an_error_naming_the_joint_and_reboot_on_error_clears_it(
@@ -421,8 +419,7 @@ def test_overload_is_an_error_naming_the_joint_and_reboot_on_error_clears_it(
         drv.stop()
         # a new start finds the servo still in error: one line naming it and the fix
         drv = start_node('dynamixel_driver', name='d2', port=emu.port, robot=robot)
-        assert drv.wait(30) == 1, drv.output()
-        out = drv.output()
+        out = start_up_error(drv)
         assert 'servo ID 2 (shoulder_pitch): overload (0x20)' in out
         assert 'power-cycle' in out and 'reboot_on_error:=true' in out
         # reboot_on_error: start-up reboots it; ~/reset reboots it again after a new overload

@@ -6,6 +6,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
+from startup import start_up_error
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
@@ -93,9 +94,8 @@ def test_trajectory_mode_and_incomplete_states(start_node, ros_client):
 
 
 def test_bad_command_joints_exit_with_a_reason(start_node):
-    p = start_node('external_adapter', command_joints='base_yaw,elbow')
-    assert p.wait() == 1
-    assert 'command_joints' in p.output() and 'elbow' in p.output()
+    err = start_up_error(start_node('external_adapter', command_joints='base_yaw,elbow'))
+    assert 'command_joints' in err and 'elbow' in err
 
 
 def test_partial_commands_wait_for_the_first_complete_state(start_node, ros_client):

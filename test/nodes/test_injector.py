@@ -13,6 +13,7 @@ from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock
 from scipy import stats
 from sensor_msgs.msg import Image, Imu, JointState
+from startup import start_up_error
 from std_msgs.msg import Int64MultiArray, String
 import yaml
 
@@ -286,9 +287,7 @@ def test_value_perturbation_of_joint_states_and_images(start_node, ros_client, t
             'perturb': {'image': {'gain': 2}}}}, 'routes.r.perturb.image'),
 ])
 def test_bad_profile_fails_start_up_naming_route_and_key(start_node, tmp_path, routes, expected):
-    p = start_node('injector', profile=profile(tmp_path, routes))
-    assert p.wait(timeout=30) == 1, p.output()
-    assert expected in p.output()
+    assert expected in start_up_error(start_node('injector', profile=profile(tmp_path, routes)))
 
 
 def test_planned_graph_relays_the_sim_through_the_injector(start_node, ros_client):
@@ -335,11 +334,9 @@ def test_a_type_from_the_graph_that_does_not_fit_the_route_fails_like_start_up(
         if p.proc.poll() is not None:
             break
         time.sleep(0.05)
-    assert p.wait(timeout=20) == 1, p.output()
-    errors = [line for line in p.output().splitlines() if line.startswith('error: ')]
-    assert len(errors) == 1, p.output()
-    assert 'routes.obs.perturb.position' in errors[0] and 'sensor_msgs/msg/Imu' in errors[0]
-    assert 'angular_velocity' in errors[0]                 # what the type does have: the fix
+    err = start_up_error(p, timeout=20)
+    assert 'routes.obs.perturb.position' in err and 'sensor_msgs/msg/Imu' in err
+    assert 'angular_velocity' in err                       # what the type does have: the fix
 
 
 def test_sim_time_holds_messages_until_the_clock_starts(start_node, ros_client, tmp_path):

@@ -9,6 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
+from startup import start_up_error
 from std_srvs.srv import SetBool
 import torch
 import yaml
@@ -197,9 +198,10 @@ def test_bad_start_up_exits_with_a_one_line_reason(start_node, tmp_path):
     data['model'] = 'nope.onnx'
     (tmp_path / 'q.yaml').write_text(yaml.safe_dump(data))
     p3 = start_node('policy', name='policy3', policy=str(tmp_path / 'q.yaml'))
-    assert p.wait(60) == 1 and 'pickled torch.save checkpoint' in p.output()
-    assert p2.wait(60) == 1 and 'policy spec name' in p2.output()
-    assert p3.wait(60) == 1 and 'nope.onnx' in p3.output() and 'not found' in p3.output()
+    assert 'pickled torch.save checkpoint' in start_up_error(p, 60)
+    assert 'policy spec name' in start_up_error(p2, 60)
+    err = start_up_error(p3, 60)
+    assert 'nope.onnx' in err and 'not found' in err
 
 
 class FakeImu:

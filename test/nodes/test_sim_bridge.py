@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
+from startup import start_up_error
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
@@ -175,15 +176,12 @@ def test_lockstep_is_deterministic_and_waits_for_the_controller(start_node, ros_
 
 
 def test_bad_parameters_exit_with_a_one_line_reason(start_node):
-    p = start_node('sim_bridge', timing_mode='bogus')
-    assert p.wait() == 1
-    assert 'timing_mode' in p.output() and "'bogus'" in p.output()
-    p = start_node('sim_bridge', name='b2', robot='/nonexistent/robot.yaml')
-    assert p.wait() == 1
-    assert '/nonexistent/robot.yaml' in p.output()
-    p = start_node('sim_bridge', name='b3', overlay='no_such_overlay')
-    assert p.wait() == 1
-    assert 'no_such_overlay' in p.output() and 'worn_arm' in p.output()
+    err = start_up_error(start_node('sim_bridge', timing_mode='bogus'))
+    assert 'timing_mode' in err and "'bogus'" in err
+    err = start_up_error(start_node('sim_bridge', name='b2', robot='/nonexistent/robot.yaml'))
+    assert '/nonexistent/robot.yaml' in err
+    err = start_up_error(start_node('sim_bridge', name='b3', overlay='no_such_overlay'))
+    assert 'no_such_overlay' in err and 'worn_arm' in err
 
 
 def test_twin_resync_snaps_to_the_real_state_and_marks_it(start_node, ros_client):
@@ -224,6 +222,4 @@ def test_twin_resync_snaps_to_the_real_state_and_marks_it(start_node, ros_client
 
 
 def test_resync_needs_a_source_topic(start_node):
-    p = start_node('sim_bridge', resync_period_s=1.0)
-    assert p.wait() == 1
-    assert 'resync_topic' in p.output()
+    assert 'resync_topic' in start_up_error(start_node('sim_bridge', resync_period_s=1.0))
