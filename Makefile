@@ -8,6 +8,9 @@ PIP_FLAGS ?= -q --disable-pip-version-check
 # Network safety: DDS stays on loopback unless the caller chose otherwise.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export ROS_DOMAIN_ID ?= $(shell echo $$(( $$$$ % 90 + 5 )))
+ifeq ($(ROS_AUTOMATIC_DISCOVERY_RANGE),LOCALHOST)
+unexport ROS_STATIC_PEERS  # static peers are contacted whatever the discovery range
+endif
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: venv test demo bench lint clean

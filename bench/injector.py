@@ -36,10 +36,10 @@ import yaml
 
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.core.injection import decode_events
-from simreal_ros.core.netenv import ros_env
+from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.ros.client import NodeProcess, RosClient
 
-DOMAIN = 160 + os.getpid() % 20
+DOMAIN = bench_domain(1)
 DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)
 SOURCE = Path(__file__).with_name('_source.py')
 ROUTES = {

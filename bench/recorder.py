@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 import subprocess
 import sys
@@ -29,10 +28,10 @@ import numpy as np
 
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.core.bag import BagReader
-from simreal_ros.core.netenv import ros_env
+from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.ros.client import NodeProcess, RosClient
 
-DOMAIN = 200 + os.getpid() % 20
+DOMAIN = bench_domain(3)
 
 BARE = r"""
 import json, sys, time

@@ -23,13 +23,13 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from simreal_ros.bringup.planner import NodeSpec
-from simreal_ros.core.netenv import ros_env
+from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import NodeProcess, RosClient
 from simreal_ros.sim.physics import SimRobot
 
-DOMAIN = 180 + os.getpid() % 20
+DOMAIN = bench_domain(4)
 
 
 def _period_error_p99_ms(receive_ns: list[int], nominal_ms: float) -> float:

@@ -2,6 +2,11 @@
 
 DDS discovery multicasts on every interface unless told otherwise. The stack defaults to
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``; a multi-machine robot opts in to ``SUBNET``.
+``ROS_STATIC_PEERS`` names hosts that discovery contacts whatever the range, so it is removed
+wherever the range is LOCALHOST.
+
+Domain ids: tests take theirs from ``TEST_DOMAINS`` (``SIMREAL_TEST_DOMAINS`` narrows it for
+concurrent runs), benchmarks from ``BENCH_DOMAINS``, so a benchmark never joins a test's graph.
 """
 
 from __future__ import annotations
@@ -15,6 +20,13 @@ from typing import Mapping
 from simreal_ros.errors import LaunchError
 
 DISCOVERY_CHOICES = ('localhost', 'subnet', 'system_default', 'off')
+TEST_DOMAINS = range(1, 201)
+BENCH_DOMAINS = range(201, 233)
+
+
+def bench_domain(slot: int) -> int:
+    """Return the domain id of benchmark ``slot`` (0, 1, ...) of this process (BENCH_DOMAINS)."""
+    return BENCH_DOMAINS[(os.getpid() * 5 + slot) % len(BENCH_DOMAINS)]
 
 
 def ros_env(base: Mapping[str, str] | None = None, *, discovery: str | None = None,
@@ -34,6 +46,8 @@ def ros_env(base: Mapping[str, str] | None = None, *, discovery: str | None = No
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = discovery.upper()
     else:
         env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    if env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST':
+        env.pop('ROS_STATIC_PEERS', None)  # static peers are contacted whatever the range
     if domain_id is not None:
         if not 0 <= domain_id <= 232:
             raise LaunchError(f'ROS_DOMAIN_ID must be in [0, 232], got {domain_id}')

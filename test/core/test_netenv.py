@@ -1,0 +1,54 @@
+"""The environment of every ROS process: loopback discovery, no static peers, disjoint domains."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from conftest import REPO
+import pytest
+
+from simreal_ros.core.netenv import BENCH_DOMAINS, TEST_DOMAINS, bench_domain, ros_env
+from simreal_ros.errors import LaunchError
+
+PEER = {'ROS_STATIC_PEERS': '192.0.2.7'}  # TEST-NET-1: never contacted, only looked at
+
+
+def test_localhost_discovery_drops_static_peers():
+    env = ros_env(PEER)
+    assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
+    assert 'ROS_STATIC_PEERS' not in env
+    assert 'ROS_STATIC_PEERS' not in ros_env(PEER, discovery='localhost')
+
+
+def test_an_explicit_subnet_keeps_the_users_static_peers():
+    env = ros_env(PEER, discovery='subnet', domain_id=7)
+    assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'SUBNET'
+    assert env['ROS_STATIC_PEERS'] == '192.0.2.7' and env['ROS_DOMAIN_ID'] == '7'
+
+
+def test_bad_discovery_and_domain_are_refused():
+    with pytest.raises(LaunchError, match='--discovery must be one of'):
+        ros_env({}, discovery='planet')
+    with pytest.raises(LaunchError, match=r'ROS_DOMAIN_ID must be in \[0, 232\], got 233'):
+        ros_env({}, domain_id=233)
+
+
+def test_benchmark_domains_never_overlap_the_tests():
+    assert not set(TEST_DOMAINS) & set(BENCH_DOMAINS)
+    assert max(BENCH_DOMAINS) == 232  # the highest id Fast DDS maps to valid ports
+    slots = [bench_domain(s) for s in range(5)]
+    assert len(set(slots)) == 5 and set(slots) <= set(BENCH_DOMAINS)
+    assert 0 < int(os.environ['ROS_DOMAIN_ID']) <= 200  # this test run's own id
+
+
+def test_the_makefile_unexports_static_peers_for_localhost():
+    probe = ['make', '-s', '-C', str(REPO), '--eval', 'peers: ; @echo "[$$ROS_STATIC_PEERS]"',
+             'peers']
+    env = {**os.environ, **PEER}
+    env.pop('ROS_AUTOMATIC_DISCOVERY_RANGE')
+    assert subprocess.run(probe, env=env, capture_output=True, text=True,
+                          check=True).stdout == '[]\n'
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'  # a multi-machine robot keeps its peers
+    assert subprocess.run(probe, env=env, capture_output=True, text=True,
+                          check=True).stdout == '[192.0.2.7]\n'
