@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import JointState
 
+from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import plan
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.dynamixel_bus import DynamixelBus, byte_time_limit_hz
 from simreal_ros.hardware.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
-from simreal_ros.ros.client import NodeProcess, RosClient
+from simreal_ros.ros.client import RosClient
 
 DOMAIN = bench_domain(0)
 

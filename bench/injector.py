@@ -34,10 +34,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Int64MultiArray
 import yaml
 
+from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.core.injection import decode_events
 from simreal_ros.core.netenv import bench_domain, ros_env
-from simreal_ros.ros.client import NodeProcess, RosClient
+from simreal_ros.ros.client import RosClient
 
 DOMAIN = bench_domain(1)
 DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)

@@ -30,12 +30,13 @@ import numpy as np
 from sensor_msgs.msg import JointState
 import yaml
 
+from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
-from simreal_ros.ros.client import NodeProcess, RosClient
+from simreal_ros.ros.client import RosClient
 
 DOMAIN = bench_domain(2)
 ROBOT = load_robot('simreal_arm')

@@ -22,11 +22,12 @@ import numpy as np
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
+from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
-from simreal_ros.ros.client import NodeProcess, RosClient
+from simreal_ros.ros.client import RosClient
 from simreal_ros.sim.physics import SimRobot
 
 DOMAIN = bench_domain(4)

@@ -62,3 +62,7 @@ class BusError(SimrealError):
 
 class PortLostError(BusError):
     """The serial port vanished or failed (adapter unplugged): reconnect."""
+
+
+class EmulatorError(SimrealError):
+    """The virtual servo bus could not be started or did not do what was awaited in time."""

@@ -58,8 +58,8 @@ def start_node(ros_env: dict[str, str], tmp_path: Path):
 
     def start(kind: str, name: str | None = None, namespace: str = '',
               remappings: tuple = (), **parameters: object):
+        from simreal_ros.bringup.launcher import NodeProcess
         from simreal_ros.bringup.planner import NodeSpec
-        from simreal_ros.ros.client import NodeProcess
         spec = NodeSpec(kind, name or kind, namespace, dict(parameters), tuple(remappings))
         p = NodeProcess(spec, ros_env, tmp_path)
         procs.append(p)

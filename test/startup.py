@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simreal_ros.ros.client import NodeProcess
+from simreal_ros.bringup.launcher import NodeProcess
 
 
 class StartUpError(AssertionError):

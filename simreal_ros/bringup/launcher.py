@@ -4,7 +4,8 @@ What ``ros2 launch`` does for this package, without needing it installed: every 
 ``python -m <module> --ros-args ...`` with the network-safe environment, its output lines are
 prefixed with ``[name]``, Ctrl-C/SIGTERM are forwarded, and the launch stops everything and
 exits non-zero when a required node dies. A node marked ``exit_ends_launch`` (the excitation
-source) ends the launch successfully when it finishes with code 0.
+source) ends the launch successfully when it finishes with code 0. :class:`NodeProcess` starts
+one spec on its own, output in a log file (tests, benchmarks, ``simreal eval``).
 """
 
 from __future__ import annotations
@@ -172,3 +173,36 @@ class Launcher:
         finally:
             for sig, h in previous.items():
                 signal.signal(sig, h)
+
+
+class NodeProcess:
+    """A node started as a subprocess from a NodeSpec; output kept in a log file."""
+
+    def __init__(self, spec: NodeSpec, env: dict[str, str], directory: Path) -> None:
+        self.spec = spec
+        self.log_path = directory / f'{spec.fqn.strip("/").replace("/", "__")}_{id(self)}.log'
+        self._log = open(self.log_path, 'wb')  # noqa: SIM115 - closed in stop()
+        cmd = node_command(spec, write_params_file(spec, directory))
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def output(self) -> str:
+        """Everything the node printed so far."""
+        self._log.flush()
+        return self.log_path.read_text(errors='replace')
+
+    def wait(self, timeout: float = 20.0) -> int:
+        """Wait for the node to exit and return its code."""
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> int:
+        """SIGINT the node (SIGKILL after 10 s) and return its exit code."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode

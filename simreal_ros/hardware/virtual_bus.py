@@ -22,11 +22,7 @@ import threading
 import time
 from types import TracebackType
 
-from simreal_ros.errors import SimrealError
-
-
-class EmulatorError(SimrealError):
-    """The virtual servo bus could not be started."""
+from simreal_ros.errors import EmulatorError
 
 
 class EmulatorProcess:
@@ -88,8 +84,8 @@ class EmulatorProcess:
             if any(line.startswith(text) for line in list(self.lines)):
                 return
             time.sleep(0.01)
-        raise AssertionError(f'emulator did not print {text!r} within {timeout} s: '
-                             f'{self.lines[-5:]}')
+        raise EmulatorError(f'emulator did not print {text!r} within {timeout} s: '
+                            f'{self.lines[-5:]}')
 
     def stop(self) -> int:
         """SIGINT the emulator (SIGKILL after 5 s); return its exit code."""

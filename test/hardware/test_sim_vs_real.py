@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
 
+from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import plan
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
-from simreal_ros.ros.client import NodeProcess
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
@@ -34,8 +34,8 @@ def settled_positions(ros_client, ns: str, node: NodeProcess) -> np.ndarray:
     pub = ros_client.publisher(JointState, f'/{ns}/joint_commands')
     try:
         ros_client.wait_for(lambda: len(states) > 20, 30, f'{ns}/joint_states')
-    except AssertionError as exc:
-        raise AssertionError(f'{exc}: {node.output()}') from None
+    except TimeoutError as exc:
+        raise TimeoutError(f'{exc}: {node.output()}') from None
     out = []
     for q in POSES:
         t_end = time.monotonic() + HOLD_S
@@ -98,8 +98,8 @@ def test_twin_mode_feeds_the_twin_the_real_robots_commands(ros_client, ros_env, 
 
             try:
                 ros_client.wait_for(both_track, 40, 'the robot and its twin tracking')
-            except AssertionError as exc:
-                raise AssertionError(f'{exc}: {[n.output()[-2000:] for n in nodes]}') from None
+            except TimeoutError as exc:
+                raise TimeoutError(f'{exc}: {[n.output()[-2000:] for n in nodes]}') from None
             time.sleep(1.0)
             gap = np.abs(np.array(real[-1][1].position) - np.array(twin[-1][1].position))
 

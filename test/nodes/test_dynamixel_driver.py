@@ -38,8 +38,8 @@ def wait_for_states(ros_client, states: list, drv, n: int = 20) -> None:
     """Wait for the driver's first joint_states; on failure show what the driver printed."""
     try:
         ros_client.wait_for(lambda: len(states) > n, 30, 'joint_states')
-    except AssertionError as exc:
-        raise AssertionError(f'{exc}; driver output:\n{drv.output()}') from None
+    except TimeoutError as exc:
+        raise TimeoutError(f'{exc}; driver output:\n{drv.output()}') from None
 
 
 def command(positions) -> JointState:

@@ -29,7 +29,7 @@ def policy_status(diags: list) -> DiagnosticStatus:
         for st in arr.status:
             if st.name.endswith(': policy'):
                 return st
-    raise AssertionError('no policy diagnostics yet')
+    raise LookupError('no policy diagnostics yet')
 
 
 def values(st: DiagnosticStatus) -> dict:

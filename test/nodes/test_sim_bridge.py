@@ -28,7 +28,7 @@ def bridge_status(diags: list) -> DiagnosticStatus:
         for st in arr.status:
             if st.name.endswith('sim bridge'):
                 return st
-    raise AssertionError('no sim bridge diagnostics received')
+    raise LookupError('no sim bridge diagnostics received')
 
 
 def values(st: DiagnosticStatus) -> dict:

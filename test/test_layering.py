@@ -1,0 +1,95 @@
+"""The package's layers, enforced: a module imports only from its own layer or lower ones.
+
+=========  ==============================================================================
+layer      may import (besides the standard library and third-party packages)
+=========  ==============================================================================
+errors     nothing of simreal_ros
+core       errors; never rclpy, mujoco, torch or cv2 (pure Python + numpy, testable anywhere)
+sim        core; the physics engines live here
+hardware   sim, core (the virtual servo bus runs a simulated arm as its reality)
+policy     sim, core (training runs in the simulation)
+sysid      policy, hardware, sim, core (fits replay the simulation)
+ros        core; shared ROS glue (messages, QoS, clients), never the planner or nodes
+nodes      ros and everything below: one thin Node per module
+report     nodes and below (``simreal record`` starts the recorder node)
+bringup    report and below: the planner, launcher, demo and eval
+cli        everything
+=========  ==============================================================================
+
+Function-level (lazy) imports count too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / 'simreal_ros'
+ORDER = ['errors', 'core', 'sim', 'hardware', 'policy', 'sysid', 'ros', 'nodes', 'report',
+         'bringup', 'cli']
+# same-rank layers that must not import each other
+PEERS = {frozenset({'hardware', 'policy'})}
+RANK = {name: i for i, name in enumerate(ORDER)}
+RANK['__main__'] = RANK['__init__'] = RANK['cli']
+FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'torch', 'cv2')
+
+
+def layer_of(path: Path, root: Path) -> str:
+    rel = path.relative_to(root)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def violations(root: Path = PKG) -> list[str]:
+    bad = []
+    for path in sorted(root.rglob('*.py')):
+        src = layer_of(path, root)
+        for line, mod in imports(path):
+            top = mod.split('.')[0]
+            where = f'{path.relative_to(root.parent)}:{line}'
+            if src == 'core' and top in FORBIDDEN_IN_CORE:
+                bad.append(f'{where}: core imports {mod}')
+            if top != 'simreal_ros' or mod == 'simreal_ros':
+                continue
+            dst = mod.split('.')[1]
+            if dst == src or dst not in RANK:
+                continue
+            if RANK[dst] > RANK[src] or frozenset({src, dst}) in PEERS:
+                bad.append(f'{where}: {src} imports {mod} ({dst} is not below {src})')
+    return bad
+
+
+def test_every_layer_imports_only_downwards():
+    assert violations() == []
+
+
+def test_every_package_has_a_layer():
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / '__init__.py').exists()}
+    assert packages <= set(ORDER), packages - set(ORDER)
+
+
+@pytest.mark.parametrize('module,src,line', [
+    ('core/x.py', 'import rclpy\n', 'core imports rclpy'),
+    ('core/x.py', 'def f():\n    from mujoco import MjData\n', 'core imports mujoco'),
+    ('ros/x.py', 'from simreal_ros.bringup.planner import NodeSpec\n',
+     'ros imports simreal_ros.bringup.planner (bringup is not below ros)'),
+    ('hardware/x.py', 'from simreal_ros.policy import model\n',
+     'hardware imports simreal_ros.policy (policy is not below hardware)'),
+])
+def test_an_upward_import_is_caught(tmp_path, module, src, line):
+    root = tmp_path / 'simreal_ros'
+    (root / module).parent.mkdir(parents=True)
+    (root / module).write_text(src, encoding='utf-8')
+    found = violations(root)
+    assert len(found) == 1 and found[0].endswith(line), found
