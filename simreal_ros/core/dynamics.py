@@ -1,4 +1,4 @@
-"""Dynamics parameters, model overlays (ARCHITECTURE section 7) and domain randomization.
+"""Dynamics parameters, model overlays (docs/configuration.md) and domain randomization.
 
 The flow is pure data: nominal parameters (read from the compiled model and the robot spec) ->
 ``Overlay.apply`` -> ``Randomization.sample`` -> written into MuJoCo by ``simreal_ros.sim``.

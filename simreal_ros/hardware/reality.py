@@ -10,7 +10,7 @@ clamped to the current limit (Goal Current in mode 5, Current Limit otherwise) a
 joint torque ``current * torque_per_amp``. The P and D parts use the model's position servo
 actuator (the same one the sim bridge uses, integrated implicitly by MuJoCo), the rest the
 feed-forward motor, so with the register values the driver writes and a nominal reality this is
-the sim bridge's servo law. The hidden reality is a model overlay (ARCHITECTURE section 7):
+the sim bridge's servo law. The hidden reality is a model overlay (docs/configuration.md):
 joint damping/friction/armature, masses, ``command_delay_s`` (goal writes reach the controller
 late) and ``imperfections``:
 
