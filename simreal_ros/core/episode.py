@@ -1,8 +1,8 @@
 """A recorded episode in arrays: one pass over a bag for ``simreal gap`` and ``simreal check``.
 
 Collects every JointState topic as a :class:`~simreal_ros.core.gap.Series` (plus efforts),
-per-topic :class:`~simreal_ros.core.gap.StreamStats` (header stamps read straight from the CDR
-bytes, receive time = bag timestamp), and the latency injector's ground truth from
+per-topic :class:`~simreal_ros.core.stream_stats.StreamStats` (header stamps read straight from
+the CDR bytes, receive time = bag timestamp), and the latency injector's ground truth from
 ``<namespace>/injector/events`` (``std_msgs/msg/Int64MultiArray``, format in
 docs/recording.md).
 """
@@ -18,7 +18,8 @@ import numpy.typing as npt
 from rosbags.interfaces import Nodetype
 
 from simreal_ros.core.bag import BagInfo, BagReader
-from simreal_ros.core.gap import Series, StreamStats, StreamSummary
+from simreal_ros.core.gap import Series
+from simreal_ros.core.stream_stats import StreamStats, StreamSummary
 from simreal_ros.errors import BagError
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'

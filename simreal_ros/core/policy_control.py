@@ -33,11 +33,10 @@ from simreal_ros.core.policy_spec import (
     ObservationBuilder,
     ObsInputs,
     PolicySpec,
-    map_names,
     ramp_duration,
     ramp_point,
 )
-from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.robot import RobotSpec, map_names
 
 FloatArray = npt.NDArray[np.float64]
 Model = Callable[[FloatArray], FloatArray]

@@ -41,8 +41,9 @@ from sensor_msgs.msg import JointState
 
 from simreal_ros import __version__
 from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec, TypeRegistry
-from simreal_ros.core.gap import LiveGap, StreamStats
+from simreal_ros.core.live_gap import LiveGap
 from simreal_ros.core.provenance import embed_files, git_revision
+from simreal_ros.core.stream_stats import StreamStats
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.runtime import run_node

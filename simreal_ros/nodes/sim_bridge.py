@@ -24,8 +24,7 @@ from std_srvs.srv import SetBool, Trigger
 from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.core.commands import CommandValidator, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
-from simreal_ros.core.policy_spec import map_names
-from simreal_ros.core.robot import load_robot
+from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import CommandError
 from simreal_ros.ros import messages, qos

@@ -216,7 +216,8 @@ def test_sigkilled_writer_bag_is_repaired(tmp_path, storage, compression, split)
 
 KILLED_AT_SPLIT = """
 import os, sys
-from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec, _FileInfo
+from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec
+from simreal_ros.core.bag.metadata import FileInfo
 w = BagWriter(sys.argv[1], BagOptions(storage=sys.argv[2], split_duration_s=1.0))
 h = w.add_topic('/x', 'std_msgs/msg/Int64', [QosSpec()])
 for i in range(300):  # 10 ms apart: three files of 100
@@ -226,7 +227,7 @@ w._close_file()
 if sys.argv[3] == 'file_created':
     w._open_file()
 else:  # the side-car names the next file, which does not exist yet
-    w.files.append(_FileInfo('bag_3' + w.options.suffix))
+    w.files.append(FileInfo('bag_3' + w.options.suffix))
     w._write_sidecar()
 os._exit(0)  # as SIGKILL: no cleanup, no buffers flushed
 """

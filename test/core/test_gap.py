@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from simreal_ros.core.gap import LiveGap, Series, StreamStats, estimate_lag_ns, pair, summarize
+from simreal_ros.core.gap import Series, estimate_lag_ns, pair, summarize
+from simreal_ros.core.live_gap import LiveGap
+from simreal_ros.core.stream_stats import StreamStats
 
 
 def sig(t: np.ndarray) -> np.ndarray:
