@@ -74,6 +74,66 @@ def test_every_layer_imports_only_downwards():
     assert violations() == []
 
 
+def module_graph(root: Path = PKG) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (module level and lazy)."""
+    mods = {}
+    for path in root.rglob('*.py'):
+        name = '.'.join(path.relative_to(root.parent).with_suffix('').parts)
+        mods[name.removesuffix('.__init__')] = path
+    graph = {}
+    for name, path in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps |= {m for m in [node.module, *(f'{node.module}.{a.name}'
+                                                    for a in node.names)] if m in mods}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in mods}
+        graph[name] = deps - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                out.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle():
+    assert cycles(module_graph()) == []
+
+
+def test_an_import_cycle_is_caught(tmp_path):
+    root = tmp_path / 'simreal_ros'
+    (root / 'bringup').mkdir(parents=True)
+    (root / 'bringup' / 'a.py').write_text('from simreal_ros.bringup import b\n')
+    (root / 'bringup' / 'b.py').write_text('def f():\n    from simreal_ros.bringup.a import x\n')
+    assert cycles(module_graph(root)) == [['simreal_ros.bringup.a', 'simreal_ros.bringup.b']]
+
+
 def test_every_package_has_a_layer():
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / '__init__.py').exists()}
     assert packages <= set(ORDER), packages - set(ORDER)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
+from simreal_ros.bringup.arguments import non_negative, uses_sim_time
+from simreal_ros.bringup.spec import NodeSpec
 from simreal_ros.errors import ConfigError, PlanError
-
-if TYPE_CHECKING:
-    from simreal_ros.bringup.planner import NodeSpec
 
 #: Live-gap pairing per backend: (primary, secondary) joint_states, relative to the graph root.
 PAIRING: dict[str, tuple[str, str]] = {
@@ -72,7 +71,6 @@ def _referenced(arg: str, path: Path, key: str) -> list[str]:
 
 def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
     """Return the recorder NodeSpec for ``record:=true``."""
-    from simreal_ros.bringup.planner import NodeSpec
     topics = [t.strip() for t in args.get('record_topics', '*').split(',') if t.strip()]
     if not topics:
         raise PlanError('record_topics:= needs at least one topic name or pattern (or "*")')
@@ -83,8 +81,7 @@ def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
         # the injector delays the primary's contract topic: compare the undelayed stream
         head, _, tail = primary.rpartition('/')
         primary = f'{head}/backend/{tail}' if head else f'backend/{tail}'
-    from simreal_ros.bringup.planner import _non_negative
-    split = {param: _non_negative({arg: args.get(arg, '0')}, arg, 'a number >= 0 (0 = never)')
+    split = {param: non_negative({arg: args.get(arg, '0')}, arg, 'a number >= 0 (0 = never)')
              for arg, param in (('bag_split_duration', 'split_duration_s'),
                                 ('bag_split_size', 'split_size_mb'))}
     params: dict[str, Any] = {
@@ -94,8 +91,7 @@ def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
         'gap_primary': _join(root, primary) if primary else '',
         'gap_secondary': _join(root, secondary) if secondary else '',
         'embed': embed, 'custom_data': custom,
-        'use_sim_time': args.get('timing', 'realtime') != 'realtime'
-        or args.get('sim_time') == 'true',
+        'use_sim_time': uses_sim_time(args),
     }
     # ROS parameter files cannot type an empty list: leave empty ones out
     params = {k: v for k, v in params.items() if v != []}

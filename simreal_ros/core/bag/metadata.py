@@ -37,7 +37,7 @@ class TopicRecord:
 
 
 def metadata_dict(storage: str, compression: str, topics: Sequence[TopicRecord],
-              files: Sequence[FileInfo], custom: Mapping[str, str]) -> dict[str, Any]:
+                  files: Sequence[FileInfo], custom: Mapping[str, str]) -> dict[str, Any]:
     """Return the ``rosbag2_bagfile_information`` mapping of a bag."""
     start = min((f.start for f in files if f.count), default=0)
     end = max((f.end for f in files if f.count), default=0)

@@ -236,8 +236,8 @@ def repair_bag(path: str | Path) -> RepairReport:
             count = _count_sqlite(fpath, topics, info, side_topics)
         per_file[name] = count
         files.append(info)
-    write_atomic(p / METADATA, dump_yaml(metadata_dict(storage, compression, list(topics.values()),
-                                                files, custom)))
+    meta = metadata_dict(storage, compression, list(topics.values()), files, custom)
+    write_atomic(p / METADATA, dump_yaml(meta))
     side.unlink()
     for leftover in p.glob('.*.init'):
         shutil.rmtree(leftover, ignore_errors=True)

@@ -138,7 +138,7 @@ class BagWriter:
     def _close_file(self) -> None:
         assert self.storage is not None
         meta = metadata_dict(self.options.storage, self.options.compression, self.topics,
-                         self.files, self.custom)
+                             self.files, self.custom)
         self.storage.close(BAG_VERSION, dump_yaml(meta['rosbag2_bagfile_information']).strip())
         self.storage = None
 

@@ -1,0 +1,35 @@
+"""The sim bridge's part of the plan (``backend:=sim``, ``sim2sim``, the twin)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from simreal_ros.bringup.arguments import ns, typed
+from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.core.bridge_config import SimBridgeConfig
+from simreal_ros.errors import ConfigError, PlanError
+
+
+def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
+           commands_from: str | None, publish_clock: bool,
+           remaps: tuple[tuple[str, str], ...] = ()) -> NodeSpec:
+    """Return a sim bridge (its settings pre-validated with the node's own config class)."""
+    params = {
+        'robot': a['robot'], 'scene': a['scene'], 'overlay': overlay,
+        'randomization': a['randomization'], 'seed': typed(a, 'seed', int, 'an integer'),
+        'timing_mode': a['timing'],
+        'publish_rate_hz': typed(a, 'rate', float, 'a number (Hz)'),
+        'sim_time': a['sim_time'] == 'true', 'publish_clock': publish_clock,
+        'start_paused': a['paused'] == 'true',
+        'lockstep_timeout_s': typed(a, 'lockstep_timeout', float, 'a number of seconds'),
+    }
+    try:
+        SimBridgeConfig.from_mapping(params)
+    except ConfigError as exc:
+        raise PlanError(f'sim bridge settings: {exc}') from None
+    if commands_from is not None:
+        remaps = tuple(r for r in remaps if r[0] != 'joint_commands') + (
+            ('joint_commands', f'{commands_from}/joint_commands'),
+            ('forward_position_controller/commands',  # not delayed: no injector route
+             f'{ns(a["namespace"])}/forward_position_controller/commands'))
+    return NodeSpec('sim_bridge', name, namespace, params, remaps)

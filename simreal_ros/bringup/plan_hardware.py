@@ -1,0 +1,43 @@
+"""The hardware's part of the plan (``backend:=real`` and ``twin``).
+
+The Dynamixel driver on ``port:=``, or the external adapter over an existing ROS 2 driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from simreal_ros.bringup.arguments import typed
+from simreal_ros.bringup.spec import NodeSpec, require
+from simreal_ros.core.driver_config import DriverConfig, ExternalAdapterConfig
+from simreal_ros.errors import ConfigError, PlanError
+
+
+def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+    """Return the hardware node of backend:=real/twin (Dynamixel driver or external adapter)."""
+    if a['real_driver'] == 'external':
+        require('external_adapter', f'backend:={backend} real_driver:=external')
+        params: dict[str, Any] = {'robot': a['robot'], 'source_states': a['external_states'],
+                                  'command_mode': a['external_command']}
+        if a['external_command_topic']:
+            params['command_topic'] = a['external_command_topic']
+        elif a['external_command'] == 'trajectory':
+            params['command_topic'] = '/joint_trajectory_controller/joint_trajectory'
+        try:
+            ExternalAdapterConfig.from_mapping(params)
+        except ConfigError as exc:
+            raise PlanError(f'external adapter settings: {exc}') from None
+        return NodeSpec('external_adapter', 'external_adapter', root, params)
+    if not a['port']:
+        raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
+                        f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
+    require('dynamixel_driver', f'backend:={backend}')
+    params = {'robot': a['robot'], 'port': a['port'],
+              'baud': typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
+              'rate_hz': typed(a, 'driver_rate', float, 'a number (Hz)'),
+              'watchdog': a['watchdog'], 'reboot_on_error': a['reboot_on_error'] == 'true'}
+    try:
+        DriverConfig.from_mapping(params)
+    except ConfigError as exc:
+        raise PlanError(f'driver settings: {exc}') from None
+    return NodeSpec('dynamixel_driver', 'dynamixel_driver', root, params)

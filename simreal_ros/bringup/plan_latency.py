@@ -1,0 +1,67 @@
+"""The latency injector's part of the plan (``latency:=``).
+
+The backend's topics move under ``backend/`` and the injector relays them onto the
+contract's names.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from simreal_ros.bringup.arguments import typed, uses_sim_time
+from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.core.injection import Profile, load_profile
+from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import ConfigError, PlanError
+
+
+def latency_profile(a: Mapping[str, str]) -> Profile | None:
+    """Return the ``latency:=`` profile (None without one), checked against the plan."""
+    if not a['latency']:
+        return None
+    try:
+        profile = load_profile(a['latency'])
+    except ConfigError as exc:
+        raise PlanError(f'latency:={a["latency"]}: {exc}') from None
+    for route in ('command', 'observation'):
+        if route not in {r.name for r in profile.routes}:
+            raise PlanError(f'latency:={a["latency"]}: the profile needs routes named command '
+                            f'and observation (it has {[r.name for r in profile.routes]})')
+    if a['timing'] == 'lockstep' and typed(a, 'lockstep_timeout', float, 'seconds') <= 0:
+        raise PlanError('latency:= with timing:=lockstep needs lockstep_timeout:=<s> > 0: the '
+                        'injector holds messages until sim time reaches their delivery time, '
+                        'and a lockstep sim advances only on a command or after that timeout '
+                        '(or use timing:=realtime sim_time:=true)')
+    return profile
+
+
+def backend_remaps(profile: Profile | None, with_imu: bool) -> tuple[tuple[str, str], ...]:
+    """With latency on, the backend's own topics move under ``backend/``."""
+    if profile is None:
+        return ()
+    out = [('joint_states', 'backend/joint_states'),
+           ('joint_commands', 'backend/joint_commands')]
+    if with_imu:
+        out.append(('imu/data', 'backend/imu/data'))
+    return tuple(out)
+
+
+def injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool) -> NodeSpec:
+    """Return the injector between the command producers and the backend, and back."""
+    obs = f'{state_ns.strip("/")}/' if state_ns.strip('/') else ''
+    bindings = ['command:joint_commands>backend/joint_commands',
+                f'observation:{obs}backend/joint_states>{obs}joint_states']
+    if with_imu:
+        bindings.append(f'imu:{obs}backend/imu/data>{obs}imu/data')
+    params = {'profile': a['latency'], 'bindings': bindings,
+              'seed': typed(a, 'seed', int, 'an integer'),
+              'use_sim_time': uses_sim_time(a)}
+    return NodeSpec('injector', 'injector', root, params)
+
+
+def robot_has_imu(robot: str) -> bool:
+    """Whether the robot spec has an IMU (PlanError naming ``robot:=`` if it is invalid)."""
+    try:
+        return load_robot(robot).imu is not None
+    except ConfigError as exc:
+        raise PlanError(f'robot:={robot}: {exc}') from None
