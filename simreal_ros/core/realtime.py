@@ -229,6 +229,55 @@ def apply_to_current_thread(settings: RtSettings, thread: str) -> ThreadRt:
     return out
 
 
+def process_threads(pid: int | str = 'self') -> dict[int, str]:
+    """Return {native thread id: name} of every thread of a process (``/proc/<pid>/task``)."""
+    out: dict[int, str] = {}
+    task = f'/proc/{pid}/task'
+    for entry in os.listdir(task):
+        try:
+            with open(f'{task}/{entry}/comm', encoding='utf-8', errors='replace') as f:
+                out[int(entry)] = f.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+    return out
+
+
+def apply_to_threads(settings: RtSettings, tids: list[int], thread: str) -> ThreadRt:
+    """Apply priority and affinity of ``settings`` to other threads of this process.
+
+    For threads this code does not run, e.g. the middleware's receive threads, which rclpy
+    creates before any node code runs. Read back and reported like
+    :func:`apply_to_current_thread` (``tid`` is the first thread; errors name each thread).
+    """
+    global _warned
+    out = ThreadRt(thread, tids[0] if tids else 0, settings)
+    denied = False
+    for tid in tids:
+        try:
+            if settings.cpus:
+                os.sched_setaffinity(tid, settings.cpus)
+            if settings.priority > 0:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(settings.priority))
+        except ProcessLookupError:
+            continue
+        except OSError as exc:
+            denied |= exc.errno == errno.EPERM
+            out.errors.append(f'thread {tid}: rt_priority {settings.priority}: {exc.strerror}')
+            break
+    if tids:
+        try:
+            out.policy, out.priority, out.cpus = read_thread(tids[0])
+        except OSError:
+            pass
+    if denied:
+        with _warn_lock:
+            if not _warned:
+                _warned = True
+                out.warning = (f'{thread} threads: {out.errors[0]}; running on the default '
+                               f'scheduler. To {GRANT_HINT}.')
+    return out
+
+
 def reset_warning() -> None:
     """Forget that the permission warning was given (tests)."""
     global _warned

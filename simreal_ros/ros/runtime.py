@@ -7,6 +7,7 @@ import sys
 from typing import Callable, Sequence
 
 from simreal_ros.core.netenv import apply_to_current_process
+from simreal_ros.core.realtime import RtSettings, ThreadRt, apply_to_current_thread
 from simreal_ros.errors import SimrealError
 
 log = logging.getLogger('simreal_ros')
@@ -19,6 +20,32 @@ FAST_SWITCH_INTERVAL_S = 0.0002
 def fast_thread_switching() -> None:
     """Let a timing-critical thread take the GIL from the executor within 0.2 ms."""
     sys.setswitchinterval(FAST_SWITCH_INTERVAL_S)
+
+
+def start_rt(node: object, settings: RtSettings, thread: str) -> ThreadRt:
+    """Apply ``settings`` to the calling thread and log the outcome on the node's logger.
+
+    The first refusal for want of permission in the process is the node's one WARN (with how
+    to grant it); other refusals are logged at INFO, pointing at it.
+    """
+    result = apply_to_current_thread(settings, thread)
+    log_rt(node, result)
+    return result
+
+
+def log_rt(node: object, result: ThreadRt) -> None:
+    """Log what :func:`start_rt` (or ``apply_to_threads``) achieved."""
+    logger = node.get_logger()  # type: ignore[attr-defined]
+    asked = result.asked
+    if result.warning:
+        logger.warning(result.warning)
+    elif result.errors:
+        logger.info(f'{result.thread}: real-time settings not applied '
+                    f'({"; ".join(result.errors)})')
+    elif asked.enabled:
+        logger.info(f'{result.thread} thread: {result.policy} priority {result.priority}, CPUs '
+                    f'{",".join(map(str, result.cpus))}'
+                    + (', memory locked' if result.memory_locked else ''))
 
 
 def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
