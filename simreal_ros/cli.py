@@ -182,7 +182,7 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
     from simreal_ros.hardware import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
-                         ns.duration)
+                         ns.duration, ns.rt_priority, ns.cpu_affinity)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
                    'replug_at=6,seed=1')
     p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')
     p.add_argument('--duration', type=float, default=None, help='stop after this many s')
+    p.add_argument('--rt-priority', type=int, default=0, help='SCHED_FIFO priority of the '
+                   'emulator loop (1-98, 0 = off; docs/realtime.md)')
+    p.add_argument('--cpu-affinity', default='', help='CPUs of the emulator loop, e.g. "1"')
     p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
