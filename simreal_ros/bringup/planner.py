@@ -80,7 +80,21 @@ ARGUMENTS: dict[str, Argument] = {
                                  ('forward_position', 'trajectory')),
     'external_command_topic': Argument('', 'external: command topic of the existing driver '
                                        '("" = the default of the interface)'),
+    'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
+                         'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),
 }
+
+#: SCHED_FIFO priorities of ``realtime:=true``, by node kind (the thread each one applies to:
+#: injector delivery and receive, driver bus cycle, bridge physics, policy loop). Short jobs
+#: with tight deadlines preempt long ones (rate-monotonic order): an injector delivery is tens
+#: of us and its lateness is an error in the latency it claims to inject; a bus cycle is mostly
+#: waiting on the serial port and a late one is a missed servo update; a physics batch is the
+#: longest CPU burst of the hard-timed threads; the policy's 50 Hz period has the most slack.
+#: The virtual bus (``simreal emulate --rt-priority 90``) stands for servo hardware, which the
+#: host never preempts, so it is above all of them. 99 stays with the kernel.
+RT_PRIORITIES: dict[str, int] = {'injector': 85, 'dynamixel_driver': 80, 'sim_bridge': 75,
+                                 'policy': 70}
+EMULATOR_RT_PRIORITY = 90
 
 #: Nodes this version ships: kind -> (console script, module).
 NODES: dict[str, tuple[str, str]] = {
@@ -392,6 +406,9 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         from simreal_ros.bringup.record_plan import recorder_spec
         _require('recorder', 'record:=true')
         nodes.append(recorder_spec(a, root))
+    if a['realtime'] == 'true':
+        nodes = [replace(n, parameters={**n.parameters, 'rt_priority': RT_PRIORITIES[n.kind]})
+                 if n.kind in RT_PRIORITIES else n for n in nodes]
     return nodes
 
 

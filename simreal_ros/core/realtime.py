@@ -140,7 +140,7 @@ class ThreadRt:
     def values(self, prefix: str = 'rt.') -> dict[str, object]:
         """Diagnostic key/values of this thread (``rt.<thread>.policy`` ...)."""
         p = f'{prefix}{self.thread}.'
-        return {f'{p}policy': self.policy, f'{p}priority': self.priority,
+        return {f'{p}tid': self.tid, f'{p}policy': self.policy, f'{p}priority': self.priority,
                 f'{p}asked_priority': self.asked.priority,
                 f'{p}cpus': ','.join(map(str, self.cpus)),
                 f'{p}memory_locked': self.memory_locked,
