@@ -4,13 +4,15 @@ Usage: _source.py RATE_HZ COUNT TOPIC [TOPIC ...]. position[0] is the message in
 topic gets the same bytes (serialized once, so no topic pays a second serialization), and the
 order of the topics alternates from one message to the next, so a direct topic and a relayed
 one are compared per message without a systematic head start. Prints one JSON line with the
-achieved send rate and exits after COUNT messages (and a short drain).
+achieved send rate and exits after COUNT messages (and a short drain). With
+``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) it runs under SCHED_FIFO at that priority.
 """
 
 import json
 import sys
 import time
 
+from _load import helper_rt_from_env
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
@@ -22,6 +24,7 @@ from simreal_ros.core.timing import PreciseRate
 
 def main() -> None:
     apply_to_current_process()
+    helper_rt_from_env()  # --rt: SCHED_FIFO before rclpy starts its threads (they inherit it)
     rate, count, topics = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
     rclpy.init()
     node = rclpy.create_node('bench_source')

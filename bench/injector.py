@@ -13,7 +13,16 @@ the message info), not this process's callbacks. Per message:
 * throughput: the highest rate of a zero-delay route and of a 5 ms route with every message
   delivered, next to the direct topic at the same rate, with the rate the source achieved.
 
-Every measurement subscribes anew and destroys its subscriptions afterwards.
+Every measurement subscribes anew and destroys its subscriptions afterwards. Per message the
+``excess`` = relayed latency - target - the same message's direct latency (the injector's own
+contribution: one more hop, its receive path, its lateness); ``excess_p99_ms`` is the figure
+closest to "p99 above the floor" that pairs messages instead of percentiles.
+
+``--load N`` runs N CPU-bound processes during the whole benchmark; ``--rt`` measures twice,
+side by side under that load: ``default`` (top-level keys, the injector on the default
+scheduler) and ``rt`` (the injector at ``realtime:=true``'s priority), with the measuring side
+(source and sinks) under SCHED_FIFO 60 in both, so that only the injector differs;
+``rt_over_default`` holds the ratios.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import tempfile
 import time
 from typing import Any
 
+from _load import context, cpu_load, env_rt, harness_rt, ratio, variants
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -34,7 +44,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Int64MultiArray
 import yaml
 
-from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
 from simreal_ros.core.injection import decode_events
 from simreal_ros.core.netenv import ros_env
 from simreal_ros.ros.client import NodeProcess, RosClient
@@ -121,10 +131,13 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
     targets = _targets(events, route)
     common = sorted(set(floor) & set(lat) & set(targets))
     err = [abs(lat[i] - targets[i]) for i in common]              # |delivered - target|
+    excess = [lat[i] - targets[i] - floor[i] for i in common]     # per message, vs direct
     out = {'messages': count, 'delivered': len(lat),
            'source_rate_hz': sent.get('rate_hz', float('nan')),
            'floor_p50_ms': _ms(floor.values(), 50), 'floor_p99_ms': _ms(floor.values(), 99),
-           'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99)}
+           'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99),
+           'excess_p50_ms': _ms(excess, 50), 'excess_p90_ms': _ms(excess, 90),
+           'excess_p99_ms': _ms(excess, 99)}
     out['error_p99_above_floor_ms'] = out['error_p99_ms'] - out['floor_p99_ms']
     if route == 'zero':
         over = [lat[i] - floor[i] for i in common]
@@ -160,33 +173,71 @@ def throughput(client: RosClient, env: dict[str, str], route: str, seconds: floa
     return best
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def measure(client: RosClient, env: dict[str, str], tmp: Path, count: int, quick: bool,
+            params: dict[str, Any]) -> dict[str, Any]:
+    """Start the injector with ``params`` and run every measurement against it."""
+    prof = tmp / 'bench.yaml'
+    prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
+    events = client.collect(Int64MultiArray, '/injector/events', DEEP)
+    node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof), **params}),
+                       env, tmp)
+    try:
+        client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
+                                    for r in ROUTES), 30, 'the injector')
+        result: dict[str, Any] = {f'accuracy_{r}': accuracy(client, env, events, r, count)
+                                  for r in ('const5', 'jitter')}
+        result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
+        secs = 1.0 if quick else 2.0
+        result['throughput_zero'] = throughput(client, env, 'zero', secs)
+        result['throughput_const5'] = throughput(client, env, 'const5', secs)
+        result['injector_params'] = params
+        return result
+    finally:
+        node.stop()
+
+
+COMPARED = (('accuracy_const5', 'excess_p99_ms'), ('accuracy_const5', 'error_p99_ms'),
+            ('accuracy_jitter', 'excess_p99_ms'), ('accuracy_jitter', 'error_p99_ms'),
+            ('overhead_zero', 'overhead_p50_ms'), ('overhead_zero', 'overhead_p99_ms'))
+
+
+def run(quick: bool = False, load: int = 0, rt: bool = False,
+        params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every measurement in one session and return the figures."""
-    env = ros_env(discovery='localhost', domain_id=DOMAIN)
+    env = env_rt(ros_env(discovery='localhost', domain_id=DOMAIN), rt)
     os.environ.update(env)
     count = 2000 if quick else 10000
+    harness = harness_rt(rt)       # before the client: its threads inherit the scheduler
     client = RosClient(DOMAIN, 'bench_injector')
-    with tempfile.TemporaryDirectory() as tmp:
-        prof = Path(tmp) / 'bench.yaml'
-        prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
-        events = client.collect(Int64MultiArray, '/injector/events', DEEP)
-        node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof)}),
-                           env, Path(tmp))
-        try:
-            client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
-                                        for r in ROUTES), 30, 'the injector')
-            result = {f'accuracy_{r}': accuracy(client, env, events, r, count)
-                      for r in ('const5', 'jitter')}
-            result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
-            secs = 1.0 if quick else 2.0
-            result['throughput_zero'] = throughput(client, env, 'zero', secs)
-            result['throughput_const5'] = throughput(client, env, 'const5', secs)
-            result['cpu_count'] = os.cpu_count()
-            return result
-        finally:
-            node.stop()
-            client.close()
+    out: dict[str, Any] = {}
+    try:
+        with cpu_load(load), tempfile.TemporaryDirectory() as tmp:
+            for variant in variants(rt):
+                p = dict(params or {})
+                if variant == 'rt':
+                    p['rt_priority'] = RT_PRIORITIES['injector']
+                figures = measure(client, env, Path(tmp), count, quick, p)
+                if variant == 'default':
+                    out.update(figures)
+                else:
+                    out[variant] = figures
+    finally:
+        client.close()
+    if rt:
+        out['rt_over_default'] = {f'{a}.{b}': ratio(out['rt'][a][b], out[a][b])
+                                  for a, b in COMPARED}
+    out['harness'] = harness
+    out.update(context(load, rt))
+    return out
 
 
 if __name__ == '__main__':
-    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--load', type=int, default=0)
+    ap.add_argument('--rt', action='store_true')
+    ap.add_argument('--param', action='append', default=[], help='injector param k=v (int)')
+    a = ap.parse_args()
+    extra = {k: yaml.safe_load(v) for k, v in (x.split('=', 1) for x in a.param)}
+    print(json.dumps(run(quick=a.quick, load=a.load, rt=a.rt, params=extra), indent=2))

@@ -7,6 +7,7 @@ exits non-zero with a one-line reason on bad input.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import runpy
@@ -170,9 +171,16 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     from simreal_ros.core.netenv import apply_to_current_process
     apply_to_current_process()
     results = {}
+    sys.path.insert(0, str(bench_dir))  # the benchmarks' shared helpers (bench/_load.py)
     for name in names if ns.name == 'all' else [ns.name]:
         module = runpy.run_path(str(bench_dir / f'{name}.py'))
-        results[name] = module['run'](quick=ns.quick)
+        # --load / --rt go to the timing benchmarks, whose run() takes them
+        timing = {'load', 'rt'} <= set(inspect.signature(module['run']).parameters)
+        if (ns.load or ns.rt) and not timing and ns.name != 'all':
+            raise SimrealError(f'benchmark {name!r} takes no --load/--rt (not a timing '
+                               f'benchmark)')
+        kwargs = {'load': ns.load, 'rt': ns.rt} if timing else {}
+        results[name] = module['run'](quick=ns.quick, **kwargs)
     out = results if ns.name == 'all' else results[ns.name]
     print(json.dumps(out, indent=None if ns.json else 2))
     return 0
@@ -264,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
     p.add_argument('--json', action='store_true', help='one-line JSON')
     p.add_argument('--quick', action='store_true', help='shorter runs (smoke test)')
+    p.add_argument('--load', type=int, default=0, metavar='N', help='timing benchmarks: run '
+                   'N CPU-bound processes meanwhile')
+    p.add_argument('--rt', action='store_true', help='timing benchmarks: measure with the '
+                   'nodes on the default scheduler and under SCHED_FIFO, side by side')
     p.set_defaults(func=cmd_bench)
     from simreal_ros.report.commands import add_commands
     add_commands(sub)

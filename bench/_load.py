@@ -1,0 +1,73 @@
+"""Shared by the timing benchmarks: ``--load N`` CPU hogs and the ``--rt`` harness.
+
+:func:`cpu_load` starts N CPU-bound processes (default scheduler, nice 0) for the duration of a
+``with`` block and stops them after. :func:`variants` is what every timing benchmark measures:
+``default`` (the nodes on the default scheduler), and with ``rt`` also ``rt`` (the nodes'
+``rt_priority`` set), side by side in the same run under the same load.
+:func:`harness_rt` puts the benchmark's own process (and the threads it creates afterwards:
+the middleware's, the client's executor) under SCHED_FIFO at :data:`HARNESS_PRIORITY`, below
+every node, so that under load the measuring side is not what is measured.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+import os
+import subprocess
+import sys
+from typing import Any, Iterator
+
+from simreal_ros.core.realtime import RtSettings, apply_to_current_thread
+
+HARNESS_PRIORITY = 60
+HOG = 'while True: pass'
+
+
+@contextmanager
+def cpu_load(n: int) -> Iterator[None]:
+    """Run ``n`` CPU-bound processes while the block runs."""
+    procs = [subprocess.Popen([sys.executable, '-c', HOG], stdin=subprocess.DEVNULL)
+             for _ in range(max(0, n))]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def variants(rt: bool) -> list[str]:
+    """The scheduler variants a benchmark measures."""
+    return ['default', 'rt'] if rt else ['default']
+
+
+def harness_rt(on: bool) -> dict[str, Any]:
+    """Put the calling thread (and threads it starts later) under SCHED_FIFO when ``on``."""
+    if not on:
+        return {'policy': 'SCHED_OTHER'}
+    r = apply_to_current_thread(RtSettings(HARNESS_PRIORITY), 'harness')
+    return {'policy': r.policy, 'priority': r.priority, 'error': '; '.join(r.errors)}
+
+
+def env_rt(env: dict[str, str], on: bool) -> dict[str, str]:
+    """Environment that makes a benchmark helper process run as the harness (see _source)."""
+    return {**env, 'SIMREAL_BENCH_RT': str(HARNESS_PRIORITY if on else 0)}
+
+
+def helper_rt_from_env() -> None:
+    """In a helper process: apply ``SIMREAL_BENCH_RT`` before creating any ROS thread."""
+    prio = int(os.environ.get('SIMREAL_BENCH_RT', '0') or 0)
+    if prio > 0:
+        apply_to_current_thread(RtSettings(prio), 'harness')
+
+
+def context(load: int, rt: bool) -> dict[str, Any]:
+    """What every timing benchmark reports about how it ran."""
+    return {'load_processes': load, 'rt_compared': rt, 'cpu_count': os.cpu_count(),
+            'load_average_1min_at_start': os.getloadavg()[0]}
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b`` (nan when b is 0)."""
+    return a / b if b else float('nan')
