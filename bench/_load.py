@@ -4,9 +4,12 @@
 ``with`` block and stops them after. :func:`variants` is what every timing benchmark measures:
 ``default`` (the nodes on the default scheduler), and with ``rt`` also ``rt`` (the nodes'
 ``rt_priority`` set), side by side in the same run under the same load.
-:func:`harness_rt` puts the benchmark's own process (and the threads it creates afterwards:
-the middleware's, the client's executor) under SCHED_FIFO at :data:`HARNESS_PRIORITY`, below
-every node, so that under load the measuring side is not what is measured.
+:func:`harness_client` creates the benchmark's ROS client with its threads (the middleware's,
+the client's executor) under SCHED_FIFO at :data:`HARNESS_PRIORITY`, below every node, so that
+under load the measuring side is not what is measured; the main thread then goes back to the
+default scheduler, so the node processes it starts do not inherit SCHED_FIFO (a child of a
+FIFO thread is FIFO too: an earlier version of this benchmark measured an inherited FIFO 60
+injector as "default").
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from contextlib import contextmanager
 import os
 import subprocess
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from simreal_ros.core.realtime import RtSettings, apply_to_current_thread
 
 HARNESS_PRIORITY = 60
+T = TypeVar('T')
 HOG = 'while True: pass'
 
 
@@ -42,12 +46,16 @@ def variants(rt: bool) -> list[str]:
     return ['default', 'rt'] if rt else ['default']
 
 
-def harness_rt(on: bool) -> dict[str, Any]:
-    """Put the calling thread (and threads it starts later) under SCHED_FIFO when ``on``."""
+def harness_client(on: bool, factory: Callable[[], T]) -> tuple[T, dict[str, Any]]:
+    """Return ``factory()`` built with its threads under SCHED_FIFO when ``on``."""
     if not on:
-        return {'policy': 'SCHED_OTHER'}
+        return factory(), {'policy': 'SCHED_OTHER'}
     r = apply_to_current_thread(RtSettings(HARNESS_PRIORITY), 'harness')
-    return {'policy': r.policy, 'priority': r.priority, 'error': '; '.join(r.errors)}
+    try:
+        client = factory()
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return client, {'policy': r.policy, 'priority': r.priority, 'error': '; '.join(r.errors)}
 
 
 def env_rt(env: dict[str, str], on: bool) -> dict[str, str]:

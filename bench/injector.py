@@ -36,7 +36,8 @@ import tempfile
 import time
 from typing import Any
 
-from _load import context, cpu_load, env_rt, harness_rt, ratio, variants
+from _load import context, cpu_load, env_rt, harness_client, ratio, variants
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -45,7 +46,7 @@ from std_msgs.msg import Int64MultiArray
 import yaml
 
 from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
-from simreal_ros.core.injection import decode_events
+from simreal_ros.core.injection import decode_events, lateness_summary
 from simreal_ros.core.netenv import ros_env
 from simreal_ros.ros.client import NodeProcess, RosClient
 
@@ -148,6 +149,26 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
     return out
 
 
+def own_lateness(events: list[tuple[int, Any]], diags: list[tuple[int, Any]]
+                 ) -> dict[str, Any]:
+    """The injector's own lateness (sent - scheduled) over the accuracy runs, from its events,
+    and its real-time state from its diagnostics."""
+    rows = [decode_events(m.layout.dim[0].label, m.data) for _t, m in events]
+    if not rows:
+        return {}
+    names = rows[0][0]
+    orders = {i: ROUTES[n].get('order', 'fifo') for i, n in enumerate(names)}
+    out: dict[str, Any] = lateness_summary(np.concatenate([r for _n, r in rows]), orders)
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name == '/injector: timing':
+                out.update({kv.key: kv.value for kv in st.values
+                            if kv.key.startswith('rt.') and kv.key.endswith(('policy',
+                                                                              'priority'))})
+                return out
+    return out
+
+
 def throughput(client: RosClient, env: dict[str, str], route: str, seconds: float
                ) -> dict[str, Any]:
     best: dict[str, Any] = {'route': route, 'lossless_rate_hz': 0.0}
@@ -179,14 +200,17 @@ def measure(client: RosClient, env: dict[str, str], tmp: Path, count: int, quick
     prof = tmp / 'bench.yaml'
     prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
     events = client.collect(Int64MultiArray, '/injector/events', DEEP)
-    node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof), **params}),
-                       env, tmp)
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof),
+                                                             'diagnostics_period_s': 0.5,
+                                                             **params}), env, tmp)
     try:
         client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
                                     for r in ROUTES), 30, 'the injector')
         result: dict[str, Any] = {f'accuracy_{r}': accuracy(client, env, events, r, count)
                                   for r in ('const5', 'jitter')}
         result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
+        result['own_lateness'] = own_lateness(events, diags)
         secs = 1.0 if quick else 2.0
         result['throughput_zero'] = throughput(client, env, 'zero', secs)
         result['throughput_const5'] = throughput(client, env, 'const5', secs)
@@ -207,8 +231,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     env = env_rt(ros_env(discovery='localhost', domain_id=DOMAIN), rt)
     os.environ.update(env)
     count = 2000 if quick else 10000
-    harness = harness_rt(rt)       # before the client: its threads inherit the scheduler
-    client = RosClient(DOMAIN, 'bench_injector')
+    client, harness = harness_client(rt, lambda: RosClient(DOMAIN, 'bench_injector'))
     out: dict[str, Any] = {}
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from typing import Callable, Sequence
@@ -66,6 +67,12 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     code = 0
     try:
         node = factory()
+        # Everything imported and built so far (rclpy, numpy, MuJoCo, torch: 5e4+ objects)
+        # lives as long as the process. Left to the collector, a full collection scans it all
+        # with the GIL held: 20-160 ms measured here under load, a stall of every timing
+        # thread of the node. Frozen, later collections only scan what is new (~0 ms).
+        gc.collect()
+        gc.freeze()
         executor = (executor_factory or SingleThreadedExecutor)()
         executor.add_node(node)  # type: ignore[attr-defined]
         while rclpy.ok() and not getattr(node, 'finished', False):
