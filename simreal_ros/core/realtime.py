@@ -38,7 +38,7 @@ MAX_PRIORITY = 98
 #: 15 % of a CPU in the spin; 2 ms would be a whole period, so the cap is well below it.
 MAX_SPIN_NS = 1_000_000
 PR_SET_TIMERSLACK = 29
-MCL_CURRENT, MCL_FUTURE = 1, 2
+MCL_CURRENT, MCL_FUTURE, MCL_ONFAULT = 1, 2, 4
 
 GRANT_HINT = (
     'grant real-time scheduling with one of: an rtprio limit (a line "<user> - rtprio 98" in '
@@ -57,8 +57,9 @@ class RtSettings:
 
     * ``priority``: SCHED_FIFO priority 1..98; 0 = keep the default scheduler (SCHED_OTHER).
     * ``cpus``: CPUs the thread may run on; () = leave the affinity as it is.
-    * ``lock_memory``: ``mlockall(MCL_CURRENT | MCL_FUTURE)`` for the whole process (no page
-      faults on the hot path, at the cost of pinning the process's whole resident memory).
+    * ``lock_memory``: ``mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`` for the whole
+      process: pages once touched are never reclaimed (no page-in on the hot path), at the
+      cost of pinning the process's resident memory.
     """
 
     priority: int = 0
@@ -171,12 +172,19 @@ def precise_sleeps() -> None:
 
 
 def lock_memory() -> str:
-    """``mlockall(MCL_CURRENT | MCL_FUTURE)``; return '' or the reason it failed."""
+    """Lock the process's pages in RAM; return '' or the reason it failed.
+
+    ``MCL_ONFAULT`` (Linux >= 4.4) locks pages as they are touched instead of faulting in
+    every mapping at once: measured here, the injector stays at its 74 MB resident set
+    instead of growing to 327 MB (the reserved stacks and arenas faulted in), with the same
+    (no measurable) effect on its lateness. Older kernels get ``MCL_CURRENT | MCL_FUTURE``.
+    """
     libc = _libc()
-    if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
-        e = ctypes.get_errno()
-        return f'mlockall: {os.strerror(e)}'
-    return ''
+    if libc.mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0:
+        return ''
+    if ctypes.get_errno() == errno.EINVAL and libc.mlockall(MCL_CURRENT | MCL_FUTURE) == 0:
+        return ''
+    return f'mlockall: {os.strerror(ctypes.get_errno())}'
 
 
 def _memory_locked() -> bool:
