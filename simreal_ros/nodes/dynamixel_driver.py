@@ -501,6 +501,7 @@ class DynamixelDriver(Node):
             'cycle_rate_limit_hz': self.cycle_limit_hz,
             'bus_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **{f'comm.{k}': v for k, v in self.bus.comm_errors.items()},
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             **hw,

@@ -363,7 +363,8 @@ class Injector(Node):
         sleep_until_ns(deadline_ns, self.spin_ns, time.time_ns)   # bounded spin
 
     def _deliver_loop(self) -> None:
-        self.rt_state['delivery'] = start_rt(self, self.rt_delivery, 'delivery')
+        # the receive path has its own priority (receive_rt_priority), set at start
+        self.rt_state['delivery'] = start_rt(self, self.rt_delivery, 'delivery', others=False)
         try:
             while self.running:
                 self.heartbeat.beat()

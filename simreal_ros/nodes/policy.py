@@ -354,6 +354,7 @@ class PolicyNode(Node):
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
             'loop_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **counts,
         }
         arr = DiagnosticArray()

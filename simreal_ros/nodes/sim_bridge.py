@@ -393,6 +393,7 @@ class SimBridge(Node):
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             'physics_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
         }
         arr = DiagnosticArray()

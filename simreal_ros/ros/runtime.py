@@ -5,10 +5,17 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import threading
 from typing import Callable, Sequence
 
 from simreal_ros.core.netenv import apply_to_current_process
-from simreal_ros.core.realtime import RtSettings, ThreadRt, apply_to_current_thread
+from simreal_ros.core.realtime import (
+    RtSettings,
+    ThreadRt,
+    apply_to_current_thread,
+    apply_to_threads,
+    process_threads,
+)
 from simreal_ros.errors import SimrealError
 
 log = logging.getLogger('simreal_ros')
@@ -23,14 +30,30 @@ def fast_thread_switching() -> None:
     sys.setswitchinterval(FAST_SWITCH_INTERVAL_S)
 
 
-def start_rt(node: object, settings: RtSettings, thread: str) -> ThreadRt:
+def start_rt(node: object, settings: RtSettings, thread: str, others: bool = True
+             ) -> ThreadRt:
     """Apply ``settings`` to the calling thread and log the outcome on the node's logger.
 
     The first refusal for want of permission in the process is the node's one WARN (with how
     to grant it); other refusals are logged at INFO, pointing at it.
+
+    With a priority and ``others``, every other thread of the process so far (the executor, the
+    middleware's) goes to SCHED_FIFO one below, stored as ``node.rt_others``: a FIFO thread
+    that needs the GIL waits for whichever thread holds it, and a holder on the default
+    scheduler can be preempted by any CPU-bound process for milliseconds (priority
+    inversion through the GIL). Measured with the policy loop at 500 Hz under load: 432 of
+    1000 periods with only the loop under FIFO.
     """
     result = apply_to_current_thread(settings, thread)
     log_rt(node, result)
+    if others and settings.priority > 1 and result.applied:
+        me = threading.get_native_id()
+        others = sorted(t for t in process_threads() if t != me)
+        if others:
+            rest = apply_to_threads(RtSettings(settings.priority - 1, settings.cpus), others,
+                                    f'{thread}_others')
+            log_rt(node, rest)
+            node.rt_others = rest  # type: ignore[attr-defined]
     return result
 
 

@@ -92,11 +92,16 @@ def test_without_the_capability_one_warning_and_the_node_runs(ros_env, ros_clien
 
 def test_sim_bridge_physics_thread_priority(start_node, ros_client):
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    start_node('sim_bridge', rt_priority=76, cpu_affinity='0', diagnostics_period_s=0.2)
+    node = start_node('sim_bridge', rt_priority=76, cpu_affinity='0', diagnostics_period_s=0.2)
     ros_client.wait_for(lambda: 'rt.physics.tid' in _status(diags, ': sim bridge'), 60,
                         'bridge diagnostics')
     v = _status(diags, ': sim bridge')
-    assert _kernel(int(v['rt.physics.tid'])) == (os.SCHED_FIFO, 76, {0})
+    physics = int(v['rt.physics.tid'])
+    assert _kernel(physics) == (os.SCHED_FIFO, 76, {0})
+    # the executor and the middleware one below: a GIL holder must not be preempted by load
+    others = [int(t) for t in os.listdir(f'/proc/{node.proc.pid}/task') if int(t) != physics]
+    assert others and all(_kernel(t) == (os.SCHED_FIFO, 75, {0}) for t in others)
+    assert v['rt.physics_others.priority'] == '75'
     assert v['_level'] == 0
 
 
