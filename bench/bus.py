@@ -62,8 +62,10 @@ def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dic
 def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: float,
                 seconds: float, rt: bool = False) -> dict[str, float]:
     """The driver node's joint_states rate; ``rt``: driver and emulator under SCHED_FIFO."""
+    from diagnostic_msgs.msg import DiagnosticArray
     ns = f'rate{int(rate_hz)}{"rt" if rt else ""}'
     states = client.collect(JointState, f'/{ns}/joint_states')
+    diags = client.collect(DiagnosticArray, '/diagnostics')
     with EmulatorProcess(link=tmp / f'drv_{ns}', env=env,
                          rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu:
         (spec,) = plan({'backend': 'real', 'port': emu.port, 'namespace': ns,
@@ -74,13 +76,19 @@ def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: floa
             n0, t0 = len(states), time.monotonic()
             time.sleep(seconds)
             n1, t1 = len(states), time.monotonic()
+            d = next(({kv.key: kv.value for kv in st.values} for _t, a in reversed(diags)
+                      for st in a.status if st.name.startswith(f'/{ns}/')), {})
         finally:
             node.stop()
     stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in states[n0:n1]])
     periods = np.diff(stamps) / 1e6
     achieved = (n1 - n0) / (t1 - t0)
+    cycle = float(d.get('cycle_rate_hz', 'nan'))
     return {'configured_hz': rate_hz, 'achieved_hz': achieved,
             'ratio_to_configured': achieved / rate_hz,
+            # the driver's own count of bus cycles over its last diagnostics period
+            'driver_cycle_rate_hz': cycle, 'driver_cycle_ratio': cycle / rate_hz,
+            'bus_thread': f'{d.get("rt.bus.policy")} {d.get("rt.bus.priority")}',
             'stamp_period_p99_ms': float(np.percentile(periods, 99)) if periods.size else 0.0}
 
 

@@ -36,7 +36,16 @@ import tempfile
 import time
 from typing import Any
 
-from _load import context, cpu_load, env_rt, harness_client, ratio, variants
+from _load import (
+    context,
+    cpu_load,
+    env_rt,
+    harness_client,
+    ratio,
+    steal_ms,
+    steal_since,
+    variants,
+)
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -122,7 +131,9 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
     direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
     try:
         time.sleep(0.5)
+        steal0 = steal_ms()
         sent = _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
+        steal = steal_since(steal0)
         time.sleep(0.5)
     finally:
         direct.close()
@@ -138,7 +149,7 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
            'floor_p50_ms': _ms(floor.values(), 50), 'floor_p99_ms': _ms(floor.values(), 99),
            'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99),
            'excess_p50_ms': _ms(excess, 50), 'excess_p90_ms': _ms(excess, 90),
-           'excess_p99_ms': _ms(excess, 99)}
+           'excess_p99_ms': _ms(excess, 99), 'vcpu_steal_ms': steal}
     out['error_p99_above_floor_ms'] = out['error_p99_ms'] - out['floor_p99_ms']
     if route == 'zero':
         over = [lat[i] - floor[i] for i in common]

@@ -41,8 +41,8 @@ def start_rt(node: object, settings: RtSettings, thread: str, others: bool = Tru
     middleware's) goes to SCHED_FIFO one below, stored as ``node.rt_others``: a FIFO thread
     that needs the GIL waits for whichever thread holds it, and a holder on the default
     scheduler can be preempted by any CPU-bound process for milliseconds (priority
-    inversion through the GIL). Measured with the policy loop at 500 Hz under load: 432 of
-    1000 periods with only the loop under FIFO.
+    inversion through the GIL). Measured with the policy loop under load: 50 Hz period error
+    p99 2.98 ms with only the loop under FIFO, 0.41 ms with the rest one below.
     """
     result = apply_to_current_thread(settings, thread)
     log_rt(node, result)
