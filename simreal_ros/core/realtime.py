@@ -320,7 +320,11 @@ def sleep_until_ns(deadline_ns: int, spin_ns: int,
 class Heartbeat:
     """Liveness of a loop: the loop calls :meth:`beat`; a watcher asks :meth:`stalled_ns`.
 
-    Thread-safe without a lock (one int written by one thread, read by others).
+    A watcher may not get to run while the loop is wedged: a wedge that holds the GIL (a C
+    extension, e.g. a TorchScript call that never returns in time) blocks every thread of the
+    process. So the loop also measures its own gaps: a beat after more than the timeout
+    latches that gap, and the next :meth:`stalled_ns` reports it (once), after the fact.
+    Thread-safe without a lock (ints written by one thread, read by others).
     """
 
     def __init__(self, timeout_ns: int, clock: Callable[[], int] = time.monotonic_ns) -> None:
@@ -330,10 +334,17 @@ class Heartbeat:
         self.clock = clock
         self.last_ns = clock()
         self.beats = 0
+        self.latched_gap_ns = 0
+        self.stalls = 0
 
     def beat(self) -> None:
         """Mark the loop alive now."""
-        self.last_ns = self.clock()
+        now = self.clock()
+        gap = now - self.last_ns
+        if gap > self.timeout_ns:
+            self.latched_gap_ns = max(self.latched_gap_ns, gap)
+            self.stalls += 1
+        self.last_ns = now
         self.beats += 1
 
     def age_ns(self) -> int:
@@ -341,6 +352,10 @@ class Heartbeat:
         return self.clock() - self.last_ns
 
     def stalled_ns(self) -> int:
-        """How long the loop has been silent beyond the timeout (0 = alive)."""
+        """How long the loop is (or was, since the last call) silent beyond the timeout.
+
+        0 = alive; otherwise the current silence, or the longest past one not yet reported.
+        """
         age = self.age_ns()
-        return age if age > self.timeout_ns else 0
+        latched, self.latched_gap_ns = self.latched_gap_ns, 0
+        return max(age if age > self.timeout_ns else 0, latched)

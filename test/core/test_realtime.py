@@ -129,8 +129,12 @@ def test_heartbeat():
     assert hb.stalled_ns() == 0
     t[0] = 101
     assert hb.stalled_ns() == 101
+    hb.beat()                       # a gap of 101 > 100: latched, reported once
+    assert hb.stalled_ns() == 101 and hb.beats == 1 and hb.stalls == 1
+    assert hb.stalled_ns() == 0
+    t[0] = 150
     hb.beat()
-    assert hb.stalled_ns() == 0 and hb.beats == 1
+    assert hb.stalled_ns() == 0 and hb.stalls == 1
     with pytest.raises(ValueError):
         rt.Heartbeat(0)
 
