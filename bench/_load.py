@@ -1,15 +1,17 @@
 """Shared by the timing benchmarks: ``--load N`` CPU hogs and the ``--rt`` harness.
 
-:func:`cpu_load` starts N CPU-bound processes (default scheduler, nice 0) for the duration of a
-``with`` block and stops them after. :func:`variants` is what every timing benchmark measures:
-``default`` (the nodes on the default scheduler), and with ``rt`` also ``rt`` (the nodes'
-``rt_priority`` set), side by side in the same run under the same load.
-:func:`harness_client` creates the benchmark's ROS client with its threads (the middleware's,
-the client's executor) under SCHED_FIFO at :data:`HARNESS_PRIORITY`, below every node, so that
-under load the measuring side is not what is measured; the main thread then goes back to the
-default scheduler, so the node processes it starts do not inherit SCHED_FIFO (a child of a
-FIFO thread is FIFO too: an earlier version of this benchmark measured an inherited FIFO 60
-injector as "default").
+:func:`cpu_load` starts N CPU-bound processes for the duration of a ``with`` block and stops
+them after; each is put on the default scheduler in the child before it runs (a child inherits
+its parent's policy: FIFO busy loops would take the machine, not load it). :func:`variants` is
+what every timing benchmark measures: ``default`` (the nodes on the default scheduler), and
+with ``rt`` also ``rt`` (the nodes' ``rt_priority`` set), side by side in the same run under
+the same load.
+
+With ``--rt`` the benchmark's source process raises only its publishing thread to
+SCHED_FIFO :data:`HARNESS_PRIORITY` (below every node), after rclpy has started its own
+threads, so no other thread of it inherits the priority (:func:`helper_rt_from_env`). The
+benchmark process itself stays on the default scheduler. (An earlier version raised the whole
+benchmark process, whose load processes and node processes then inherited SCHED_FIFO.)
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from contextlib import contextmanager
 import os
 import subprocess
 import sys
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Iterator
 
 from simreal_ros.core.realtime import RtSettings, apply_to_current_thread
 
 HARNESS_PRIORITY = 60
-T = TypeVar('T')
 HOG = 'while True: pass'
+
+
+def _default_scheduler() -> None:
+    """In a child before exec: SCHED_OTHER whatever the parent thread runs under."""
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 @contextmanager
 def cpu_load(n: int) -> Iterator[None]:
     """Run ``n`` CPU-bound processes while the block runs."""
-    procs = [subprocess.Popen([sys.executable, '-c', HOG], stdin=subprocess.DEVNULL)
+    procs = [subprocess.Popen([sys.executable, '-c', HOG], stdin=subprocess.DEVNULL,
+                              preexec_fn=_default_scheduler)
              for _ in range(max(0, n))]
     try:
         yield
@@ -46,16 +53,10 @@ def variants(rt: bool) -> list[str]:
     return ['default', 'rt'] if rt else ['default']
 
 
-def harness_client(on: bool, factory: Callable[[], T]) -> tuple[T, dict[str, Any]]:
-    """Return ``factory()`` built with its threads under SCHED_FIFO when ``on``."""
-    if not on:
-        return factory(), {'policy': 'SCHED_OTHER'}
-    r = apply_to_current_thread(RtSettings(HARNESS_PRIORITY), 'harness')
-    try:
-        client = factory()
-    finally:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return client, {'policy': r.policy, 'priority': r.priority, 'error': '; '.join(r.errors)}
+def harness(on: bool) -> dict[str, Any]:
+    """What the measuring side runs under (reported with the figures)."""
+    return {'source_publishing_thread': f'SCHED_FIFO {HARNESS_PRIORITY}' if on
+            else 'SCHED_OTHER', 'benchmark_process': 'SCHED_OTHER'}
 
 
 def env_rt(env: dict[str, str], on: bool) -> dict[str, str]:
@@ -64,7 +65,10 @@ def env_rt(env: dict[str, str], on: bool) -> dict[str, str]:
 
 
 def helper_rt_from_env() -> None:
-    """In a helper process: apply ``SIMREAL_BENCH_RT`` before creating any ROS thread."""
+    """In a helper process: raise the calling thread (only) to ``SIMREAL_BENCH_RT``.
+
+    Call it after rclpy created its threads: they must not inherit the priority.
+    """
     prio = int(os.environ.get('SIMREAL_BENCH_RT', '0') or 0)
     if prio > 0:
         apply_to_current_thread(RtSettings(prio), 'harness')

@@ -5,7 +5,8 @@ topic gets the same bytes (serialized once, so no topic pays a second serializat
 order of the topics alternates from one message to the next, so a direct topic and a relayed
 one are compared per message without a systematic head start. Prints one JSON line with the
 achieved send rate and exits after COUNT messages (and a short drain). With
-``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) it runs under SCHED_FIFO at that priority.
+``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) its publishing thread (only) runs under
+SCHED_FIFO at that priority.
 """
 
 import json
@@ -24,7 +25,6 @@ from simreal_ros.core.timing import PreciseRate
 
 def main() -> None:
     apply_to_current_process()
-    helper_rt_from_env()  # --rt: SCHED_FIFO before rclpy starts its threads (they inherit it)
     rate, count, topics = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
     rclpy.init()
     node = rclpy.create_node('bench_source')
@@ -35,6 +35,7 @@ def main() -> None:
         time.sleep(0.05)
     time.sleep(0.5)
     sys.setswitchinterval(0.0002)
+    helper_rt_from_env()  # --rt: this publishing thread only, after rclpy's threads exist
     msg = JointState(name=[f'j{i}' for i in range(6)], position=[0.0] * 6)
     pacer = PreciseRate(int(1e9 / rate))
     reverse = pubs[::-1]

@@ -20,8 +20,8 @@ closest to "p99 above the floor" that pairs messages instead of percentiles.
 
 ``--load N`` runs N CPU-bound processes during the whole benchmark; ``--rt`` measures twice,
 side by side under that load: ``default`` (top-level keys, the injector on the default
-scheduler) and ``rt`` (the injector at ``realtime:=true``'s priority), with the measuring side
-(source and sinks) under SCHED_FIFO 60 in both, so that only the injector differs;
+scheduler) and ``rt`` (the injector at ``realtime:=true``'s priority), with the source's
+publishing thread under SCHED_FIFO 60 in both, so that only the injector differs;
 ``rt_over_default`` holds the ratios.
 """
 
@@ -40,7 +40,7 @@ from _load import (
     context,
     cpu_load,
     env_rt,
-    harness_client,
+    harness,
     ratio,
     steal_ms,
     steal_since,
@@ -242,7 +242,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     env = env_rt(ros_env(discovery='localhost', domain_id=DOMAIN), rt)
     os.environ.update(env)
     count = 2000 if quick else 10000
-    client, harness = harness_client(rt, lambda: RosClient(DOMAIN, 'bench_injector'))
+    client = RosClient(DOMAIN, 'bench_injector')
     out: dict[str, Any] = {}
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as tmp:
@@ -260,7 +260,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     if rt:
         out['rt_over_default'] = {f'{a}.{b}': ratio(out['rt'][a][b], out[a][b])
                                   for a, b in COMPARED}
-    out['harness'] = harness
+    out['harness'] = harness(rt)
     out.update(context(load, rt))
     return out
 
