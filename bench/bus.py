@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import sys
 import tempfile
 import time
 from typing import Any
 
-from _load import context, cpu_load, ratio, variants
 import numpy as np
 from sensor_msgs.msg import JointState
 
@@ -28,6 +28,10 @@ from simreal_ros.hardware.dynamixel_bus import DynamixelBus, byte_time_limit_hz
 from simreal_ros.hardware.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import NodeProcess, RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = 200 + os.getpid() % 20
 

@@ -36,16 +36,6 @@ import tempfile
 import time
 from typing import Any
 
-from _load import (
-    context,
-    cpu_load,
-    env_rt,
-    harness,
-    ratio,
-    steal_ms,
-    steal_since,
-    variants,
-)
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -58,6 +48,19 @@ from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
 from simreal_ros.core.injection import decode_events, lateness_summary
 from simreal_ros.core.netenv import ros_env
 from simreal_ros.ros.client import NodeProcess, RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import (  # noqa: E402
+    context,
+    cpu_load,
+    env_rt,
+    harness,
+    ratio,
+    steal_ms,
+    steal_since,
+    variants,
+)
 
 DOMAIN = 160 + os.getpid() % 20
 DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)

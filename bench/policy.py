@@ -30,7 +30,6 @@ import tempfile
 import time
 from typing import Any
 
-from _load import context, cpu_load
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from sensor_msgs.msg import JointState
@@ -42,6 +41,10 @@ from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import NodeProcess, RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load  # noqa: E402
 
 DOMAIN = 160 + os.getpid() % 20
 ROBOT = load_robot('simreal_arm')

@@ -18,7 +18,6 @@ import tempfile
 import time
 from typing import Any
 
-from _load import context, cpu_load
 import numpy as np
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -29,6 +28,10 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import NodeProcess, RosClient
 from simreal_ros.sim.physics import SimRobot
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load  # noqa: E402
 
 DOMAIN = 180 + os.getpid() % 20
 

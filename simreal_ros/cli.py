@@ -171,7 +171,6 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     from simreal_ros.core.netenv import apply_to_current_process
     apply_to_current_process()
     results = {}
-    sys.path.insert(0, str(bench_dir))  # the benchmarks' shared helpers (bench/_load.py)
     for name in names if ns.name == 'all' else [ns.name]:
         module = runpy.run_path(str(bench_dir / f'{name}.py'))
         # --load / --rt go to the timing benchmarks, whose run() takes them
