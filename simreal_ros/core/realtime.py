@@ -341,7 +341,7 @@ class Heartbeat:
         """Mark the loop alive now."""
         now = self.clock()
         gap = now - self.last_ns
-        if gap > self.timeout_ns:
+        if gap > self.timeout_ns and self.beats:   # not the start-up before the first beat
             self.latched_gap_ns = max(self.latched_gap_ns, gap)
             self.stalls += 1
         self.last_ns = now

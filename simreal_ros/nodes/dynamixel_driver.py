@@ -83,7 +83,7 @@ class DynamixelDriver(Node):
         self.cycle_limit_hz = min(usb_latency.cycle_limit_hz(self.latency_timer_ms),
                                   byte_time_limit_hz(self.robot.n, self.baud,
                                                      return_delay_s=cfg.return_delay_us * 1e-6))
-        self.heartbeat = Heartbeat(int(STALL_S * 1e9))
+        self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))
         self.rt_state: ThreadRt | None = None
         self._cycle_mark = (time.monotonic_ns(), 0)
         state = self._start_bus()

@@ -375,6 +375,7 @@ class Injector(Node):
                         if self.sim_time and any(r.unclocked for r in self.routes):
                             break
                         self.cond.wait(0.1)
+                        self.heartbeat.beat()     # idle is alive: beats every 0.1 s
                     if not self.running:
                         return
                     if not self.heap:           # messages wait for the sim clock to start
@@ -384,7 +385,8 @@ class Injector(Node):
                     ahead = due - self.now_ns()
                     if ahead > self.spin_ns:
                         # sleep outside of the spin; an earlier message wakes us up
-                        self.cond.wait((ahead - self.spin_ns) / 1e9
+                        # at most 0.1 s at a time: the heartbeat beats through long delays
+                        self.cond.wait(min(0.1, (ahead - self.spin_ns) / 1e9)
                                        if not self.sim_time else SIM_TIME_POLL_S)
                         continue
                 self._wait_until(due)

@@ -75,7 +75,7 @@ class SimBridge(Node):
         self.publish_stats = PeriodStats(self.period_ns)
         self._rtf_mark = (time.monotonic_ns(), self.sim.time_ns, self.sim.step_count)
         self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
-        self.heartbeat = Heartbeat(int(STALL_S * 1e9))
+        self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), 5 * self.period_ns))
         self.rt_state: ThreadRt | None = None
 
         self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)

@@ -128,11 +128,15 @@ def test_heartbeat():
     t[0] = 100
     assert hb.stalled_ns() == 0
     t[0] = 101
-    assert hb.stalled_ns() == 101
-    hb.beat()                       # a gap of 101 > 100: latched, reported once
-    assert hb.stalled_ns() == 101 and hb.beats == 1 and hb.stalls == 1
+    assert hb.stalled_ns() == 101   # silent since creation: the loop never started
+    hb.beat()                       # the first beat: the start-up gap is not a stall
+    assert hb.stalled_ns() == 0 and hb.beats == 1 and hb.stalls == 0
+    t[0] = 302
+    hb.beat()                       # a gap of 201 > 100 between beats: latched, reported once
+    assert hb.stalls == 1
+    assert hb.stalled_ns() == 201
     assert hb.stalled_ns() == 0
-    t[0] = 150
+    t[0] = 350
     hb.beat()
     assert hb.stalled_ns() == 0 and hb.stalls == 1
     with pytest.raises(ValueError):

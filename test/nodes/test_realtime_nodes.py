@@ -66,7 +66,7 @@ def test_injector_threads_get_their_priorities(start_node, ros_client, tmp_path)
     # every other thread of the process (executor + middleware) is on the receive priority
     others = [int(t) for t in os.listdir(f'/proc/{node.proc.pid}/task') if int(t) != delivery]
     assert others and all(_kernel(t) == (os.SCHED_FIFO, 81, {1}) for t in others)
-    assert v['_level'] == 0
+    assert v['_level'] == 0, v['_message']
     assert 'WARN' not in node.output()
 
 
