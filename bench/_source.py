@@ -4,13 +4,16 @@ Usage: _source.py RATE_HZ COUNT TOPIC [TOPIC ...]. position[0] is the message in
 topic gets the same bytes (serialized once, so no topic pays a second serialization), and the
 order of the topics alternates from one message to the next, so a direct topic and a relayed
 one are compared per message without a systematic head start. Prints one JSON line with the
-achieved send rate and exits after COUNT messages (and a short drain).
+achieved send rate and exits after COUNT messages (and a short drain). With
+``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) its publishing thread (only) runs under
+SCHED_FIFO at that priority.
 """
 
 import json
 import sys
 import time
 
+from _load import helper_rt_from_env
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
@@ -32,6 +35,7 @@ def main() -> None:
         time.sleep(0.05)
     time.sleep(0.5)
     sys.setswitchinterval(0.0002)
+    helper_rt_from_env()  # --rt: this publishing thread only, after rclpy's threads exist
     msg = JointState(name=[f'j{i}' for i in range(6)], position=[0.0] * 6)
     pacer = PreciseRate(int(1e9 / rate))
     reverse = pubs[::-1]

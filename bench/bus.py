@@ -22,13 +22,17 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import plan
+from simreal_ros.bringup.planner import EMULATOR_RT_PRIORITY, plan
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.dynamixel_bus import DynamixelBus, byte_time_limit_hz
 from simreal_ros.hardware.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = bench_domain(0)
 
@@ -61,25 +65,35 @@ def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dic
 
 
 def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: float,
-                seconds: float) -> dict[str, float]:
-    ns = f'rate{int(rate_hz)}'
+                seconds: float, rt: bool = False) -> dict[str, float]:
+    """The driver node's joint_states rate; ``rt``: driver and emulator under SCHED_FIFO."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    ns = f'rate{int(rate_hz)}{"rt" if rt else ""}'
     states = client.collect(JointState, f'/{ns}/joint_states')
-    with EmulatorProcess(link=tmp / f'drv_{ns}', env=env) as emu:
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    with EmulatorProcess(link=tmp / f'drv_{ns}', env=env,
+                         rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu:
         (spec,) = plan({'backend': 'real', 'port': emu.port, 'namespace': ns,
-                        'driver_rate': str(rate_hz)})
+                        'driver_rate': str(rate_hz), 'realtime': str(rt).lower()})
         node = NodeProcess(spec, env, tmp)
         try:
             client.wait_for(lambda: len(states) > 50, 60, f'{ns} joint_states')
             n0, t0 = len(states), time.monotonic()
             time.sleep(seconds)
             n1, t1 = len(states), time.monotonic()
+            d = next(({kv.key: kv.value for kv in st.values} for _t, a in reversed(diags)
+                      for st in a.status if st.name.startswith(f'/{ns}/')), {})
         finally:
             node.stop()
     stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in states[n0:n1]])
     periods = np.diff(stamps) / 1e6
     achieved = (n1 - n0) / (t1 - t0)
+    cycle = float(d.get('cycle_rate_hz', 'nan'))
     return {'configured_hz': rate_hz, 'achieved_hz': achieved,
             'ratio_to_configured': achieved / rate_hz,
+            # the driver's own count of bus cycles over its last diagnostics period
+            'driver_cycle_rate_hz': cycle, 'driver_cycle_ratio': cycle / rate_hz,
+            'bus_thread': f'{d.get("rt.bus.policy")} {d.get("rt.bus.priority")}',
             'stamp_period_p99_ms': float(np.percentile(periods, 99)) if periods.size else 0.0}
 
 
@@ -102,28 +116,50 @@ def recovery(client: RosClient, tmp: Path, env: dict[str, str]) -> dict[str, flo
     return {'recovery_after_replug_s': (first - t_replug) / 1e9, 'target_s': 1.0}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Run the measurements and return the figures."""
+def run(quick: bool = False, load: int = 0, rt: bool = False,
+        drivers_only: bool = False) -> dict[str, Any]:
+    """Run the measurements and return the figures.
+
+    ``load``: CPU-bound processes meanwhile; ``rt``: the driver rates are measured a second
+    time with the driver (80) and the emulator (90) under SCHED_FIFO (``*_rt`` keys, and
+    ``rt_over_default`` ratios of the achieved/asked rates).
+    """
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
     seconds = 1.5 if quick else 5.0
     client = RosClient(DOMAIN, 'bench_bus_client')
     try:
-        with tempfile.TemporaryDirectory() as d:
+        with cpu_load(load), tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
-            return {
+            out: dict[str, Any] = {} if drivers_only else {
                 'bus_1mbps': raw_cycles(tmp, env, 1_000_000, seconds),
-                'bus_4mbps': raw_cycles(tmp, env, 4_000_000, seconds),
-                'driver_250hz': driver_rate(client, tmp, env, 250.0, seconds),
-                'driver_500hz': driver_rate(client, tmp, env, 500.0, seconds),
-                'replug': recovery(client, tmp, env),
-                'cpu_count': os.cpu_count(),
-                'load_average_1min': os.getloadavg()[0],
-            }
+                'bus_4mbps': raw_cycles(tmp, env, 4_000_000, seconds)}
+            for variant in variants(rt):
+                sfx = '_rt' if variant == 'rt' else ''
+                for hz in (250.0, 500.0):
+                    out[f'driver_{int(hz)}hz{sfx}'] = driver_rate(client, tmp, env, hz,
+                                                                  seconds, variant == 'rt')
+            if rt:
+                out['rt_over_default'] = {
+                    f'driver_{hz}hz.ratio_to_configured': ratio(
+                        out[f'driver_{hz}hz_rt']['ratio_to_configured'],
+                        out[f'driver_{hz}hz']['ratio_to_configured']) for hz in (250, 500)}
+            if not drivers_only:
+                out['replug'] = recovery(client, tmp, env)
+            out.update(context(load, rt))
+            out['load_average_1min'] = os.getloadavg()[0]
+            return out
     finally:
         client.close()
 
 
 if __name__ == '__main__':
+    import argparse
     import json
-    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--load', type=int, default=0)
+    ap.add_argument('--rt', action='store_true')
+    ap.add_argument('--drivers-only', action='store_true')
+    a = ap.parse_args()
+    print(json.dumps(run(a.quick, a.load, a.rt, a.drivers_only), indent=2))

@@ -13,7 +13,16 @@ the message info), not this process's callbacks. Per message:
 * throughput: the highest rate of a zero-delay route and of a 5 ms route with every message
   delivered, next to the direct topic at the same rate, with the rate the source achieved.
 
-Every measurement subscribes anew and destroys its subscriptions afterwards.
+Every measurement subscribes anew and destroys its subscriptions afterwards. Per message the
+``excess`` = relayed latency - target - the same message's direct latency (the injector's own
+contribution: one more hop, its receive path, its lateness); ``excess_p99_ms`` is the figure
+closest to "p99 above the floor" that pairs messages instead of percentiles.
+
+``--load N`` runs N CPU-bound processes during the whole benchmark; ``--rt`` measures twice,
+side by side under that load: ``default`` (top-level keys, the injector on the default
+scheduler) and ``rt`` (the injector at ``realtime:=true``'s priority), with the source's
+publishing thread under SCHED_FIFO 60 in both, so that only the injector differs;
+``rt_over_default`` holds the ratios.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import tempfile
 import time
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -35,10 +45,23 @@ from std_msgs.msg import Int64MultiArray
 import yaml
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import NodeSpec
-from simreal_ros.core.injection import decode_events
+from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
+from simreal_ros.core.injection import decode_events, lateness_summary
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.ros.client import RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import (  # noqa: E402
+    context,
+    cpu_load,
+    env_rt,
+    harness,
+    ratio,
+    steal_ms,
+    steal_since,
+    variants,
+)
 
 DOMAIN = bench_domain(1)
 DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)
@@ -112,7 +135,9 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
     direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
     try:
         time.sleep(0.5)
+        steal0 = steal_ms()
         sent = _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
+        steal = steal_since(steal0)
         time.sleep(0.5)
     finally:
         direct.close()
@@ -122,10 +147,13 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
     targets = _targets(events, route)
     common = sorted(set(floor) & set(lat) & set(targets))
     err = [abs(lat[i] - targets[i]) for i in common]              # |delivered - target|
+    excess = [lat[i] - targets[i] - floor[i] for i in common]     # per message, vs direct
     out = {'messages': count, 'delivered': len(lat),
            'source_rate_hz': sent.get('rate_hz', float('nan')),
            'floor_p50_ms': _ms(floor.values(), 50), 'floor_p99_ms': _ms(floor.values(), 99),
-           'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99)}
+           'error_p50_ms': _ms(err, 50), 'error_p99_ms': _ms(err, 99),
+           'excess_p50_ms': _ms(excess, 50), 'excess_p90_ms': _ms(excess, 90),
+           'excess_p99_ms': _ms(excess, 99), 'vcpu_steal_ms': steal}
     out['error_p99_above_floor_ms'] = out['error_p99_ms'] - out['floor_p99_ms']
     if route == 'zero':
         over = [lat[i] - floor[i] for i in common]
@@ -133,6 +161,26 @@ def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
                'target_overhead_p50_ms': 0.15}
     else:
         out['target_p99_above_floor_ms'] = 0.5
+    return out
+
+
+def own_lateness(events: list[tuple[int, Any]], diags: list[tuple[int, Any]]
+                 ) -> dict[str, Any]:
+    """The injector's own lateness (sent - scheduled) over the accuracy runs, from its events,
+    and its real-time state from its diagnostics."""
+    rows = [decode_events(m.layout.dim[0].label, m.data) for _t, m in events]
+    if not rows:
+        return {}
+    names = rows[0][0]
+    orders = {i: ROUTES[n].get('order', 'fifo') for i, n in enumerate(names)}
+    out: dict[str, Any] = lateness_summary(np.concatenate([r for _n, r in rows]), orders)
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name == '/injector: timing':
+                out.update({kv.key: kv.value for kv in st.values
+                            if kv.key.startswith('rt.') and kv.key.endswith(('policy',
+                                                                              'priority'))})
+                return out
     return out
 
 
@@ -161,33 +209,73 @@ def throughput(client: RosClient, env: dict[str, str], route: str, seconds: floa
     return best
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def measure(client: RosClient, env: dict[str, str], tmp: Path, count: int, quick: bool,
+            params: dict[str, Any]) -> dict[str, Any]:
+    """Start the injector with ``params`` and run every measurement against it."""
+    prof = tmp / 'bench.yaml'
+    prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
+    events = client.collect(Int64MultiArray, '/injector/events', DEEP)
+    diags = client.collect(DiagnosticArray, '/diagnostics')
+    node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof),
+                                                             'diagnostics_period_s': 0.5,
+                                                             **params}), env, tmp)
+    try:
+        client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
+                                    for r in ROUTES), 30, 'the injector')
+        result: dict[str, Any] = {f'accuracy_{r}': accuracy(client, env, events, r, count)
+                                  for r in ('const5', 'jitter')}
+        result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
+        result['own_lateness'] = own_lateness(events, diags)
+        secs = 1.0 if quick else 2.0
+        result['throughput_zero'] = throughput(client, env, 'zero', secs)
+        result['throughput_const5'] = throughput(client, env, 'const5', secs)
+        result['injector_params'] = params
+        return result
+    finally:
+        node.stop()
+
+
+COMPARED = (('accuracy_const5', 'excess_p99_ms'), ('accuracy_const5', 'error_p99_ms'),
+            ('accuracy_jitter', 'excess_p99_ms'), ('accuracy_jitter', 'error_p99_ms'),
+            ('overhead_zero', 'overhead_p50_ms'), ('overhead_zero', 'overhead_p99_ms'))
+
+
+def run(quick: bool = False, load: int = 0, rt: bool = False,
+        params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every measurement in one session and return the figures."""
-    env = ros_env(discovery='localhost', domain_id=DOMAIN)
+    env = env_rt(ros_env(discovery='localhost', domain_id=DOMAIN), rt)
     os.environ.update(env)
     count = 2000 if quick else 10000
     client = RosClient(DOMAIN, 'bench_injector')
-    with tempfile.TemporaryDirectory() as tmp:
-        prof = Path(tmp) / 'bench.yaml'
-        prof.write_text(yaml.safe_dump({'description': 'bench', 'routes': ROUTES}))
-        events = client.collect(Int64MultiArray, '/injector/events', DEEP)
-        node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof)}),
-                           env, Path(tmp))
-        try:
-            client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
-                                        for r in ROUTES), 30, 'the injector')
-            result = {f'accuracy_{r}': accuracy(client, env, events, r, count)
-                      for r in ('const5', 'jitter')}
-            result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
-            secs = 1.0 if quick else 2.0
-            result['throughput_zero'] = throughput(client, env, 'zero', secs)
-            result['throughput_const5'] = throughput(client, env, 'const5', secs)
-            result['cpu_count'] = os.cpu_count()
-            return result
-        finally:
-            node.stop()
-            client.close()
+    out: dict[str, Any] = {}
+    try:
+        with cpu_load(load), tempfile.TemporaryDirectory() as tmp:
+            for variant in variants(rt):
+                p = dict(params or {})
+                if variant == 'rt':
+                    p['rt_priority'] = RT_PRIORITIES['injector']
+                figures = measure(client, env, Path(tmp), count, quick, p)
+                if variant == 'default':
+                    out.update(figures)
+                else:
+                    out[variant] = figures
+    finally:
+        client.close()
+    if rt:
+        out['rt_over_default'] = {f'{a}.{b}': ratio(out['rt'][a][b], out[a][b])
+                                  for a, b in COMPARED}
+    out['harness'] = harness(rt)
+    out.update(context(load, rt))
+    return out
 
 
 if __name__ == '__main__':
-    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--load', type=int, default=0)
+    ap.add_argument('--rt', action='store_true')
+    ap.add_argument('--param', action='append', default=[], help='injector param k=v (int)')
+    a = ap.parse_args()
+    extra = {k: yaml.safe_load(v) for k, v in (x.split('=', 1) for x in a.param)}
+    print(json.dumps(run(quick=a.quick, load=a.load, rt=a.rt, params=extra), indent=2))

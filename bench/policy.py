@@ -13,6 +13,11 @@
   p99 <= 0.5 ms and below the plain timer. Each loop reports the policy/timer ratios of the
   p99s (< 1: the policy loop is the more regular one) and ``target_met`` (on the stamp p99,
   the like-for-like figure); the top level ``target_met`` is true when it holds at both rates.
+
+``--load N`` runs N CPU-bound processes during the benchmark. ``--rt`` adds, in each loop
+measurement, a second policy node at ``realtime:=true``'s priority (SCHED_FIFO 70) running at the
+same time as the default one and the plain timer, so all three see the same load:
+``rt_policy_*`` figures, ``rt_to_default_stamp_p99_ratio`` and ``rt_target_met``.
 """
 
 from __future__ import annotations
@@ -31,12 +36,16 @@ from sensor_msgs.msg import JointState
 import yaml
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load  # noqa: E402
 
 DOMAIN = bench_domain(2)
 ROBOT = load_robot('simreal_arm')
@@ -160,39 +169,53 @@ def overhead(client: RosClient, env: dict[str, str], tmp: Path, spec_path: Path,
 
 
 def loop(client: RosClient, env: dict[str, str], tmp: Path, spec_path: Path, rate: float,
-         seconds: float) -> dict[str, float]:
+         seconds: float, rt: bool = False) -> dict[str, float]:
     """The policy loop and a plain timer at ``rate``, running at the same time (same load)."""
     nominal_ms = 1000.0 / rate
     tag = f'{int(rate)}'
     diags = client.collect(DiagnosticArray, '/diagnostics')
     pol_rx = client.collect(JointState, f'/pl{tag}/joint_commands')
+    rt_rx = client.collect(JointState, f'/plrt{tag}/joint_commands')
     timer_rx = client.collect(JointState, f'/timer{tag}/joint_states')
-    pub = client.publisher(JointState, f'/pl{tag}/joint_states')
+    pubs = [client.publisher(JointState, f'/pl{tag}/joint_states'),
+            client.publisher(JointState, f'/plrt{tag}/joint_states')]
     zeros = np.zeros(ROBOT.n)
-    feed = client.node.create_timer(0.01, lambda: pub.publish(messages.joint_state(
-        ROBOT.joint_names, time.time_ns(), ROBOT.home, zeros)))
-    node = NodeProcess(NodeSpec('policy', 'policy', f'/pl{tag}', {
-        'policy': str(spec_path), 'enable_on_start': True, 'rate_hz': rate,
-        'diagnostics_period_s': seconds}), env, tmp)
+
+    def feed_states() -> None:
+        msg = messages.joint_state(ROBOT.joint_names, time.time_ns(), ROBOT.home, zeros)
+        for pub in pubs:
+            pub.publish(msg)
+
+    feed = client.node.create_timer(0.01, feed_states)
+    params = {'policy': str(spec_path), 'enable_on_start': True, 'rate_hz': rate,
+              'diagnostics_period_s': seconds}
+    node = NodeProcess(NodeSpec('policy', 'policy', f'/pl{tag}', params), env, tmp)
+    rt_node = NodeProcess(NodeSpec('policy', 'policy', f'/plrt{tag}', {
+        **params, 'rt_priority': RT_PRIORITIES['policy']}), env, tmp) if rt else None
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name('_plain_timer.py')),
                              str(rate), '--ros-args', '-r', f'__ns:=/timer{tag}'], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while _diag(diags, f'/pl{tag}').get('mode') != 'running' or len(timer_rx) < 20:
+        while _diag(diags, f'/pl{tag}').get('mode') != 'running' or len(timer_rx) < 20 or (
+                rt and _diag(diags, f'/plrt{tag}').get('mode') != 'running'):
             if time.monotonic() > deadline:
                 raise RuntimeError(f'policy node or timer did not start: '
                                    f'{node.output()[-2000:]}')
             time.sleep(0.05)
         time.sleep(0.5)
-        i0, j0 = len(pol_rx), len(timer_rx)
+        i0, j0, k0 = len(pol_rx), len(timer_rx), len(rt_rx)
         misses0 = int(_diag(diags, f'/pl{tag}').get('deadline_misses', 0))
+        rt_misses0 = int(_diag(diags, f'/plrt{tag}').get('deadline_misses', 0))
         time.sleep(seconds)
-        window, twindow = pol_rx[i0:], timer_rx[j0:]
+        window, twindow, rwindow = pol_rx[i0:], timer_rx[j0:], rt_rx[k0:]
         time.sleep(0.3)
         d = _diag(diags, f'/pl{tag}')
+        rd = _diag(diags, f'/plrt{tag}')
     finally:
         node.stop()
+        if rt_node is not None:
+            rt_node.stop()
         proc.terminate()
         proc.wait()
         client.node.destroy_timer(feed)
@@ -208,30 +231,58 @@ def loop(client: RosClient, env: dict[str, str], tmp: Path, spec_path: Path, rat
                                                  for _t, m in twindow], nominal_ms),
         'plain_timer_receive_p99_ms': _p99_err_ms([t for t, _m in twindow], nominal_ms),
     }
-    return {**figures, **compare_with_timer(figures)}
+    out = {**figures, **compare_with_timer(figures)}
+    if rt:
+        rt_fig = {
+            'rt_policy_stamp_p99_ms': _p99_err_ms([messages.stamp_to_ns(m.header.stamp)
+                                                   for _t, m in rwindow], nominal_ms),
+            'rt_policy_receive_p99_ms': _p99_err_ms([t for t, _m in rwindow], nominal_ms),
+            'rt_policy_inside_p99_ms': float(rd.get('period_err_p99_ms', 'nan')),
+            'rt_policy_deadline_misses': int(rd.get('deadline_misses', -1)) - rt_misses0,
+            'rt_policy_commands': len(rwindow),
+            'rt_policy_thread': f'{rd.get("rt.policy_loop.policy")} '
+                                f'{rd.get("rt.policy_loop.priority")}'}
+        rt_fig['rt_to_default_stamp_p99_ratio'] = _ratio(rt_fig['rt_policy_stamp_p99_ms'],
+                                                         figures['policy_stamp_p99_ms'])
+        rt_fig['rt_to_timer_stamp_p99_ratio'] = _ratio(rt_fig['rt_policy_stamp_p99_ms'],
+                                                       figures['plain_timer_stamp_p99_ms'])
+        rt_fig['rt_target_met'] = bool(rt_fig['rt_policy_stamp_p99_ms'] <= TARGET_P99_MS)
+        out.update(rt_fig)
+    return out
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, load: int = 0, rt: bool = False,
+        loops_only: bool = False) -> dict[str, Any]:
     """Run the overhead and loop-timing measurements and return the figures."""
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
     seconds = 2.0 if quick else 8.0
     client = RosClient(DOMAIN, 'bench_policy_client')
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with cpu_load(load), tempfile.TemporaryDirectory() as tmp:
             spec_path = _bench_spec(Path(tmp))
-            out: dict[str, Any] = {
+            out: dict[str, Any] = {} if loops_only else {
                 'bare_model_call': bare_model(500 if quick else 5000),
-                'overhead': overhead(client, env, Path(tmp), spec_path, seconds),
-                'loop_50hz': loop(client, env, Path(tmp), spec_path, 50.0, seconds),
-                'loop_500hz': loop(client, env, Path(tmp), spec_path, 500.0, seconds),
-                'cpu_count': os.cpu_count()}
+                'overhead': overhead(client, env, Path(tmp), spec_path, seconds)}
+            out['loop_50hz'] = loop(client, env, Path(tmp), spec_path, 50.0, seconds, rt)
+            out['loop_500hz'] = loop(client, env, Path(tmp), spec_path, 500.0, seconds, rt)
             out['target_met'] = all(out[k]['target_met'] for k in ('loop_50hz', 'loop_500hz'))
+            if rt:
+                out['rt_target_met'] = all(out[k]['rt_target_met']
+                                           for k in ('loop_50hz', 'loop_500hz'))
+            out.update(context(load, rt))
             return out
     finally:
         client.close()
 
 
 if __name__ == '__main__':
+    import argparse
     import json
-    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--load', type=int, default=0)
+    ap.add_argument('--rt', action='store_true')
+    ap.add_argument('--loops-only', action='store_true')
+    a = ap.parse_args()
+    print(json.dumps(run(a.quick, a.load, a.rt, a.loops_only), indent=2))

@@ -23,12 +23,16 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
 from simreal_ros.sim.physics import SimRobot
+
+# bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load import context, cpu_load  # noqa: E402
 
 DOMAIN = bench_domain(4)
 
@@ -38,10 +42,10 @@ def _period_error_p99_ms(receive_ns: list[int], nominal_ms: float) -> float:
     return float(np.percentile(np.abs(periods - nominal_ms), 99))
 
 
-def _diag_values(diags: list[tuple[int, Any]]) -> dict[str, str]:
+def _diag_values(diags: list[tuple[int, Any]], prefix: str = '') -> dict[str, str]:
     for _t, arr in reversed(diags):
         for st in arr.status:
-            if st.name.endswith('sim bridge'):
+            if st.name.endswith('sim bridge') and st.name.startswith(prefix):
                 return {kv.key: kv.value for kv in st.values}
     raise RuntimeError('the bridge published no diagnostics')
 
@@ -71,19 +75,29 @@ def free_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
             'ratio_bridge_over_raw': bridge / raw, 'target_ratio': 0.5}
 
 
-def realtime_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
-                  ) -> dict[str, float]:
+def realtime_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float,
+                  rt: bool = False) -> dict[str, float]:
+    """The 500 Hz bridge; with ``rt`` a second one under SCHED_FIFO at the same time."""
     from diagnostic_msgs.msg import DiagnosticArray
     diags = client.collect(DiagnosticArray, '/diagnostics')
     bridge_rx = client.collect(JointState, '/rt/joint_states')
+    fifo_rx = client.collect(JointState, '/fifo/joint_states')
     p = _bridge(tmp, env, '/rt', timing_mode='realtime', publish_rate_hz=500.0,
                 diagnostics_period_s=seconds)
-    client.wait_for(lambda: len(bridge_rx) > 100, 30, 'realtime states')
-    start = len(bridge_rx)
+    q = _bridge(tmp, env, '/fifo', timing_mode='realtime', publish_rate_hz=500.0,
+                diagnostics_period_s=seconds, publish_clock=False,
+                rt_priority=RT_PRIORITIES['sim_bridge']) if rt else None
+    client.wait_for(lambda: len(bridge_rx) > 100 and (not rt or len(fifo_rx) > 100), 30,
+                    'realtime states')
+    start, fstart = len(bridge_rx), len(fifo_rx)
     time.sleep(seconds + 0.2)
-    inside = float(_diag_values(diags)['publish_period_err_p99_ms'])
+    inside = float(_diag_values(diags, '/rt/')['publish_period_err_p99_ms'])
     rx = [t for t, _m in bridge_rx[start:]]
+    frx = [t for t, _m in fifo_rx[fstart:]]
+    fifo = _diag_values(diags, '/fifo/') if rt else {}
     p.stop()
+    if q is not None:
+        q.stop()
     timer_rx = client.collect(JointState, '/timer/joint_states')
     timer = subprocess.Popen([sys.executable, str(Path(__file__).with_name('_plain_timer.py')),
                               '500', '--ros-args', '-r', '__ns:=/timer'], env=env,
@@ -95,11 +109,20 @@ def realtime_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: fl
     timer_stamps = [messages.stamp_to_ns(m.header.stamp) for _t, m in timer_rx[start:]]
     timer.terminate()
     timer.wait()
-    return {'bridge_publish_p99_ms_inside': inside,
-            'bridge_receive_p99_ms': _period_error_p99_ms(rx, 2.0),
-            'plain_timer_publish_p99_ms': _period_error_p99_ms(timer_stamps, 2.0),
-            'plain_timer_receive_p99_ms': _period_error_p99_ms(trx, 2.0),
-            'target_p99_ms': 0.5}
+    out = {'bridge_publish_p99_ms_inside': inside,
+           'bridge_receive_p99_ms': _period_error_p99_ms(rx, 2.0),
+           'plain_timer_publish_p99_ms': _period_error_p99_ms(timer_stamps, 2.0),
+           'plain_timer_receive_p99_ms': _period_error_p99_ms(trx, 2.0),
+           'target_p99_ms': 0.5}
+    if rt:
+        f_inside = float(fifo['publish_period_err_p99_ms'])
+        out.update({'rt_bridge_publish_p99_ms_inside': f_inside,
+                    'rt_bridge_receive_p99_ms': _period_error_p99_ms(frx, 2.0),
+                    'rt_physics_thread': f'{fifo.get("rt.physics.policy")} '
+                                         f'{fifo.get("rt.physics.priority")}',
+                    'rt_to_default_publish_p99_ratio': f_inside / inside if inside else
+                    float('nan')})
+    return out
 
 
 def lockstep_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
@@ -131,22 +154,32 @@ def lockstep_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: fl
             'round_trip_ms_per_tick': (w1 - w0) / 1e6 / max(1, ticks), 'target_rtf': 20.0}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    """Run the three measurements and return the figures."""
+def run(quick: bool = False, load: int = 0, rt: bool = False) -> dict[str, Any]:
+    """Run the three measurements and return the figures.
+
+    ``load``: CPU-bound processes meanwhile; ``rt``: the realtime measurement also runs a
+    SCHED_FIFO bridge next to the default one (``rt_*`` figures).
+    """
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
     seconds = 2.0 if quick else 6.0
     client = RosClient(DOMAIN, 'bench_client')
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with cpu_load(load), tempfile.TemporaryDirectory() as tmp:
             return {'free': free_mode(client, env, Path(tmp), seconds),
-                    'realtime_500hz': realtime_mode(client, env, Path(tmp), seconds),
+                    'realtime_500hz': realtime_mode(client, env, Path(tmp), seconds, rt),
                     'lockstep_50hz': lockstep_mode(client, env, Path(tmp), seconds),
-                    'cpu_count': os.cpu_count()}
+                    **context(load, rt)}
     finally:
         client.close()
 
 
 if __name__ == '__main__':
+    import argparse
     import json
-    print(json.dumps(run(quick='--quick' in sys.argv), indent=2))
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--load', type=int, default=0)
+    ap.add_argument('--rt', action='store_true')
+    a = ap.parse_args()
+    print(json.dumps(run(a.quick, a.load, a.rt), indent=2))

@@ -7,6 +7,7 @@ exits non-zero with a one-line reason on bad input.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import runpy
@@ -172,7 +173,13 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     results = {}
     for name in names if ns.name == 'all' else [ns.name]:
         module = runpy.run_path(str(bench_dir / f'{name}.py'))
-        results[name] = module['run'](quick=ns.quick)
+        # --load / --rt go to the timing benchmarks, whose run() takes them
+        timing = {'load', 'rt'} <= set(inspect.signature(module['run']).parameters)
+        if (ns.load or ns.rt) and not timing and ns.name != 'all':
+            raise SimrealError(f'benchmark {name!r} takes no --load/--rt (not a timing '
+                               f'benchmark)')
+        kwargs = {'load': ns.load, 'rt': ns.rt} if timing else {}
+        results[name] = module['run'](quick=ns.quick, **kwargs)
     out = results if ns.name == 'all' else results[ns.name]
     print(json.dumps(out, indent=None if ns.json else 2))
     return 0
@@ -182,7 +189,7 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
     from simreal_ros.hardware import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
-                         ns.duration)
+                         ns.duration, ns.rt_priority, ns.cpu_affinity)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,11 +263,18 @@ def build_parser() -> argparse.ArgumentParser:
                    'replug_at=6,seed=1')
     p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')
     p.add_argument('--duration', type=float, default=None, help='stop after this many s')
+    p.add_argument('--rt-priority', type=int, default=0, help='SCHED_FIFO priority of the '
+                   'emulator loop (1-98, 0 = off; docs/realtime.md)')
+    p.add_argument('--cpu-affinity', default='', help='CPUs of the emulator loop, e.g. "1"')
     p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
     p.add_argument('--json', action='store_true', help='one-line JSON')
     p.add_argument('--quick', action='store_true', help='shorter runs (smoke test)')
+    p.add_argument('--load', type=int, default=0, metavar='N', help='timing benchmarks: run '
+                   'N CPU-bound processes meanwhile')
+    p.add_argument('--rt', action='store_true', help='timing benchmarks: measure with the '
+                   'nodes on the default scheduler and under SCHED_FIFO, side by side')
     p.set_defaults(func=cmd_bench)
     from simreal_ros.report.commands import add_commands
     add_commands(sub)

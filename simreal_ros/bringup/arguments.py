@@ -80,6 +80,8 @@ ARGUMENTS: dict[str, Argument] = {
                                  ('forward_position', 'trajectory')),
     'external_command_topic': Argument('', 'external: command topic of the existing driver '
                                        '("" = the default of the interface)'),
+    'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
+                         'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),
 }
 
 

@@ -32,11 +32,16 @@ from simreal_ros.bringup.plan_latency import (
     robot_has_imu,
 )
 from simreal_ros.bringup.plan_policy import policy_node
+from simreal_ros.bringup.plan_realtime import (
+    EMULATOR_RT_PRIORITY,
+    RT_PRIORITIES,
+    with_rt_priorities,
+)
 from simreal_ros.bringup.record_plan import recorder_spec
 from simreal_ros.bringup.spec import NODES, PACKAGE, NodeSpec, require
 
-__all__ = ['ARGUMENTS', 'BACKENDS', 'EXCITE_PATTERNS', 'NODES', 'PACKAGE', 'NodeSpec',
-           'parse_cli_args', 'plan']
+__all__ = ['ARGUMENTS', 'BACKENDS', 'EMULATOR_RT_PRIORITY', 'EXCITE_PATTERNS', 'NODES', 'PACKAGE',
+           'RT_PRIORITIES', 'NodeSpec', 'parse_cli_args', 'plan']
 
 
 def plan(args: Mapping[str, str]) -> list[NodeSpec]:
@@ -89,4 +94,6 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     if a['record'] == 'true':
         require('recorder', 'record:=true')
         nodes.append(recorder_spec(a, root))
+    if a['realtime'] == 'true':
+        nodes = with_rt_priorities(nodes)
     return nodes

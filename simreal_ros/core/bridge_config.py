@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import math
 from typing import Any, Mapping
 
+from simreal_ros.core.realtime import RtSettings, settings_from
 from simreal_ros.core.validate import dataclass_from_mapping
 from simreal_ros.errors import ConfigError
 
@@ -27,6 +28,8 @@ class SimBridgeConfig:
     * ``resync_topic`` / ``resync_period_s``: a twin snaps its joints to the latest state on
       ``resync_topic`` (the real robot's joint_states) every ``resync_period_s`` and marks
       each snap on ``~/resync``; the gap report turns that into k-step prediction errors.
+    * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the physics
+      thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
     """
 
     robot: str = 'simreal_arm'
@@ -46,9 +49,13 @@ class SimBridgeConfig:
     diagnostics_period_s: float = 1.0
     resync_topic: str = ''
     resync_period_s: float = 0.0
+    rt_priority: int = 0
+    cpu_affinity: str = ''
+    lock_memory: bool = False
 
     def __post_init__(self) -> None:
         src = 'sim_bridge'
+        settings_from(self.rt_priority, self.cpu_affinity, src, self.lock_memory)
         r = self.resync_period_s
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r)
                                                                          and r >= 0):
@@ -74,6 +81,11 @@ class SimBridgeConfig:
                 raise ConfigError(src, key, 'an integer >= 0', getattr(self, key))
         if not self.robot:
             raise ConfigError(src, 'robot', 'a robot name or spec path', self.robot)
+
+    @property
+    def rt(self) -> RtSettings:
+        """Real-time settings of the physics thread."""
+        return settings_from(self.rt_priority, self.cpu_affinity, 'sim_bridge', self.lock_memory)
 
     @property
     def uses_sim_time(self) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import math
 from typing import Any, Mapping
 
+from simreal_ros.core.realtime import RtSettings, settings_from
 from simreal_ros.core.validate import dataclass_from_mapping
 from simreal_ros.errors import ConfigError
 
@@ -42,6 +43,10 @@ class DriverConfig:
     * ``reboot_on_error``: servos in a hardware-error state (overload, overheating, voltage)
       are sent REBOOT at configure and on ``~/reset`` instead of failing start-up (or the
       reset) with the servos and bits named.
+    * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the bus
+      thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
+    * ``sysfs_root``: where the kernel's sysfs is (the adapter's ``latency_timer`` is read
+      below it; tests point it at a fake tree).
     """
 
     robot: str = 'simreal_arm'
@@ -60,9 +65,14 @@ class DriverConfig:
     diagnostics_period_s: float = 1.0
     startup_timeout_s: float = 2.0
     reboot_on_error: bool = False
+    rt_priority: int = 0
+    cpu_affinity: str = ''
+    lock_memory: bool = False
+    sysfs_root: str = '/sys'
 
     def __post_init__(self) -> None:
         src = 'dynamixel_driver'
+        settings_from(self.rt_priority, self.cpu_affinity, src, self.lock_memory)
         if not self.port:
             raise ConfigError(src, 'port', 'the serial device of the bus (e.g. /dev/ttyUSB0 '
                               'or the link printed by simreal emulate)', self.port)
@@ -83,6 +93,12 @@ class DriverConfig:
                               self.return_delay_us)
         if self.baud < 0:
             raise ConfigError(src, 'baud', '0 (from the robot spec) or a baud rate', self.baud)
+
+    @property
+    def rt(self) -> RtSettings:
+        """Real-time settings of the bus thread."""
+        return settings_from(self.rt_priority, self.cpu_affinity, 'dynamixel_driver',
+                             self.lock_memory)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = 'dynamixel_driver'

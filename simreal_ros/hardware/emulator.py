@@ -22,6 +22,10 @@ Data Length Error, a value outside a limit a Data Limit Error; broadcast instruc
 expect no answer are never answered; FACTORY RESET, CLEAR and the fast sync/bulk reads are
 refused (Instruction Error to a single ID, silence on broadcast); REBOOT clears hardware errors
 and turns torque off. Status Return Level (register 68) is honoured.
+
+The event loop is the emulator's timing-critical thread: ``--rt-priority`` / ``--cpu-affinity``
+put it under SCHED_FIFO (a real servo is hardware of its own that the host never preempts, so
+``realtime:=true`` gives the emulator the highest priority of the graph, docs/realtime.md).
 """
 
 from __future__ import annotations
@@ -404,8 +408,13 @@ class BusEmulator:
 
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
-         duration_s: float | None = None) -> int:
+         duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '') -> int:
     """Run the emulator in this process (``simreal emulate``)."""
+    from simreal_ros.core import realtime
+    rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
+                                                     '--rt-priority'),
+                             realtime.parse_cpus(cpu_affinity, 'simreal emulate',
+                                                 '--cpu-affinity'))
     from simreal_ros.core.dynamics import load_overlay
     from simreal_ros.core.robot import load_robot
     spec = load_robot(robot)
@@ -421,5 +430,10 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     signal.signal(signal.SIGTERM, emu.stop)
     signal.signal(signal.SIGINT, emu.stop)
     sys.setswitchinterval(0.0002)
+    applied = realtime.apply_to_current_thread(rt, 'emulator')
+    if applied.warning:
+        print(f'warning: {applied.warning}', file=sys.stderr, flush=True)
+    elif rt.enabled:
+        print(f'emulator loop: {applied.policy} priority {applied.priority}', flush=True)
     emu.serve(duration_s)
     return 0

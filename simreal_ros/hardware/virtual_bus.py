@@ -30,7 +30,8 @@ class EmulatorProcess:
 
     def __init__(self, link: str | Path | None = None, robot: str = 'simreal_arm',
                  reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
-                 env: dict[str, str] | None = None, start_timeout_s: float = 30.0) -> None:
+                 env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
+                 rt_priority: int = 0) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -42,6 +43,8 @@ class EmulatorProcess:
             self.cmd += ['--reality', reality]
         if faults:
             self.cmd += ['--faults', faults]
+        if rt_priority:
+            self.cmd += ['--rt-priority', str(rt_priority)]
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []

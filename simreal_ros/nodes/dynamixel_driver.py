@@ -11,6 +11,12 @@ or in a hardware-error state (unless ``reboot_on_error``). A failed read publish
 stale state is ever published as fresh); a vanished port is reported as ERROR on
 ``/diagnostics`` and reopened with back-off, keeping torque off if the watchdog had switched it
 off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
+
+The bus thread may run under SCHED_FIFO (``rt_priority``, ``cpu_affinity``) and beats a
+heartbeat that ``/diagnostics`` turns into ERROR when it stops. At start the driver reads the
+USB adapter's latency timer from sysfs (:mod:`simreal_ros.core.usb_latency`), warns above 1 ms
+with the command that sets it, and reports the achieved cycle rate against what the timer and
+the bytes on the wire allow.
 """
 
 from __future__ import annotations
@@ -28,19 +34,28 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
+from simreal_ros.core import usb_latency
 from simreal_ros.core.commands import CommandValidator, JointTarget
 from simreal_ros.core.driver_config import DriverConfig
+from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, CommandError, PortLostError
 from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import BusState, DynamixelBus, clamp_step
+from simreal_ros.hardware.dynamixel_bus import (
+    BusState,
+    DynamixelBus,
+    byte_time_limit_hz,
+    clamp_step,
+)
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
-from simreal_ros.ros.runtime import fast_thread_switching, run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
 #: consecutive failed reads after which the bus is reported as ERROR (not just WARN)
 FAILED_READS_ERROR = 10
+#: the bus thread beats every cycle; reconnect back-off is at most reconnect_max_s (0.4 s)
+STALL_S = 1.0
 
 
 class DynamixelDriver(Node):
@@ -61,6 +76,16 @@ class DynamixelDriver(Node):
                                 return_delay_us=cfg.return_delay_us,
                                 latency_timer_ms=cfg.latency_timer_ms,
                                 servo_velocity_limit=not cfg.goal_rate_limit)
+        self.latency_timer_ms = usb_latency.read_latency_timer_ms(cfg.port, cfg.sysfs_root)
+        warn = usb_latency.warning(cfg.port, self.latency_timer_ms, cfg.rate_hz, cfg.sysfs_root)
+        if warn:
+            self.get_logger().warning(warn)
+        self.cycle_limit_hz = min(usb_latency.cycle_limit_hz(self.latency_timer_ms),
+                                  byte_time_limit_hz(self.robot.n, self.baud,
+                                                     return_delay_s=cfg.return_delay_us * 1e-6))
+        self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))
+        self.rt_state: ThreadRt | None = None
+        self._cycle_mark = (time.monotonic_ns(), 0)
         state = self._start_bus()
         self.lock = threading.Lock()
         self.goal = state.position.copy()
@@ -222,10 +247,12 @@ class DynamixelDriver(Node):
 
     # ---- the bus thread ----------------------------------------------------------------------
     def _run(self) -> None:
+        self.rt_state = start_rt(self, self.cfg.rt, 'bus')
         rate = PreciseRate(int(self.dt * 1e9), 100_000)
         try:
             while self.running:
                 rate.sleep()
+                self.heartbeat.beat()
                 if not self.connected:
                     self._try_reconnect()
                     if self.reset_request.is_set():
@@ -439,8 +466,14 @@ class DynamixelDriver(Node):
             level, message = 'error', f'bus not answering: {st["last_error"]}'
         if not connected:
             level, message = 'error', f'port lost, reconnecting: {st["last_error"]}'
+        stalled = self.heartbeat.stalled_ns()
+        if stalled:
+            level, message = 'error', f'bus thread stalled: no cycle for {stalled / 1e9:.1f} s'
         if st['fatal']:
             level, message = 'error', f'bus thread failed: {st["fatal"]}'
+        now = time.monotonic_ns()
+        (t0, c0), self._cycle_mark = self._cycle_mark, (now, st['cycles'])
+        cycle_hz = (st['cycles'] - c0) * 1e9 / max(1, now - t0)
         # torque_on: what the servos' Torque Enable registers said at the last health read
         # (or the last confirmed switch); torque_commanded: what the driver wants
         torque_on: object = self.torque_on
@@ -460,6 +493,15 @@ class DynamixelDriver(Node):
             'commands_clamped': st['clamped'], 'last_rejection': st['last_rejection'],
             'commands_rejected_period': rejected_window,
             'reboot_on_error': self.cfg.reboot_on_error,
+            # the adapter's latency timer (-1: the port has none, e.g. a pty) and what the bus
+            # can do: min(1000 / timer, the byte-time limit of one sync read + write)
+            'usb_latency_timer_ms': (self.latency_timer_ms if self.latency_timer_ms is not None
+                                     else -1),
+            'cycle_rate_hz': cycle_hz, 'cycle_rate_asked_hz': self.cfg.rate_hz,
+            'cycle_rate_limit_hz': self.cycle_limit_hz,
+            'bus_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
+            **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **{f'comm.{k}': v for k, v in self.bus.comm_errors.items()},
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             **hw,

@@ -5,7 +5,15 @@ its output topic (no deserialization unless the route perturbs values). What hap
 message is decided by :class:`simreal_ros.core.injection.RouteState`; deliveries are scheduled
 on one dedicated thread with a precise wait on the ROS clock (sim time when ``use_sim_time``).
 The fate of every message goes to ``~/events`` (std_msgs/Int64MultiArray, see
-``docs/injector.md``) and per-route statistics to ``/diagnostics``.
+``docs/injector.md``) and per-route statistics to ``/diagnostics``, with a ``timing`` status of
+the injector's own lateness (delivery - scheduled time) and its real-time state.
+
+Real time (docs/realtime.md): ``rt_priority`` puts the delivery thread under SCHED_FIFO, and
+``receive_rt_priority`` (-1: the same) the receive path: the executor thread and the
+middleware's threads, which receive and stamp every message before any Python runs. The
+delivery thread sleeps until ``spin_us`` before a deadline, then busy-waits (bounded by
+:data:`simreal_ros.core.realtime.MAX_SPIN_NS`), and beats a heartbeat that the ``timing``
+status turns into ERROR when it stops.
 """
 
 from __future__ import annotations
@@ -37,15 +45,27 @@ from simreal_ros.core.injection import (
     load_profile,
     percentiles_ms,
 )
+from simreal_ros.core.realtime import (
+    Heartbeat,
+    RtSettings,
+    ThreadRt,
+    apply_to_threads,
+    check_priority,
+    process_threads,
+    settings_from,
+    sleep_until_ns,
+)
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.perturb import PERTURBERS, check_applicable
-from simreal_ros.ros.runtime import fast_thread_switching, run_node
+from simreal_ros.ros.runtime import fast_thread_switching, log_rt, run_node, start_rt
 
-SPIN_NS = 300_000            # the last 0.3 ms before a deadline are spent polling the clock
+SPIN_US = 300               # default: the last 0.3 ms before a deadline poll the clock
 SIM_TIME_POLL_S = 0.0002     # sim time moves in /clock steps: poll it
 QUEUE_DEPTH = 1000
 TYPE_WAIT_WARN_S = 5.0
+#: the delivery thread beats at least every 0.1 s (its longest idle wait)
+STALL_S = 1.0
 
 
 def parse_binding(text: str, source: str) -> tuple[str, str, str]:
@@ -104,6 +124,24 @@ class Injector(Node):
         if self.events_period_s <= 0 or diag_period <= 0:
             raise ConfigError(source, 'events_period_s', 'a period > 0 s',
                               min(self.events_period_s, diag_period))
+        rt = {k: self.declare_parameter(k, v).value for k, v in (
+            ('rt_priority', 0), ('receive_rt_priority', -1), ('cpu_affinity', ''),
+            ('lock_memory', False), ('spin_us', SPIN_US))}
+        self.rt_delivery = settings_from(rt['rt_priority'], rt['cpu_affinity'], source,
+                                         rt['lock_memory'])
+        receive = rt['receive_rt_priority']
+        if receive != -1:
+            check_priority(receive, source, 'receive_rt_priority')
+        self.rt_receive = replace(self.rt_delivery, lock_memory=False,
+                                  priority=self.rt_delivery.priority if receive == -1
+                                  else int(receive))
+        spin = rt['spin_us']
+        if isinstance(spin, bool) or not isinstance(spin, int) or not 0 <= spin <= 1000:
+            raise ConfigError(source, 'spin_us', 'an integer in [0, 1000] (us)', spin)
+        self.spin_ns = int(spin) * 1000
+        self.heartbeat = Heartbeat(int(STALL_S * 1e9))
+        self.rt_state: dict[str, ThreadRt] = {}
+        self._rt_tids: set[int] = set()
         self.profile = self._bind(load_profile(str(profile_name)),
                                   [b for b in bindings if b], source)
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
@@ -129,6 +167,7 @@ class Injector(Node):
         if any(r.cls is None for r in self.routes):
             self.create_timer(0.2, self._resolve_types, clock=steady)
         fast_thread_switching()
+        self._apply_receive_rt()   # before the delivery thread exists: every thread so far
         self.thread = threading.Thread(target=self._deliver_loop, name='deliveries',
                                        daemon=True)
         self.thread.start()
@@ -137,6 +176,29 @@ class Injector(Node):
                 f'{r.cfg.name}: {self.resolve_topic_name(r.cfg.input)} -> '
                 f'{self.resolve_topic_name(r.cfg.output)}'
                 + (' (pass-through)' if r.cfg.passthrough else '') for r in self.routes))
+
+    # ---- real time ---------------------------------------------------------------------------
+    def _apply_receive_rt(self) -> None:
+        """Give the receive path (executor + middleware threads) ``receive_rt_priority``.
+
+        Called at start and with every diagnostics report: the middleware may start threads
+        later (e.g. when a route's subscription is created from the graph).
+        """
+        if not self.rt_receive.enabled:
+            return
+        thread = getattr(self, 'thread', None)
+        skip = self._rt_tids | ({thread.native_id} if thread is not None else set())
+        new = sorted(t for t in process_threads() if t not in skip)
+        if not new:
+            return
+        self._rt_tids.update(new)
+        result = apply_to_threads(RtSettings(self.rt_receive.priority, self.rt_receive.cpus),
+                                  new, 'receive')
+        first = 'receive' not in self.rt_state
+        if first or result.errors:
+            self.rt_state['receive'] = result
+        if first or result.warning:
+            log_rt(self, result)
 
     # ---- configuration ---------------------------------------------------------------------
     def _bind(self, profile: Profile, bindings: list[str], source: str) -> Profile:
@@ -298,12 +360,14 @@ class Injector(Node):
             while self.running and self.now_ns() < deadline_ns:
                 time.sleep(SIM_TIME_POLL_S)
             return
-        while self.running and time.time_ns() < deadline_ns:
-            pass
+        sleep_until_ns(deadline_ns, self.spin_ns, time.time_ns)   # bounded spin
 
     def _deliver_loop(self) -> None:
+        # the receive path has its own priority (receive_rt_priority), set at start
+        self.rt_state['delivery'] = start_rt(self, self.rt_delivery, 'delivery', others=False)
         try:
             while self.running:
+                self.heartbeat.beat()
                 if self.sim_time and any(r.unclocked for r in self.routes):
                     self._release_unclocked()
                 with self.cond:
@@ -311,6 +375,7 @@ class Injector(Node):
                         if self.sim_time and any(r.unclocked for r in self.routes):
                             break
                         self.cond.wait(0.1)
+                        self.heartbeat.beat()     # idle is alive: beats every 0.1 s
                     if not self.running:
                         return
                     if not self.heap:           # messages wait for the sim clock to start
@@ -318,9 +383,10 @@ class Injector(Node):
                         continue
                     due = self.heap[0][0]
                     ahead = due - self.now_ns()
-                    if ahead > SPIN_NS:
+                    if ahead > self.spin_ns:
                         # sleep outside of the spin; an earlier message wakes us up
-                        self.cond.wait((ahead - SPIN_NS) / 1e9
+                        # at most 0.1 s at a time: the heartbeat beats through long delays
+                        self.cond.wait(min(0.1, (ahead - self.spin_ns) / 1e9)
                                        if not self.sim_time else SIM_TIME_POLL_S)
                         continue
                 self._wait_until(due)
@@ -361,13 +427,17 @@ class Injector(Node):
         self.pub_events.publish(msg)
 
     def _publish_diagnostics(self) -> None:
+        self._apply_receive_rt()
         arr = DiagnosticArray()
         arr.header.stamp = messages.stamp_from_ns(self.now_ns())
         fqn = self.get_fully_qualified_name()
+        all_late: list[int] = []
         for r in self.routes:
             with self.lock:
                 achieved, r.achieved_ns = r.achieved_ns, []
                 late, r.lateness_ns = r.lateness_ns, []
+            all_late += late
+            with self.lock:
                 s = r.state.stats
                 queued = sum(1 for h in self.heap if h[2] == r.state.index)
             a50, a99 = percentiles_ms(achieved)
@@ -396,7 +466,24 @@ class Injector(Node):
                 message = f'relayed unchanged, could not perturb: {r.last_perturb_error}'
             arr.status.append(messages.diagnostic_status(
                 f'{fqn}: {r.cfg.name}', self.profile.name, level, message, values))
+        arr.status.append(self._timing_status(fqn, all_late))
         self.pub_diag.publish(arr)
+
+    def _timing_status(self, fqn: str, late: list[int]) -> Any:
+        """Return the status of the injector's own lateness and its real-time state."""
+        l50, l99, lmax = percentiles_ms(late, (50, 99, 100))
+        values: dict[str, object] = {
+            'lateness_p50_ms': l50, 'lateness_p99_ms': l99, 'lateness_max_ms': lmax,
+            'deliveries': len(late), 'spin_us': self.spin_ns // 1000,
+            'delivery_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6}
+        for st in self.rt_state.values():
+            values.update(st.values())
+        level, message = 'ok', 'on time'
+        stalled = self.heartbeat.stalled_ns()
+        if stalled:
+            level, message = 'error', f'delivery thread stalled for {stalled / 1e9:.1f} s'
+        return messages.diagnostic_status(f'{fqn}: timing', self.profile.name, level, message,
+                                          values)
 
     def close(self) -> None:
         """Stop the delivery thread (pending deliveries are dropped with the process)."""

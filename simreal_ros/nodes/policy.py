@@ -12,13 +12,14 @@ With ``sync_to_states`` (lockstep sims) it instead answers every new joint_state
 a new action when a control period has passed in the stamps' time, the last command
 otherwise, so the lockstep bridge always gets its command.
 Safety (enable, ramp, stale hold, output rejection, limits) is
-:class:`simreal_ros.core.policy_control.PolicyController`.
+:class:`simreal_ros.core.policy_control.PolicyController`. The loop thread may run under
+SCHED_FIFO (``rt_priority``, ``cpu_affinity``, ``lock_memory``; see docs/realtime.md) and
+beats a heartbeat; ``/diagnostics`` reports ERROR when it stops beating.
 """
 
 from __future__ import annotations
 
 from collections import deque
-import os
 import threading
 import time
 from typing import Any
@@ -33,30 +34,22 @@ from std_srvs.srv import SetBool
 
 from simreal_ros.core.policy_control import DISABLED, PolicyController
 from simreal_ros.core.policy_spec import MAX_RATE_HZ, load_policy_spec
+from simreal_ros.core.realtime import Heartbeat, ThreadRt, settings_from
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
-from simreal_ros.ros.runtime import fast_thread_switching, run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
 PARAMETERS: dict[str, Any] = {
     'policy': '', 'robot': '', 'rate_hz': 0.0, 'sync_to_states': False,
     'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
-    'rt_priority': 0,
+    'rt_priority': 0, 'cpu_affinity': '', 'lock_memory': False,
 }
 #: Counters whose increase since the last diagnostics report makes the status WARN.
 WARN_COUNTS = ('observation_faults', 'rejected_states', 'rejected_goals', 'rejected_imu')
-PR_SET_TIMERSLACK = 29
 WINDOW = 2000
-
-
-def _precise_sleep_for_this_thread() -> None:
-    """Set this thread's timer slack to 1 ns (Linux; default 50 us): sleeps end on time."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(1), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+#: the loop beats every period, and every 0.05 s while it waits for /clock
+STALL_MIN_S = 1.0
 
 
 def _pct(values: deque[int], q: float) -> float:
@@ -70,6 +63,7 @@ class PolicyNode(Node):
     def __init__(self) -> None:
         super().__init__('policy')
         p = {k: self.declare_parameter(k, v).value for k, v in PARAMETERS.items()}
+        self.rt = settings_from(p['rt_priority'], p['cpu_affinity'], 'policy', p['lock_memory'])
         if not p['policy']:
             raise ConfigError('policy', 'policy', 'a policy spec name (e.g. simreal_arm_reach) '
                               'or path', p['policy'])
@@ -124,7 +118,8 @@ class PolicyNode(Node):
             JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,
                           on_clock_change=True),
             post_callback=lambda _jump: self.clock_moved.set())
-        self.rt_priority = int(p['rt_priority'])
+        self.heartbeat = Heartbeat(max(int(STALL_MIN_S * 1e9), 5 * self.period_ns))
+        self.rt_state: ThreadRt | None = None
         self.thread: threading.Thread | None = None
         if not self.sync:  # lockstep: answered in the joint_states callback, no thread hop
             self.thread = threading.Thread(target=self._loop, name='policy_loop', daemon=True)
@@ -199,6 +194,7 @@ class PolicyNode(Node):
     def _wait_until(self, deadline: int) -> bool:
         if getattr(self.get_clock(), 'ros_time_is_active', False):  # sim time: /clock
             while self.running and self._now() < deadline:
+                self.heartbeat.beat()
                 self.clock_moved.wait(0.05)
                 self.clock_moved.clear()
             return self.running
@@ -210,14 +206,7 @@ class PolicyNode(Node):
         return self.running
 
     def _loop(self) -> None:
-        _precise_sleep_for_this_thread()
-        if self.rt_priority > 0:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.rt_priority))
-                self.get_logger().info(f'control loop at SCHED_FIFO priority {self.rt_priority}')
-            except (OSError, AttributeError) as exc:
-                self.get_logger().warning(f'rt_priority {self.rt_priority} not applied ({exc}); '
-                                          'needs CAP_SYS_NICE or an rtprio limit (ulimit -r)')
+        self.rt_state = start_rt(self, self.rt, 'policy_loop')  # also 1 ns timer slack
         try:
             self._run_clock()
         except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
@@ -237,6 +226,7 @@ class PolicyNode(Node):
 
     def _run_clock(self) -> None:
         while self.running:
+            self.heartbeat.beat()
             now = self._now()
             if now <= 0:  # sim time, no /clock yet
                 time.sleep(0.01)
@@ -338,6 +328,9 @@ class PolicyNode(Node):
                                                      if warnings else '') + fault
         if rejected:
             level, message = 'error', f'{rejected} network outputs rejected: {fault}'
+        stalled = self.heartbeat.stalled_ns() if self.thread is not None else 0
+        if stalled:
+            level, message = 'error', f'control loop stalled: no cycle for {stalled / 1e9:.1f} s'
         wakes = np.diff(np.asarray(self.wakes, dtype=np.int64))
         err = np.abs(wakes - self.period_ns) / 1e6 if not self.sync else np.zeros(0)
         values: dict[str, object] = {
@@ -359,6 +352,9 @@ class PolicyNode(Node):
             'observation_age_ms': age, 'stale_after_ms': c.stale_after_ns / 1e6,
             'declared_rate_hz': self.spec.declared_rate_hz,
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
+            'loop_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
+            **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **counts,
         }
         arr = DiagnosticArray()

@@ -3,7 +3,9 @@
 Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time)
 and ``/diagnostics``; subscribes ``joint_commands`` and ``forward_position_controller/commands``;
 serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
-``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`).
+``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`), optionally
+under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops beating its
+heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``.
 """
 
 from __future__ import annotations
@@ -24,16 +26,19 @@ from std_srvs.srv import SetBool, Trigger
 from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.core.commands import CommandValidator, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
+from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import CommandError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
-from simreal_ros.ros.runtime import fast_thread_switching, run_node
+from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 from simreal_ros.sim.physics import Observation, SimRobot
 from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
+#: the physics thread beats at least every LOCKSTEP_RESEND_S (lockstep) or 0.05 s (paused)
+STALL_S = 1.0
 
 
 class SimBridge(Node):
@@ -69,6 +74,8 @@ class SimBridge(Node):
         self.publish_stats = PeriodStats(self.period_ns)
         self._rtf_mark = (time.monotonic_ns(), self.sim.time_ns, self.sim.step_count)
         self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
+        self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), 5 * self.period_ns))
+        self.rt_state: ThreadRt | None = None
 
         self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
         self.pub_imu = (self.create_publisher(Imu, 'imu/data', qos.STATE)
@@ -207,6 +214,7 @@ class SimBridge(Node):
 
     # ---- physics thread --------------------------------------------------------------------
     def _physics_thread(self) -> None:
+        self.rt_state = start_rt(self, self.cfg.rt, 'physics')
         try:
             {'realtime': self._run_realtime, 'lockstep': self._run_lockstep,
              'free': self._run_free}[self.cfg.timing_mode]()
@@ -228,6 +236,7 @@ class SimBridge(Node):
     def _wait_while_paused(self) -> bool:
         """Block while paused; return True when one single step was requested."""
         while self.running and self.paused:
+            self.heartbeat.beat()
             if self._take_step_request():
                 return True
             self.wake.wait(0.05)
@@ -235,6 +244,7 @@ class SimBridge(Node):
         return False
 
     def _advance_and_publish(self, steps: int) -> Observation:
+        self.heartbeat.beat()
         with self.lock:
             self.sim.step(steps)
             obs = self.sim.observe()
@@ -254,6 +264,7 @@ class SimBridge(Node):
                 self.rate.reset()
                 continue
             wake = self.rate.sleep()
+            self.heartbeat.beat()
             due = (wake - anchor_wall) // self.sim.dt_ns - (self.sim.step_count - anchor_steps)
             if due > max_lag:  # physics cannot keep up: run slower than real time, counted
                 self.rate.overruns += 1
@@ -295,6 +306,7 @@ class SimBridge(Node):
         """
         waited = 0.0
         while self.running and not self.paused:
+            self.heartbeat.beat()
             step = LOCKSTEP_RESEND_S if not timeout else min(LOCKSTEP_RESEND_S,
                                                               timeout - waited)
             if self.command_event.wait(step):
@@ -354,6 +366,10 @@ class SimBridge(Node):
                                      f'{self.stats["last_rejection"]}'
         if warnings:
             level, message = 'warn', f'simulation unstable ({warnings} bad-qacc resets)'
+        stalled = self.heartbeat.stalled_ns()
+        if stalled:
+            level, message = 'error', (f'physics thread stalled: no progress for '
+                                       f'{stalled / 1e9:.1f} s')
         if self.stats['physics_error']:
             level, message = 'error', f'physics thread failed: {self.stats["physics_error"]}'
         values: dict[str, object] = {
@@ -374,6 +390,9 @@ class SimBridge(Node):
                 'resync_source_age_ms': self.resync_stats['source_age_ms']}
                if self.cfg.resync_period_s > 0 else {}),
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
+            'physics_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
+            **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
         }
         arr = DiagnosticArray()

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
+import threading
 from typing import Callable, Sequence
 
 from simreal_ros.core.netenv import apply_to_current_process
+from simreal_ros.core.realtime import (
+    RtSettings,
+    ThreadRt,
+    apply_to_current_thread,
+    apply_to_threads,
+    process_threads,
+)
 from simreal_ros.errors import SimrealError
 
 log = logging.getLogger('simreal_ros')
@@ -19,6 +28,48 @@ FAST_SWITCH_INTERVAL_S = 0.0002
 def fast_thread_switching() -> None:
     """Let a timing-critical thread take the GIL from the executor within 0.2 ms."""
     sys.setswitchinterval(FAST_SWITCH_INTERVAL_S)
+
+
+def start_rt(node: object, settings: RtSettings, thread: str, others: bool = True
+             ) -> ThreadRt:
+    """Apply ``settings`` to the calling thread and log the outcome on the node's logger.
+
+    The first refusal for want of permission in the process is the node's one WARN (with how
+    to grant it); other refusals are logged at INFO, pointing at it.
+
+    With a priority and ``others``, every other thread of the process so far (the executor, the
+    middleware's) goes to SCHED_FIFO one below, stored as ``node.rt_others``: a FIFO thread
+    that needs the GIL waits for whichever thread holds it, and a holder on the default
+    scheduler can be preempted by any CPU-bound process for milliseconds (priority
+    inversion through the GIL). Measured with the policy loop under load: 50 Hz period error
+    p99 2.98 ms with only the loop under FIFO, 0.41 ms with the rest one below.
+    """
+    result = apply_to_current_thread(settings, thread)
+    log_rt(node, result)
+    if others and settings.priority > 1 and result.applied:
+        me = threading.get_native_id()
+        others = sorted(t for t in process_threads() if t != me)
+        if others:
+            rest = apply_to_threads(RtSettings(settings.priority - 1, settings.cpus), others,
+                                    f'{thread}_others')
+            log_rt(node, rest)
+            node.rt_others = rest  # type: ignore[attr-defined]
+    return result
+
+
+def log_rt(node: object, result: ThreadRt) -> None:
+    """Log what :func:`start_rt` (or ``apply_to_threads``) achieved."""
+    logger = node.get_logger()  # type: ignore[attr-defined]
+    asked = result.asked
+    if result.warning:
+        logger.warning(result.warning)
+    elif result.errors:
+        logger.info(f'{result.thread}: real-time settings not applied '
+                    f'({"; ".join(result.errors)})')
+    elif asked.enabled:
+        logger.info(f'{result.thread} thread: {result.policy} priority {result.priority}, CPUs '
+                    f'{",".join(map(str, result.cpus))}'
+                    + (', memory locked' if result.memory_locked else ''))
 
 
 def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
@@ -39,6 +90,12 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     code = 0
     try:
         node = factory()
+        # Everything imported and built so far (rclpy, numpy, MuJoCo, torch: 5e4+ objects)
+        # lives as long as the process. Left to the collector, a full collection scans it all
+        # with the GIL held: 20-160 ms measured here under load, a stall of every timing
+        # thread of the node. Frozen, later collections only scan what is new (~0 ms).
+        gc.collect()
+        gc.freeze()
         executor = (executor_factory or SingleThreadedExecutor)()
         executor.add_node(node)  # type: ignore[attr-defined]
         while rclpy.ok() and not getattr(node, 'finished', False):

@@ -319,3 +319,27 @@ def test_bad_profiles(tmp_path: Path) -> None:
     p = parse_profile({'routes': {'a': {'delay': 0.001}}}, 'p.yaml')
     with pytest.raises(ConfigError, match='routes.b'):
         p.route('b')
+
+
+def test_injector_lateness_from_events_rebuilds_the_fifo_schedule():
+    from simreal_ros.core.injection import (
+        DUPLICATE,
+        LOST,
+        injector_lateness_ns,
+        lateness_summary,
+        scheduled_ns,
+    )
+    # route 0 fifo: seq 1 has a short target and is due at seq 0's time (FIFO), sent 10 late;
+    # seq 2 lost; seq 3 and its duplicate. Route 1 free: due at receive + target.
+    rows = [(0, 0, 1000, 500, 1500, 0),
+            (0, 1, 1100, 100, 1510, 0),
+            (0, 2, 1200, 300, 0, LOST),
+            (0, 3, 2000, 50, 2100, 0),
+            (0, 3, 2000, 20, 2100, DUPLICATE),     # the duplicate's schedule is after 2050
+            (1, 0, 1000, 900, 1950, 0),
+            (1, 1, 1010, 100, 1115, 0)]
+    due = scheduled_ns(rows, {1: 'free'})
+    assert due.tolist() == [1500, 1500, -1, 2050, 2050, 1900, 1110]
+    assert injector_lateness_ns(rows, {1: 'free'}).tolist() == [0, 10, 50, 50, 50, 5]
+    s = lateness_summary(rows, {1: 'free'})
+    assert s['deliveries'] == 6 and s['lateness_max_ms'] == 50 / 1e6
