@@ -1,0 +1,312 @@
+"""The flywheel's figures: replay gap and policy gap before/after, the table and the HTML page.
+
+``replay_gap`` and ``eval_gap`` turn the ``simreal sysid validate`` results and the three
+``simreal eval`` runs into the summary's numbers; ``format_table`` renders them in at most
+:data:`WIDTH` columns; ``write_html`` writes one self-contained page (PNGs embedded as base64)
+and returns the figure names. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+#: Widest line of the terminal table (columns).
+WIDTH = 100
+
+#: Policy metrics compared, with their labels and the factor shown.
+EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0),
+             ('time_to_goal_mean_s', 'time to goal, mean [s]', 1.0),
+             ('final_error_median_rad', 'final error, median [rad]', 1.0),
+             ('tracking_rmse_mean_rad', 'tracking rmse [rad]', 1.0))
+
+
+def _rmse_per_joint(v: Mapping[str, Any]) -> dict[str, float]:
+    """Open-loop RMSE per joint (rad) of a ``validate`` result."""
+    ol = v['open_loop_rmse_rad']
+    return {str(k): float(x) for k, x in ol.items()}
+
+
+def _kstep(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """k-step RMSE per horizon (text, s) per joint of a ``validate`` result."""
+    ks = v.get('k_step_rmse_rad') or {}
+    return {str(h): {str(j): float(x) for j, x in per.items()} for h, per in ks.items()}
+
+
+def _rms(xs: Sequence[float]) -> float:
+    good = [x for x in xs if math.isfinite(x)]
+    return float(np.sqrt(np.mean(np.square(good)))) if good else float('nan')
+
+
+def replay_gap(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-joint open-loop (and k-step) RMSE on the held-out bag, nominal vs identified sim."""
+    b, a = _rmse_per_joint(before), _rmse_per_joint(after)
+    joints = {j: {'nominal_rad': b[j], 'identified_rad': a[j],
+                  'ratio': a[j] / b[j] if b[j] > 0 else float('nan')} for j in b if j in a}
+    kb, ka = _kstep(before), _kstep(after)
+    k_step = {h: {'nominal_rad': _rms(list(kb[h].values())),
+                  'identified_rad': _rms(list(ka[h].values()))} for h in kb if h in ka}
+    allb, alla = _rms([e['nominal_rad'] for e in joints.values()]), \
+        _rms([e['identified_rad'] for e in joints.values()])
+    return {'window_ns': list(before.get('window_ns') or []), 'per_joint': joints,
+            'all_joints': {'nominal_rad': allb, 'identified_rad': alla,
+                           'ratio': alla / allb if allb > 0 else float('nan')},
+            'k_step': k_step}
+
+
+def one_line_replay(r: Mapping[str, Any]) -> str:
+    """One progress line: the all-joint RMSE before and after."""
+    a = r['all_joints']
+    return (f'open-loop rmse over all joints: nominal {a["nominal_rad"]:.4f} rad, identified '
+            f'{a["identified_rad"]:.4f} rad ({a["ratio"]:.0%} of before)')
+
+
+def eval_gap(nominal: Mapping[str, Any], identified: Mapping[str, Any],
+             real: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the three runs' metrics and the gaps ``|J_sim - J_real|`` before and after."""
+    from simreal_ros.bringup.eval import compare
+    before, after = compare(nominal, real), compare(identified, real)
+    return {'episodes': int(real['metrics']['episodes']), 'seed': int(real['settings']['seed']),
+            'policy': str(real['settings']['policy']),
+            'metrics': {'nominal_sim': nominal['metrics'], 'identified_sim':
+                        identified['metrics'], 'virtual_arm': real['metrics']},
+            'gap_before': before['gap'], 'gap_after': after['gap'],
+            'same_outcome_before': before['episodes_with_same_outcome'],
+            'same_outcome_after': after['episodes_with_same_outcome']}
+
+
+def _f(x: Any, digits: int = 4) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return '-'
+    return f'{v:.{digits}f}' if math.isfinite(v) else '-'
+
+
+def _window_text(window_ns: Sequence[int]) -> str:
+    if len(window_ns) != 2:
+        return 'unknown window'
+    dur = (window_ns[1] - window_ns[0]) / 1e9
+    return f'{dur:.2f} s from {window_ns[0]} ns to {window_ns[1]} ns (bag clock)'
+
+
+def format_table(s: Mapping[str, Any], out: Path) -> str:
+    """Render the summary for a terminal, no line longer than :data:`WIDTH`."""
+    st = s['settings']
+    r, e = s['replay'], s['eval']
+    lines = ['', f'simreal demo: real -> bag -> fit -> sim on the virtual servo bus '
+                 f'(reality {st["reality"]}), {s["wall_s"]:.0f} s',
+             f'held-out {st["holdout_pattern"]}: open-loop replay from the measured state, '
+             f'{_window_s(r["window_ns"])} excitation window:',
+             f'  {"joint":<18}{"nominal [rad]":>15}{"identified [rad]":>18}{"after/before":>14}']
+    for j, v in r['per_joint'].items():
+        lines.append(f'  {j:<18}{_f(v["nominal_rad"]):>15}{_f(v["identified_rad"]):>18}'
+                     f'{_pct(v["ratio"]):>14}')
+    a = r['all_joints']
+    lines.append(f'  {"all (rms)":<18}{_f(a["nominal_rad"]):>15}{_f(a["identified_rad"]):>18}'
+                 f'{_pct(a["ratio"]):>14}')
+    for h, v in r['k_step'].items():
+        lines.append(f'  {f"k-step {h} s (rms)":<18}{_f(v["nominal_rad"]):>15}'
+                     f'{_f(v["identified_rad"]):>18}{_pct(_ratio(v)):>14}')
+    lines += [f'policy {e["policy"]}, {e["episodes"]} episodes (seed {e["seed"]}); '
+              f'gap = |sim - virtual arm|:',
+              f'  {"metric":<27}{"nominal":>9}{"identified":>12}{"virtual":>9}'
+              f'{"gap before":>12}{"gap after":>11}',
+              f'  {"":<27}{"sim":>9}{"sim":>12}{"arm":>9}']
+    m = e['metrics']
+    for key, label, k in EVAL_ROWS:
+        lines.append(f'  {label:<27}{_f(m["nominal_sim"][key] * k, 3):>9}'
+                     f'{_f(m["identified_sim"][key] * k, 3):>12}'
+                     f'{_f(m["virtual_arm"][key] * k, 3):>9}'
+                     f'{_f(e["gap_before"][key] * k, 3):>12}{_f(e["gap_after"][key] * k, 3):>11}')
+    ident = s.get('identify') or {}
+    lines.append(f'identified {", ".join(st["fit"])} in {ident.get("wall_s", float("nan")):.0f} s'
+                 f'; per joint in the HTML summary')
+    lines += [f'run folder: {out}', f'  summary:  {out / "summary.html"}',
+              f'  overlay:  {out / "identified.yaml"}  (overlay:= of simreal launch / eval)']
+    return '\n'.join(lines)
+
+
+def _window_s(window_ns: Sequence[int]) -> str:
+    return f'{(window_ns[1] - window_ns[0]) / 1e9:.1f} s' if len(window_ns) == 2 else 'the'
+
+
+def _ratio(v: Mapping[str, float]) -> float:
+    return v['identified_rad'] / v['nominal_rad'] if v['nominal_rad'] > 0 else float('nan')
+
+
+def _pct(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return '-'
+    return f'{v:.0%}' if math.isfinite(v) else '-'
+
+
+# -- HTML ---------------------------------------------------------------------------------
+
+
+def _plt() -> Any:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format='png', dpi=90, bbox_inches='tight')
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def _traces(v: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the replay's time series of a ``validate`` result, if it has them."""
+    tr = v.get('traces')
+    if not isinstance(tr, Mapping) or 't_ns' not in tr:
+        return None
+    return dict(tr)
+
+
+def _fig_replay_bars(r: Mapping[str, Any]) -> bytes:
+    plt = _plt()
+    joints = list(r['per_joint'])
+    x = np.arange(len(joints))
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.bar(x - 0.2, [r['per_joint'][j]['nominal_rad'] for j in joints], 0.4, label='nominal sim')
+    ax.bar(x + 0.2, [r['per_joint'][j]['identified_rad'] for j in joints], 0.4,
+           label='identified sim')
+    ax.set_xticks(x, joints, rotation=20)
+    ax.set_ylabel('open-loop rmse [rad]')
+    ax.set_title('held-out replay: sim - virtual arm, before and after the fit')
+    ax.legend()
+    return _png(fig)
+
+
+def _fig_replay_traces(before: Mapping[str, Any], after: Mapping[str, Any]) -> bytes | None:
+    tb, ta = _traces(before), _traces(after)
+    if tb is None or ta is None:
+        return None
+    plt = _plt()
+    joints = list(tb.get('joints') or before.get('joints') or [])
+    measured = np.asarray(tb['measured'], dtype=np.float64)
+    nominal = np.asarray(tb['sim'], dtype=np.float64)
+    identified = np.asarray(ta['sim'], dtype=np.float64)
+    t = (np.asarray(tb['t_ns'], dtype=np.int64) - int(tb['t_ns'][0])) / 1e9
+    ti = (np.asarray(ta['t_ns'], dtype=np.int64) - int(tb['t_ns'][0])) / 1e9
+    n = measured.shape[1]
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.6 * n), sharex=True)
+    for k, ax in enumerate(np.atleast_1d(axes)):
+        ax.plot(t, measured[:, k], color='k', lw=1.2, label='virtual arm (measured)')
+        ax.plot(t, nominal[:, k], color='tab:red', lw=0.9, label='nominal sim')
+        ax.plot(ti, identified[:, k], color='tab:green', lw=0.9, ls='--',
+                label='identified sim')
+        ax.set_ylabel(f'{joints[k] if k < len(joints) else k}\n[rad]', fontsize=8)
+    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=3, loc='upper right')
+    np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
+    fig.suptitle('held-out commands replayed open loop from the measured state')
+    return _png(fig)
+
+
+def _fig_eval(e: Mapping[str, Any]) -> bytes:
+    plt = _plt()
+    m = e['metrics']
+    cols = ('nominal_sim', 'identified_sim', 'virtual_arm')
+    fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
+    for ax, (key, label, k) in zip(axes, EVAL_ROWS[:3], strict=False):
+        vals = [float(m[c][key]) * k for c in cols]
+        ax.bar(range(3), [v if math.isfinite(v) else 0 for v in vals],
+               color=['tab:red', 'tab:green', 'k'])
+        ax.set_xticks(range(3), ['nominal', 'identified', 'virtual arm'], fontsize=8)
+        ax.set_title(label, fontsize=9)
+    fig.suptitle(f'policy {e["policy"]}, {e["episodes"]} episodes')
+    return _png(fig)
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    th = ''.join(f'<th>{html.escape(str(h))}</th>' for h in head)
+    body = ''.join('<tr>' + ''.join(f'<td>{html.escape(str(c))}</td>' for c in r) + '</tr>'
+                   for r in rows)
+    return f'<table><tr>{th}</tr>{body}</table>'
+
+
+def _params_rows(ident: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for p in ident.get('parameters') or []:
+        rows.append([str(p.get('name', '')), _f(p.get('nominal'), 5), _f(p.get('estimate'), 5),
+                     _f(p.get('stddev'), 5), 'yes' if p.get('identifiable', True) else 'NO'])
+    return rows
+
+
+def write_html(s: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any],
+               path: Path) -> list[str]:
+    """Write the one-page summary at ``path``; return the names of the figures it embeds."""
+    figs: list[tuple[str, str, bytes]] = [
+        ('replay_rmse', 'Held-out replay RMSE per joint', _fig_replay_bars(s['replay']))]
+    traces = _fig_replay_traces(before, after)
+    if traces is not None:
+        figs.append(('replay_traces', 'Held-out replay, measured and simulated', traces))
+    figs.append(('policy', 'Policy evaluation', _fig_eval(s['eval'])))
+    for name, _title, png in figs:
+        (path.parent / 'plots').mkdir(parents=True, exist_ok=True)
+        (path.parent / 'plots' / f'{name}.png').write_bytes(png)
+    st, r, e = s['settings'], s['replay'], s['eval']
+    replay_rows = [[j, _f(v['nominal_rad']), _f(v['identified_rad']), _pct(v['ratio'])]
+                   for j, v in r['per_joint'].items()]
+    a = r['all_joints']
+    replay_rows.append(['all (rms)', _f(a['nominal_rad']), _f(a['identified_rad']),
+                        _pct(a['ratio'])])
+    for h, v in r['k_step'].items():
+        replay_rows.append([f'k-step {h} s (rms)', _f(v['nominal_rad']),
+                            _f(v['identified_rad']),
+                            _pct(_ratio(v))])
+    m = e['metrics']
+    eval_rows = [[label, _f(m['nominal_sim'][k] * f, 3), _f(m['identified_sim'][k] * f, 3),
+                  _f(m['virtual_arm'][k] * f, 3), _f(e['gap_before'][k] * f, 3),
+                  _f(e['gap_after'][k] * f, 3)] for k, label, f in EVAL_ROWS]
+    ident = s.get('identify') or {}
+    win = s.get('windows_ns') or {}
+    parts = [
+        '<!doctype html><html><head><meta charset="utf-8"><title>simreal demo</title><style>'
+        'body{font-family:sans-serif;max-width:960px;margin:1em auto}'
+        'table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;'
+        'padding:2px 8px;text-align:right}img{max-width:100%}</style></head><body>',
+        '<h1>simreal demo: the sim-to-real flywheel</h1>',
+        f'<p>Virtual servo bus with the hidden reality <code>{html.escape(st["reality"])}'
+        f'</code>, Dynamixel driver, latency injector <code>{html.escape(st["latency"])}</code>. '
+        f'Fit data: <code>{html.escape(st["fit_pattern"])}</code>, {st["fit_s"]:g} s; held-out '
+        f'data: <code>{html.escape(st["holdout_pattern"])}</code>, {st["holdout_s"]:g} s, '
+        f'another seed. Wall time {s["wall_s"]:.0f} s.</p>',
+        '<h2>Comparison window</h2>',
+        f'<p>The sims start from the measured state at the window start, and only the '
+        f'excitation window is compared: {st["settle_s"]:g} s after the first command (the '
+        f'unpowered arm sags until torque is on and is pulled back home by the first commands) '
+        f'to the last command. Held-out window: '
+        f'{html.escape(_window_text(win.get("holdout", [])))}; fit window: '
+        f'{html.escape(_window_text(win.get("fit", [])))}.</p>',
+        '<h2>Held-out replay gap (open loop, sim - virtual arm)</h2>',
+        _table(['joint', 'nominal sim [rad]', 'identified sim [rad]', 'after / before'],
+               replay_rows),
+        '<h2>Policy gap</h2>',
+        f'<p>{html.escape(e["policy"])}, {e["episodes"]} seeded episodes (seed {e["seed"]}); '
+        f'gap = |J<sub>sim</sub> - J<sub>virtual arm</sub>|.</p>',
+        _table(['metric', 'nominal sim', 'identified sim', 'virtual arm', 'gap before',
+                'gap after'], eval_rows),
+        '<h2>Identified parameters</h2>',
+        f'<p>{html.escape(", ".join(st["fit"]))}; fit wall time '
+        f'{_f(ident.get("wall_s"), 1)} s. Overlay: <code>identified.yaml</code>.</p>',
+        _table(['parameter', 'nominal', 'estimate', 'stddev', 'identifiable'],
+               _params_rows(ident)),
+    ]
+    for _name, title, png in figs:
+        parts.append(f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '
+                     f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
+    parts.append('</body></html>')
+    path.write_text('\n'.join(parts), encoding='utf-8')
+    return [name for name, _t, _p in figs]
