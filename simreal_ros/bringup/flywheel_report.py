@@ -20,11 +20,11 @@ import numpy as np
 #: Widest line of the terminal table (columns).
 WIDTH = 100
 
-#: Policy metrics compared, with their labels and the factor shown.
-EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0),
-             ('time_to_goal_mean_s', 'time to goal, mean [s]', 1.0),
-             ('final_error_median_rad', 'final error, median [rad]', 1.0),
-             ('tracking_rmse_mean_rad', 'tracking rmse [rad]', 1.0))
+#: Policy metrics compared: key, label, factor shown, decimals.
+EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0, 0),
+             ('time_to_goal_mean_s', 'time to goal, mean [s]', 1.0, 2),
+             ('final_error_median_rad', 'final error, median [rad]', 1.0, 4),
+             ('tracking_rmse_mean_rad', 'tracking rmse [rad]', 1.0, 4))
 
 
 def _rmse_per_joint(v: Mapping[str, Any]) -> dict[str, float]:
@@ -120,11 +120,11 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
               f'{"gap before":>12}{"gap after":>11}',
               f'  {"":<27}{"sim":>9}{"sim":>12}{"arm":>9}']
     m = e['metrics']
-    for key, label, k in EVAL_ROWS:
-        lines.append(f'  {label:<27}{_f(m["nominal_sim"][key] * k, 3):>9}'
-                     f'{_f(m["identified_sim"][key] * k, 3):>12}'
-                     f'{_f(m["virtual_arm"][key] * k, 3):>9}'
-                     f'{_f(e["gap_before"][key] * k, 3):>12}{_f(e["gap_after"][key] * k, 3):>11}')
+    for key, label, k, d in EVAL_ROWS:
+        lines.append(f'  {label:<27}{_f(m["nominal_sim"][key] * k, d):>9}'
+                     f'{_f(m["identified_sim"][key] * k, d):>12}'
+                     f'{_f(m["virtual_arm"][key] * k, d):>9}'
+                     f'{_f(e["gap_before"][key] * k, d):>12}{_f(e["gap_after"][key] * k, d):>11}')
     ident = s.get('identify') or {}
     lines.append(f'identified {", ".join(st["fit"])} in {ident.get("wall_s", float("nan")):.0f} s'
                  f'; per joint in the HTML summary')
@@ -219,7 +219,7 @@ def _fig_eval(e: Mapping[str, Any]) -> bytes:
     m = e['metrics']
     cols = ('nominal_sim', 'identified_sim', 'virtual_arm')
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
-    for ax, (key, label, k) in zip(axes, EVAL_ROWS[:3], strict=False):
+    for ax, (key, label, k, _d) in zip(axes, EVAL_ROWS[:3], strict=False):
         vals = [float(m[c][key]) * k for c in cols]
         ax.bar(range(3), [v if math.isfinite(v) else 0 for v in vals],
                color=['tab:red', 'tab:green', 'k'])
@@ -267,9 +267,9 @@ def write_html(s: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[s
                             _f(v['identified_rad']),
                             _pct(_ratio(v))])
     m = e['metrics']
-    eval_rows = [[label, _f(m['nominal_sim'][k] * f, 3), _f(m['identified_sim'][k] * f, 3),
-                  _f(m['virtual_arm'][k] * f, 3), _f(e['gap_before'][k] * f, 3),
-                  _f(e['gap_after'][k] * f, 3)] for k, label, f in EVAL_ROWS]
+    eval_rows = [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d),
+                  _f(m['virtual_arm'][k] * f, d), _f(e['gap_before'][k] * f, d),
+                  _f(e['gap_after'][k] * f, d)] for k, label, f, d in EVAL_ROWS]
     ident = s.get('identify') or {}
     win = s.get('windows_ns') or {}
     parts = [
