@@ -327,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
     from simreal_ros.report.commands import add_commands
     add_commands(sub)
+    from simreal_ros.sysid.cli import add_commands as add_sysid_commands
+    add_sysid_commands(sub)
     return parser
 
 
