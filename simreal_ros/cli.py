@@ -121,9 +121,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
                                 fit_pattern=ns.fit_pattern, holdout_pattern=ns.holdout_pattern)
     check_out_dir(out)
     env = ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
-    log = (lambda line: print(line, file=sys.stderr, flush=True)) if ns.json else \
-        (lambda line: print(line, flush=True))
-    summary = run_flywheel(settings, out, env, log=log)
+    stream = sys.stderr if ns.json else sys.stdout  # bound now: the fit's prints go to a log
+    summary = run_flywheel(settings, out, env,
+                           log=lambda line: print(line, file=stream, flush=True))
     print(json.dumps(summary) if ns.json else format_table(summary, out), flush=True)
     return 0
 
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--reality', default=None, help='overlay the virtual arm really has '
                    '[default: worn_arm]')
     p.add_argument('--fit-s', type=float, default=None, metavar='S',
-                   help='length of the fit excitation [default: 40]')
+                   help='length of the fit excitation [default: 30]')
     p.add_argument('--holdout-s', type=float, default=None, metavar='S',
                    help='length of the held-out excitation [default: 15]')
     p.add_argument('--fit-pattern', default=None, help='fit excitation [default: sysid]')

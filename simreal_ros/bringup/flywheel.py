@@ -45,8 +45,10 @@ from simreal_ros.errors import LaunchError, SimrealError
 
 Log = Callable[[str], None]
 
-#: The parameters the demo identifies (names of the ``simreal sysid --fit`` list).
-FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay')
+#: The parameters the demo identifies (names of the ``simreal sysid --fit`` list) and the
+#: bodies whose mass it fits: the tool flange, where a heavier tool is the common real case.
+FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay', 'mass')
+FIT_BODIES = ('wrist_flange_link',)
 
 #: Layout of a run folder (relative paths), written into summary.json.
 LAYOUT = {
@@ -60,6 +62,12 @@ LAYOUT = {
 }
 
 STAGES = 6
+#: The arm has recovered from its start-up sag when every joint is this close to the command.
+RECOVERED_RAD = 0.2
+#: Shortest comparison window (ns).
+MIN_WINDOW_NS = 3_000_000_000
+#: SCHED_FIFO priority of the virtual arm's physics (0 = leave it to the default scheduler).
+EMULATOR_RT_PRIORITY = 20
 #: How long an excitation waits for the driver's states and its subscribers (s).
 EXCITE_WAIT_S = 90.0
 
@@ -80,11 +88,11 @@ class FlywheelSettings:
     reality: str = 'worn_arm'
     latency: str = 'usb_serial'
     fit_pattern: str = 'sysid'
-    fit_s: float = 40.0
+    fit_s: float = 30.0
     holdout_pattern: str = 'multisine'
     holdout_s: float = 15.0
     fit: tuple[str, ...] = FIT_PARAMETERS
-    bodies: tuple[str, ...] = ()
+    bodies: tuple[str, ...] = FIT_BODIES
     policy: str = 'simreal_arm_reach'
     episodes: int = 8
     seed: int = 0
@@ -145,6 +153,39 @@ def _signals_raise() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _realtime(pid: int, priority: int) -> bool:
+    """Put every thread of ``pid`` under SCHED_FIFO ``priority``; False where not permitted.
+
+    The virtual arm is the demo's reality: its physics must keep up with the wall clock as a
+    real arm does. Under the default scheduler, with a load average of 13 on the 2 cores, the
+    emulator slipped (its arm ran slower than the clock) and the driver saw gaps of up to
+    2.5 s, a "gap" no overlay can express.
+    """
+    import os
+    if priority <= 0:
+        return False
+    try:
+        for task in os.listdir(f'/proc/{pid}/task'):
+            os.sched_setscheduler(int(task), os.SCHED_FIFO, os.sched_param(priority))
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _quiet(log_path: Path) -> Iterator[Callable[[str], None]]:
+    """Send what is printed to stdout/stderr inside to ``log_path``; yield a line writer.
+
+    The progress callback gets the real stdout through ``_Progress`` (bound at its creation).
+    """
+    import sys
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open('w', encoding='utf-8') as f, contextlib.redirect_stdout(f), \
+            contextlib.redirect_stderr(f):
+        yield lambda line: (f.write(line + '\n'), f.flush())
+    sys.stdout.flush()
+
+
 def _launch(nodes: Sequence[Any], env: Mapping[str, str], log_path: Path) -> None:
     """Run a plan to completion with its output in ``log_path``; raise on failure or signal."""
     from simreal_ros.bringup.launcher import Launcher
@@ -180,19 +221,39 @@ def _launch(nodes: Sequence[Any], env: Mapping[str, str], log_path: Path) -> Non
 def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     """Return the comparison window (ns, bag clock) of an excitation bag.
 
-    From ``settle_s`` after the first command to the last one, on the header stamps of the
-    bag's undelayed ``/joint_commands``.
+    It ends at the last command and starts ``settle_s`` after the first command, or later:
+    when the arm is first back within :data:`RECOVERED_RAD` of the command on every joint (the
+    sag recovery took 0.4 s on a quiet machine and 3 s with a load average of 13 on the
+    2 cores). Times are header stamps: commands of the undelayed ``/joint_commands``, states
+    of the driver's own ``/backend/joint_states``.
     """
+    import numpy as np
+
     from simreal_ros.core.episode import load_episode
-    ep = load_episode(str(bag), topics=['/joint_commands'])
-    stamps = ep.joints.get('/joint_commands')
-    if stamps is None or len(stamps.stamps) < 2:
-        raise SimrealError(f'{bag}: no joint_commands were recorded')
-    t0, t1 = min(stamps.stamps), max(stamps.stamps)
-    start = t0 + int(round(settle_s * 1e9))
-    if start >= t1:
-        raise SimrealError(f'{bag}: the excitation is shorter than the settle time')
-    return start, t1
+    ep = load_episode(str(bag), topics=['/joint_commands', '/backend/joint_states'])
+    cmd = ep.joints.get('/joint_commands')
+    st = ep.joints.get('/backend/joint_states')
+    if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
+        raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
+    c_ns = np.asarray(cmd.stamps, dtype=np.int64)
+    order = np.argsort(c_ns)
+    c_ns, c_pos = c_ns[order], np.asarray(cmd.position, dtype=np.float64)[order]
+    s_ns = np.asarray(st.stamps, dtype=np.int64)
+    s_pos = np.asarray(st.position, dtype=np.float64)
+    names = list(st.names)
+    c_pos = c_pos[:, [list(cmd.names).index(n) for n in names]]
+    start = int(c_ns[0]) + int(round(settle_s * 1e9))
+    after = s_ns >= c_ns[0]
+    held = np.searchsorted(c_ns, s_ns, side='right') - 1  # command in force at each state
+    err = np.max(np.abs(s_pos - c_pos[np.maximum(held, 0)]), axis=1)
+    back = np.nonzero(after & (err < RECOVERED_RAD))[0]
+    if back.size:
+        start = max(start, int(s_ns[back[0]]))
+    end = int(c_ns[-1])
+    if start >= end - MIN_WINDOW_NS:
+        raise SimrealError(f'{bag}: less than {MIN_WINDOW_NS / 1e9:g} s of the excitation '
+                           f'remain after the start-up; record longer (--fit-s/--holdout-s)')
+    return start, end
 
 
 def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed: int,
@@ -270,9 +331,15 @@ def check_out_dir(out: Path) -> None:
 
 
 def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
-                 log: Log = print) -> dict[str, Any]:
-    """Run every stage; write the run folder ``out``; return the summary (also summary.json)."""
+                 log: Log | None = None) -> dict[str, Any]:
+    """Run every stage; write the run folder ``out``; return the summary (also summary.json).
+
+    ``log`` gets the progress lines (default: this process's stdout at the time of the call).
+    """
     import os
+    import sys
+    stdout = sys.stdout
+    log = log or (lambda line: print(line, file=stdout, flush=True))
 
     from simreal_ros.bringup import flywheel_report as report
     from simreal_ros.hardware.virtual_bus import EmulatorProcess
@@ -292,8 +359,11 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         emu = stack.enter_context(EmulatorProcess(robot=s.robot, reality=s.reality,
                                                   seed=s.seed, env=dict(env)))
         assert emu.proc is not None
-        p.stage(0, f'virtual servo bus on {emu.port} (pid {emu.proc.pid}); node output in '
-                   f'{logs}')
+        rt = _realtime(emu.proc.pid, EMULATOR_RT_PRIORITY)
+        p.stage(0, f'virtual servo bus on {emu.port} (pid {emu.proc.pid}, '
+                   + (f'SCHED_FIFO {EMULATOR_RT_PRIORITY}' if rt else 'default scheduler')
+                   + f'); node output in {logs}')
+        summary['emulator_sched_fifo'] = rt
         p.stage(1, f'fit data: {s.fit_pattern} excitation, {s.fit_s:g} s, on the virtual arm '
                    f'(reality {s.reality!r}, latency {s.latency!r})')
         record(s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
@@ -307,9 +377,10 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         summary['windows_ns'] = {'fit': list(fit_window), 'holdout': list(window)}
         p.stage(3, f'identify {", ".join(s.fit)} from the fit bag')
         t = time.monotonic()
-        ident = sysid.identify(paths['fit_bag'], s.robot, list(s.fit), paths['overlay'],
-                               bodies=list(s.bodies) or None, window_ns=fit_window,
-                               progress=p.detail)
+        with _quiet(logs / 'identify.log') as note:  # the optimizer's own prints
+            ident = sysid.identify(paths['fit_bag'], s.robot, list(s.fit), paths['overlay'],
+                                   bodies=list(s.bodies) or None, window_ns=fit_window,
+                                   progress=lambda line: (note(line), p.detail(line)))
         summary['identify'] = {'wall_s': time.monotonic() - t, **ident}
         _write_json(paths['identify'], summary['identify'])
         p.stage(4, 'replay the held-out commands on the nominal and the identified sim')
@@ -337,6 +408,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
                                           runs['eval_real'])
     p.stage(6, 'summary')
     summary['wall_s'] = time.monotonic() - p.t0
-    summary['figures'] = report.write_html(summary, before, after, paths['html'])
+    traces = report.replay_traces(paths['holdout_bag'], s.robot, paths['overlay'], window)
+    summary['figures'] = report.write_html(summary, traces, paths['html'])
     _write_json(paths['summary'], summary)
     return summary

@@ -27,37 +27,27 @@ EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0, 0),
              ('tracking_rmse_mean_rad', 'tracking rmse [rad]', 1.0, 4))
 
 
-def _rmse_per_joint(v: Mapping[str, Any]) -> dict[str, float]:
-    """Open-loop RMSE per joint (rad) of a ``validate`` result."""
-    ol = v['open_loop_rmse_rad']
-    return {str(k): float(x) for k, x in ol.items()}
-
-
-def _kstep(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """k-step RMSE per horizon (text, s) per joint of a ``validate`` result."""
-    ks = v.get('k_step_rmse_rad') or {}
-    return {str(h): {str(j): float(x) for j, x in per.items()} for h, per in ks.items()}
-
-
-def _rms(xs: Sequence[float]) -> float:
-    good = [x for x in xs if math.isfinite(x)]
-    return float(np.sqrt(np.mean(np.square(good)))) if good else float('nan')
-
-
 def replay_gap(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    """Per-joint open-loop (and k-step) RMSE on the held-out bag, nominal vs identified sim."""
-    b, a = _rmse_per_joint(before), _rmse_per_joint(after)
-    joints = {j: {'nominal_rad': b[j], 'identified_rad': a[j],
-                  'ratio': a[j] / b[j] if b[j] > 0 else float('nan')} for j in b if j in a}
-    kb, ka = _kstep(before), _kstep(after)
-    k_step = {h: {'nominal_rad': _rms(list(kb[h].values())),
-                  'identified_rad': _rms(list(ka[h].values()))} for h in kb if h in ka}
-    allb, alla = _rms([e['nominal_rad'] for e in joints.values()]), \
-        _rms([e['identified_rad'] for e in joints.values()])
-    return {'window_ns': list(before.get('window_ns') or []), 'per_joint': joints,
-            'all_joints': {'nominal_rad': allb, 'identified_rad': alla,
-                           'ratio': alla / allb if allb > 0 else float('nan')},
+    """Per-joint open-loop (and k-step) RMSE on the held-out bag, nominal vs identified sim.
+
+    ``before`` and ``after`` are ``simreal sysid validate`` results (nominal, identified).
+    """
+    b = before['open_loop']['per_joint_rad']
+    a = after['open_loop']['per_joint_rad']
+    joints = {j: {'nominal_rad': float(b[j]), 'identified_rad': float(a[j]),
+                  'ratio': _div(a[j], b[j])} for j in b if j in a}
+    k_step = {h: {'nominal_rad': float(v['total_rad']),
+                  'identified_rad': float(after['k_step'][h]['total_rad'])}
+              for h, v in before.get('k_step', {}).items() if h in after.get('k_step', {})}
+    tb, ta = float(before['open_loop']['total_rad']), float(after['open_loop']['total_rad'])
+    return {'window_ns': list(before['window_ns']), 'topics': before.get('topics', {}),
+            'per_joint': joints,
+            'all_joints': {'nominal_rad': tb, 'identified_rad': ta, 'ratio': _div(ta, tb)},
             'k_step': k_step}
+
+
+def _div(a: float, b: float) -> float:
+    return float(a) / float(b) if float(b) > 0 else float('nan')
 
 
 def one_line_replay(r: Mapping[str, Any]) -> str:
@@ -138,7 +128,7 @@ def _window_s(window_ns: Sequence[int]) -> str:
 
 
 def _ratio(v: Mapping[str, float]) -> float:
-    return v['identified_rad'] / v['nominal_rad'] if v['nominal_rad'] > 0 else float('nan')
+    return _div(v['identified_rad'], v['nominal_rad'])
 
 
 def _pct(x: Any) -> str:
@@ -166,12 +156,30 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def _traces(v: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return the replay's time series of a ``validate`` result, if it has them."""
-    tr = v.get('traces')
-    if not isinstance(tr, Mapping) or 't_ns' not in tr:
-        return None
-    return dict(tr)
+def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int]
+                  ) -> dict[str, Any]:
+    """Return the measured and both simulated positions of the held-out open-loop replay.
+
+    The same replay as ``validate`` (its data, window and :class:`Replayer`), kept as time
+    series for the figure: ``t_ns`` (measured stamps), ``measured``, ``nominal``,
+    ``identified`` (arrays stamps x joints, rad), ``cmd_ns``, ``cmd`` (the commands replayed).
+    """
+    from simreal_ros.core.dynamics import load_overlay
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.sysid.data import load_sysid_data
+    from simreal_ros.sysid.replay import Replayer
+    spec = load_robot(robot)
+    data = load_sysid_data(bag, spec, (int(window_ns[0]), int(window_ns[1])))
+    rp = Replayer(spec, data)
+    seg = rp.segments(data.window_ns[0], data.window_ns[1], None)
+    out: dict[str, Any] = {'joints': list(spec.joint_names),
+                           't_ns': data.state_ns[seg[0].states], 'measured': rp.measured(seg)[0],
+                           'cmd_ns': data.cmd_ns, 'cmd': data.cmd_pos}
+    for label, ov in (('nominal', None), ('identified', overlay)):
+        params = load_overlay(ov).apply(rp.nominal, spec.name) if ov else rp.nominal
+        delay = int(round(params.command_delay_s * 1e9 / rp.dt_ns))
+        out[label] = rp.predict([params], [delay], seg)[0][0]
+    return out
 
 
 def _fig_replay_bars(r: Mapping[str, Any]) -> bytes:
@@ -189,26 +197,23 @@ def _fig_replay_bars(r: Mapping[str, Any]) -> bytes:
     return _png(fig)
 
 
-def _fig_replay_traces(before: Mapping[str, Any], after: Mapping[str, Any]) -> bytes | None:
-    tb, ta = _traces(before), _traces(after)
-    if tb is None or ta is None:
-        return None
+def _fig_replay_traces(tr: Mapping[str, Any]) -> bytes:
     plt = _plt()
-    joints = list(tb.get('joints') or before.get('joints') or [])
-    measured = np.asarray(tb['measured'], dtype=np.float64)
-    nominal = np.asarray(tb['sim'], dtype=np.float64)
-    identified = np.asarray(ta['sim'], dtype=np.float64)
-    t = (np.asarray(tb['t_ns'], dtype=np.int64) - int(tb['t_ns'][0])) / 1e9
-    ti = (np.asarray(ta['t_ns'], dtype=np.int64) - int(tb['t_ns'][0])) / 1e9
-    n = measured.shape[1]
-    fig, axes = plt.subplots(n, 1, figsize=(9, 1.6 * n), sharex=True)
+    joints = list(tr['joints'])
+    t0 = int(tr['t_ns'][0])
+    t = (np.asarray(tr['t_ns'], dtype=np.int64) - t0) / 1e9
+    tc = (np.asarray(tr['cmd_ns'], dtype=np.int64) - t0) / 1e9
+    keep = (tc >= 0) & (tc <= t[-1])
+    fig, axes = plt.subplots(len(joints), 1, figsize=(9, 1.5 * len(joints)), sharex=True)
     for k, ax in enumerate(np.atleast_1d(axes)):
-        ax.plot(t, measured[:, k], color='k', lw=1.2, label='virtual arm (measured)')
-        ax.plot(t, nominal[:, k], color='tab:red', lw=0.9, label='nominal sim')
-        ax.plot(ti, identified[:, k], color='tab:green', lw=0.9, ls='--',
+        ax.plot(tc[keep], np.asarray(tr['cmd'])[keep, k], color='0.7', lw=0.8,
+                label='command')
+        ax.plot(t, tr['measured'][:, k], color='k', lw=1.3, label='virtual arm (measured)')
+        ax.plot(t, tr['nominal'][:, k], color='tab:red', lw=0.9, label='nominal sim')
+        ax.plot(t, tr['identified'][:, k], color='tab:green', lw=0.9, ls='--',
                 label='identified sim')
-        ax.set_ylabel(f'{joints[k] if k < len(joints) else k}\n[rad]', fontsize=8)
-    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=3, loc='upper right')
+        ax.set_ylabel(f'{joints[k]}\n[rad]', fontsize=8)
+    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=4, loc='upper right')
     np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
     fig.suptitle('held-out commands replayed open loop from the measured state')
     return _png(fig)
@@ -239,20 +244,21 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def _params_rows(ident: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for p in ident.get('parameters') or []:
-        rows.append([str(p.get('name', '')), _f(p.get('nominal'), 5), _f(p.get('estimate'), 5),
-                     _f(p.get('stddev'), 5), 'yes' if p.get('identifiable', True) else 'NO'])
+        rows.append([str(p.get('key', '')), _f(p.get('nominal'), 5), _f(p.get('estimate'), 5),
+                     _f(p.get('stddev'), 5), 'yes' if p.get('identifiable', True)
+                     else f'no: {p.get("reason", "")}'])
     return rows
 
 
-def write_html(s: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any],
-               path: Path) -> list[str]:
-    """Write the one-page summary at ``path``; return the names of the figures it embeds."""
+def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> list[str]:
+    """Write the one-page summary at ``path``; return the names of the figures it embeds.
+
+    ``traces`` is :func:`replay_traces` of the held-out bag; the PNGs go to ``plots/`` too.
+    """
     figs: list[tuple[str, str, bytes]] = [
-        ('replay_rmse', 'Held-out replay RMSE per joint', _fig_replay_bars(s['replay']))]
-    traces = _fig_replay_traces(before, after)
-    if traces is not None:
-        figs.append(('replay_traces', 'Held-out replay, measured and simulated', traces))
-    figs.append(('policy', 'Policy evaluation', _fig_eval(s['eval'])))
+        ('replay_traces', 'Held-out replay: measured and simulated', _fig_replay_traces(traces)),
+        ('replay_rmse', 'Held-out replay RMSE per joint', _fig_replay_bars(s['replay'])),
+        ('policy', 'Policy evaluation', _fig_eval(s['eval']))]
     for name, _title, png in figs:
         (path.parent / 'plots').mkdir(parents=True, exist_ok=True)
         (path.parent / 'plots' / f'{name}.png').write_bytes(png)
