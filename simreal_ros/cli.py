@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--json', action='store_true', help='print the summary as JSON (progress '
                    'on stderr)')
     p.add_argument('--reality', default=None, help='overlay the virtual arm really has '
-                   '[default: worn_arm]')
+                   '[default: sysid_reality; --live: worn_arm]')
     p.add_argument('--fit-s', type=float, default=None, metavar='S',
                    help='length of the fit excitation [default: 30]')
     p.add_argument('--holdout-s', type=float, default=None, metavar='S',

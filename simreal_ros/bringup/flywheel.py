@@ -85,7 +85,7 @@ class FlywheelSettings:
     """What ``simreal demo`` runs; validated on construction (errors name the option)."""
 
     robot: str = 'simreal_arm'
-    reality: str = 'worn_arm'
+    reality: str = 'sysid_reality'
     latency: str = 'usb_serial'
     fit_pattern: str = 'sysid'
     fit_s: float = 30.0
@@ -383,6 +383,11 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
                                    progress=lambda line: (note(line), p.detail(line)))
         summary['identify'] = {'wall_s': time.monotonic() - t, **ident}
         _write_json(paths['identify'], summary['identify'])
+        summary['against_reality'] = report.against_reality(ident['parameters'], s.robot,
+                                                            s.reality)
+        p.detail('median error against the hidden reality: ' + ', '.join(
+            f'{k} {v:.0%}' for k, v in summary['against_reality']['median_relative_error']
+            .items()))
         p.stage(4, 'replay the held-out commands on the nominal and the identified sim')
         before = sysid.validate(paths['holdout_bag'], s.robot, None, window_ns=window)
         _write_json(paths['replay_nominal'], before)

@@ -50,6 +50,36 @@ def _div(a: float, b: float) -> float:
     return float(a) / float(b) if float(b) > 0 else float('nan')
 
 
+def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality: str
+                    ) -> dict[str, Any]:
+    """Compare the estimates with the virtual arm's hidden reality (known on the virtual bus).
+
+    Returns ``per_parameter`` (key -> reality value and relative error of the estimate) and
+    ``median_relative_error`` per kind (damping, frictionloss, armature, mass, command_delay).
+    """
+    from simreal_ros.core.dynamics import load_overlay
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.sim.model import build_model
+    spec = load_robot(robot)
+    truth = load_overlay(reality).apply(build_model(spec).nominal_params(spec), spec.name)
+    per: dict[str, dict[str, float]] = {}
+    kinds: dict[str, list[float]] = {}
+    for row in parameters:
+        key = str(row['key'])
+        part = key.split('.')
+        if key == 'command_delay_s':
+            value = truth.command_delay_s
+        elif part[0] == 'bodies':
+            value = truth.body_mass[part[1]]
+        else:
+            value = float(getattr(truth.joints[part[1]], part[2]))
+        err = abs(float(row['estimate']) - value) / abs(value) if value else float('nan')
+        per[key] = {'reality': float(value), 'relative_error': err}
+        kinds.setdefault(str(row['kind']), []).append(err)
+    return {'reality': reality, 'per_parameter': per,
+            'median_relative_error': {k: float(np.median(v)) for k, v in kinds.items()}}
+
+
 def one_line_replay(r: Mapping[str, Any]) -> str:
     """One progress line: the all-joint RMSE before and after."""
     a = r['all_joints']
@@ -116,8 +146,10 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                      f'{_f(m["virtual_arm"][key] * k, d):>9}'
                      f'{_f(e["gap_before"][key] * k, d):>12}{_f(e["gap_after"][key] * k, d):>11}')
     ident = s.get('identify') or {}
-    lines.append(f'identified {", ".join(st["fit"])} in {ident.get("wall_s", float("nan")):.0f} s'
-                 f'; per joint in the HTML summary')
+    lines.append(f'identified in {ident.get("wall_s", float("nan")):.0f} s; median error '
+                 f'against the hidden reality (per joint in summary.html):')
+    med = (s.get('against_reality') or {}).get('median_relative_error') or {}
+    lines.append('  ' + ', '.join(f'{k} {_pct(v)}' for k, v in med.items()))
     lines += [f'run folder: {out}', f'  summary:  {out / "summary.html"}',
               f'  overlay:  {out / "identified.yaml"}  (overlay:= of simreal launch / eval)']
     return '\n'.join(lines)
@@ -241,11 +273,14 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f'<table><tr>{th}</tr>{body}</table>'
 
 
-def _params_rows(ident: Mapping[str, Any]) -> list[list[str]]:
+def _params_rows(ident: Mapping[str, Any], truth: Mapping[str, Any]) -> list[list[str]]:
     rows = []
+    per = truth.get('per_parameter') or {}
     for p in ident.get('parameters') or []:
+        t = per.get(p.get('key'), {})
         rows.append([str(p.get('key', '')), _f(p.get('nominal'), 5), _f(p.get('estimate'), 5),
-                     _f(p.get('stddev'), 5), 'yes' if p.get('identifiable', True)
+                     _f(p.get('stddev'), 5), _f(t.get('reality'), 5),
+                     _pct(t.get('relative_error')), 'yes' if p.get('identifiable', True)
                      else f'no: {p.get("reason", "")}'])
     return rows
 
@@ -307,8 +342,8 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         '<h2>Identified parameters</h2>',
         f'<p>{html.escape(", ".join(st["fit"]))}; fit wall time '
         f'{_f(ident.get("wall_s"), 1)} s. Overlay: <code>identified.yaml</code>.</p>',
-        _table(['parameter', 'nominal', 'estimate', 'stddev', 'identifiable'],
-               _params_rows(ident)),
+        _table(['parameter', 'nominal', 'estimate', 'stddev', 'hidden reality',
+                'error', 'identifiable'], _params_rows(ident, s.get('against_reality') or {})),
     ]
     for _name, title, png in figs:
         parts.append(f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" '

@@ -51,6 +51,9 @@ def _summary() -> dict:
                              'virtual_arm': metrics},
                  'gap_before': gap, 'gap_after': gap},
         'identify': {'wall_s': 95.2},
+        'against_reality': {'median_relative_error': {
+            'damping': 0.041, 'frictionloss': 0.123, 'armature': 0.087, 'command_delay': 0.0,
+            'mass': 0.052}},
     }
 
 
