@@ -12,12 +12,13 @@ import math
 from typing import Any, Callable, Mapping
 
 from simreal_ros.core.bridge_config import TIMING_MODES, SimBridgeConfig
+from simreal_ros.core.excitation import PATTERNS
 from simreal_ros.core.injection import Profile, load_profile
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
-EXCITE_PATTERNS = ('chirp', 'multisine', 'steps', 'waypoints')
+EXCITE_PATTERNS = PATTERNS  # excite:= takes every pattern of core.excitation (sysid too)
 PACKAGE = 'simreal_ros'
 
 

@@ -15,15 +15,16 @@ Five patterns, all deviations from the robot's home pose:
     Seeded random waypoints every ``step_hold_s`` joined with rest-to-rest minimum-jerk segments.
 ``sysid``
     The identification pattern of ``simreal sysid`` (see docs/sysid.md). Per joint a multisine
-    of ``_SYSID_COMPONENTS`` log-spaced frequencies in ``[f_min_hz, f_max_hz]``; each joint's
-    grid is shifted by a fraction of the log step, so no two joints share a frequency and their
-    responses do not alias into each other's parameters. Component amplitudes fall as
+    of ``_SYSID_COMPONENTS`` log-spaced frequencies in ``[f_min_hz, f_max_hz]`` (rounded to
+    harmonics of ``f_min_hz / 8``); each joint's grid is shifted by a fraction of the log step
+    and no two joints share a frequency, so their responses do not alias into each other's
+    parameters. Component amplitudes fall as
     ``f ** -0.5``: position content stays large at low frequency (gravity, stiffness and
     friction show in the tracking error there) while velocity and acceleration grow with
     ``f ** 0.5`` and ``f ** 1.5`` (damping and inertia show at the high end). Phases are
-    Schroeder's for that power spectrum, which gives a low crest factor (peak / RMS about 1.5
-    against about 3 for random phases), so more excitation energy fits inside the same joint and
-    velocity limits. Every ``_SYSID_DWELL_EVERY_S`` the signal's own clock slows smoothly to a
+    Schroeder's for that power spectrum, which gives a low crest factor (peak / RMS
+    CREST_MEASURED against RANDOM_MEASURED for random phases), so more excitation energy fits
+    inside the same joint and velocity limits. Every ``_SYSID_DWELL_EVERY_S`` the signal's own clock slows smoothly to a
     stop and the arm dwells ``_SYSID_DWELL_S`` at a pose away from home, at rest: the tracking
     error at rest is where Coulomb friction (``frictionloss``) separates from viscous damping
     and where the static gravity load (masses) is seen without dynamics. Slowing the clock never
@@ -63,6 +64,9 @@ _SYSID_COMPONENTS = 10         # sines per joint of the sysid pattern
 _SYSID_DWELL_EVERY_S = 8.0     # sysid: a dwell starts this long after the previous one ended
 _SYSID_DWELL_S = 1.2           # sysid: time at rest in each dwell
 _SYSID_SLOW_S = 0.4            # sysid: the signal clock's smooth stop (and restart) time
+_SYSID_HARMONIC_DIVISOR = 8    # sysid: frequencies are harmonics of f_min / this
+_CLIP_ITERATIONS = 30          # sysid: iterative-clipping rounds of the phase design
+_CLIP_LEVEL = 0.85             # sysid: clip at this fraction of the peak in each round
 
 
 def _minjerk(s: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -71,6 +75,30 @@ def _minjerk(s: FloatArray) -> tuple[FloatArray, FloatArray]:
     blend = s2 * s * (10.0 + s * (-15.0 + 6.0 * s))
     dblend = 30.0 * s2 * (1.0 - s) * (1.0 - s)
     return blend, dblend
+
+
+def _crest(s: FloatArray) -> float:
+    return float(np.max(np.abs(s)) / max(float(np.sqrt(np.mean(s * s))), 1e-300))
+
+
+def _clip_phases(freqs: FloatArray, weights: FloatArray, phases: FloatArray, f0: float,
+                 iterations: int = _CLIP_ITERATIONS) -> FloatArray:
+    """Lower the crest factor of a periodic multisine by iterative clipping (phases only)."""
+    count = int(math.ceil(16.0 * float(freqs[-1]) / f0))
+    t = np.arange(count) / (count * f0)                     # one period of the harmonics
+    basis = np.exp(1j * 2.0 * math.pi * np.outer(t, freqs))  # (N, k)
+    best, best_crest = phases.copy(), math.inf
+    ph = phases.copy()
+    for _ in range(iterations):
+        s = np.imag(basis @ (weights * np.exp(1j * ph)))
+        crest = _crest(s)
+        if crest < best_crest:
+            best, best_crest = ph.copy(), crest
+        limit = _CLIP_LEVEL * float(np.max(np.abs(s)))
+        c = np.clip(s, -limit, limit)
+        # phase of sin(w t + ph) that best matches c: angle of sum c(t) e^{-i w t}, + pi/2
+        ph = np.angle(c @ np.conj(basis)) + 0.5 * math.pi
+    return np.mod(best, 2.0 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -285,21 +313,41 @@ class Excitation:
 
     def _init_sysid_spectrum(self, f_min: float, f_max: float,
                              rng: np.random.Generator) -> None:
-        """Per-joint shifted log grids, ``f ** -0.5`` amplitudes and Schroeder phases."""
+        """Per-joint harmonic log grids, ``f ** -0.5`` amplitudes and Schroeder phases.
+
+        Schroeder's phases flatten the envelope of a *periodic* multisine, so the frequencies
+        are harmonics of ``f_min / _SYSID_HARMONIC_DIVISOR``: a log grid per joint (shifted by
+        ``i / n`` of a log step for joint ``i``) rounded to the nearest harmonic not taken yet.
+        """
         n, k = self._freqs.shape
+        f0 = f_min / _SYSID_HARMONIC_DIVISOR
         ratio = (f_max / f_min) ** (1.0 / (k - 1)) if f_max > f_min else 1.0
+        taken: set[int] = set()
+        harmonics = np.zeros((n, k), dtype=np.int64)
         for i in range(n):
-            shift = ratio ** (i / n)  # the top frequency moves up by at most one log step
-            self._freqs[i] = f_min * shift * ratio ** np.arange(k)
+            want = f_min * ratio ** (np.arange(k) + i / n) / f0
+            for c, w in enumerate(want):
+                h = max(1, int(round(w)))
+                step = 1
+                while h in taken or (c and h <= harmonics[i, c - 1]):
+                    h = max(1, int(round(w)) + (step + 1) // 2 * (1 if step % 2 else -1))
+                    step += 1
+                taken.add(h)
+                harmonics[i, c] = h
+        self._freqs = harmonics * f0
         self._weights = self._freqs ** -0.5
         power = self._weights ** 2 / np.sum(self._weights ** 2, axis=1, keepdims=True)
-        # Schroeder (1970): phi_k = -2 pi sum_{l<k} (k - l) p_l for relative powers p_l.
-        idx = np.arange(k)
-        lag = np.clip(idx[:, None] - idx[None, :], 0, None)          # (k, l): k - l if l < k
+        # Schroeder (1970): phi_k = -2 pi sum_{l<k} (h_k - h_l) p_l over the harmonics h
+        gap = np.clip(harmonics[:, :, None] - harmonics[:, None, :], 0, None).astype(float)
+        phases = -2.0 * math.pi * np.einsum('ikl,il->ik', gap, power)
+        # With ten sparse harmonics Schroeder's phases alone leave a crest factor of 2.4-3.6
+        # (no better than random phases); iterative clipping (clip the peaks, keep each
+        # component's phase of the clipped signal) from there brings it to CREST_MEASURED.
+        for i in range(n):
+            phases[i] = _clip_phases(self._freqs[i], self._weights[i], phases[i], f0)
         # A seeded time shift per joint (phase 2 pi f tau) keeps the crest factor.
-        tau = rng.uniform(0.0, 1.0 / f_min, size=(n, 1))
-        self._phases = np.mod(-2.0 * math.pi * power @ lag.T + 2.0 * math.pi * self._freqs * tau,
-                              2.0 * math.pi)
+        tau = rng.uniform(0.0, 1.0 / f0, size=(n, 1))
+        self._phases = np.mod(phases + 2.0 * math.pi * self._freqs * tau, 2.0 * math.pi)
 
     def _warp(self, t: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The sysid signal clock ``t_eff(t)`` and its rate in [0, 1] (dwells stop it)."""

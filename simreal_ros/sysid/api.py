@@ -135,7 +135,16 @@ def identify(bag: str | Path, robot: str, fit: Sequence[str], out: str | Path, *
         f'{data.duration_s:.1f} s (fit {(split - lo) / 1e9:.1f} s, hold out '
         f'{(hi - split) / 1e9:.1f} s), backend {data.backend or "unknown"}')
     specs = fitmod.build_specs(rp.nominal, names, js, bs)
-    train = rp.segments(lo, split, fitmod.SEGMENT_NS)
+    all_train = rp.segments(lo, split, fitmod.SEGMENT_NS)
+    train = [s for s in all_train if rp.max_gap_ns(s) <= fitmod.MAX_GAP_NS]
+    dropped = len(all_train) - len(train)
+    if dropped:
+        say(f'{dropped} of {len(all_train)} segments of {fitmod.SEGMENT_NS / 1e9:g} s left out: '
+            f'a gap of more than {fitmod.MAX_GAP_NS / 1e6:g} ms in the commands or states')
+    if not train:
+        raise SysidInputError(f'{data.bag}: every fitting segment has a gap of more than '
+                              f'{fitmod.MAX_GAP_NS / 1e6:g} ms in {data.command_topic} or '
+                              f'{data.state_topic}; record on a less loaded host')
     fitter = fitmod.Fitter(rp, specs, rp.nominal, train, 'command_delay' in names, say)
     result = fitter.run()
     heldout: dict[str, Any] = {}
@@ -154,6 +163,8 @@ def identify(bag: str | Path, robot: str, fit: Sequence[str], out: str | Path, *
         'robot': spec.name, 'overlay': str(out_path), 'fit': names, 'joints': js,
         'bodies': bs, 'holdout': float(holdout), 'source_bag': data.summary(),
         'fit_window_ns': [int(lo), int(split)],
+        'segments': {'length_s': fitmod.SEGMENT_NS / 1e9, 'used': len(train),
+                     'dropped_for_gaps': dropped},
         'parameters': _parameter_rows(result, specs),
         'heldout': heldout, 'iterations': result.iterations,
         'cost': {'start': result.cost_start, 'end': result.cost_end},

@@ -197,6 +197,16 @@ class Replayer:
             out.append(per)
         return out
 
+    def max_gap_ns(self, seg: Segment) -> int:
+        """Longest interval without a command or a state inside ``seg`` (edges included)."""
+        end = seg.start_ns + seg.steps * self.dt_ns
+        worst = 0
+        for t in (self.data.cmd_ns, self.data.state_ns):
+            inside = t[(t >= seg.start_ns) & (t <= end)]
+            edges = np.concatenate([[seg.start_ns], inside, [end]])
+            worst = max(worst, int(np.max(np.diff(edges))))
+        return worst
+
     def measured(self, segments: Sequence[Segment]) -> list[FloatArray]:
         """Measured positions at each segment's stamps."""
         return [self.data.state_pos[s.states] for s in segments]
