@@ -21,8 +21,9 @@ JOINTS = ('base_yaw', 'shoulder_pitch', 'elbow_pitch', 'forearm_roll', 'wrist_pi
           'wrist_roll')
 
 #: The short pipeline's held-out bound: all-joint open-loop RMSE after the fit at most this
-#: fraction of before. The issue's target is 20 % for 60 s of fit data; 15 s of fit data here,
-#: and the bound is the same for every run (not derived from one).
+#: fraction of before. The issue's target is 20 % for 60 s of fit data; 20 s of fit data here
+#: (with 15 s one run under a load average of 13 fitted the delay at its 40 ms bound and reached
+#: 53 %), and the bound is the same for every run (not derived from one).
 AFTER_OVER_BEFORE_MAX = 0.5
 
 
@@ -144,7 +145,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(ros_env, tmp_path):
 @pytest.mark.ros
 def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     out = tmp_path / 'run'
-    r = simreal(['demo', '--out', str(out), '--fit-s', '15', '--holdout-s', '6',
+    r = simreal(['demo', '--out', str(out), '--fit-s', '20', '--holdout-s', '8',
                  '--episodes', '2'], ros_env, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for rel in LAYOUT.values():
@@ -156,7 +157,8 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     replay = s['replay']
     assert set(replay['per_joint']) == set(JOINTS)
     w0, w1 = s['windows_ns']['holdout']
-    assert replay['window_ns'] == [w0, w1] and 4.0 < (w1 - w0) / 1e9 <= 6.0
+    # from >= 1 s after the first command (later if the sag took longer) to the last one
+    assert replay['window_ns'] == [w0, w1] and 3.0 <= (w1 - w0) / 1e9 <= 7.0
     a = replay['all_joints']
     assert a['identified_rad'] <= AFTER_OVER_BEFORE_MAX * a['nominal_rad'], replay
     for backend in ('nominal_sim', 'identified_sim', 'virtual_arm'):
