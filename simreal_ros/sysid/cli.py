@@ -59,11 +59,12 @@ def _validate_table(res: dict[str, Any]) -> str:
     rows = [f'{res["bag"]} with {res["overlay"] or "the nominal model"}: window '
             f'{res["window_s"]:.1f} s ({res["topics"]["commands"]} -> '
             f'{res["topics"]["states"]}), RMSE in rad', head]
+    def get(block: dict[str, Any], n: str) -> float:
+        return float(block['total_rad'] if n == 'total' else block['per_joint_rad'][n])
+
     for n in names + ['total']:
-        def get(block: dict[str, Any]) -> float:
-            return float(block['total_rad'] if n == 'total' else block['per_joint_rad'][n])
-        rows.append(f'{n:<16} {get(res["open_loop"]):>10.5f}'
-                    + ''.join(f' {get(res["k_step"][h]):>10.5f}' for h in hs))
+        rows.append(f'{n:<16} {get(res["open_loop"], n):>10.5f}'
+                    + ''.join(f' {get(res["k_step"][h], n):>10.5f}' for h in hs))
     return '\n'.join(rows)
 
 

@@ -88,7 +88,7 @@ class SysidData:
         return pos, vel
 
     def summary(self) -> dict[str, Any]:
-        """The provenance block written into overlays and reports."""
+        """Return the provenance block written into overlays and reports."""
         return {'path': str(self.bag), 'sha256': self.bag_sha256, 'backend': self.backend,
                 'command_topic': self.command_topic, 'state_topic': self.state_topic,
                 'window_ns': [int(self.window_ns[0]), int(self.window_ns[1])],
@@ -107,7 +107,7 @@ def bag_sha256(path: Path) -> str:
 
 
 def _pick(topics: dict[str, tuple[str, int]], leaf: str) -> str | None:
-    """The topic for ``leaf`` by the module's rule (``backend/`` first, root namespace first)."""
+    """Pick the topic for ``leaf`` (``backend/`` first, root namespace first)."""
     cands = [t for t, (ty, n) in topics.items() if ty == JOINT_STATE and n > 0
              and (t == f'/{leaf}' or t.endswith(f'/{leaf}'))]
     if not cands:
@@ -127,7 +127,7 @@ def _pick(topics: dict[str, tuple[str, int]], leaf: str) -> str | None:
 
 def _read_stream(reader: BagReader, topic: str, names: list[str], use_bag_time: bool
                  ) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
-    """Times, positions, velocities, efforts of a JointState topic in ``names`` order."""
+    """Read times, positions, velocities, efforts of a JointState topic in ``names`` order."""
     n = len(names)
     times: list[int] = []
     pos: list[list[float]] = []

@@ -15,9 +15,10 @@ derivative; during the fit a fractional delay blends the control sequences of th
 neighbouring whole delays (:meth:`Replayer.controls`), which makes the cost smooth in the delay.
 The fit starts from a coarse scan of whole delays (every ``COARSE_DELAY_STEP`` steps up to
 ``MAX_DELAY_S``, nominal values, first segments); the fitted delay is rounded to whole steps
-(what the bridge and the virtual bus apply) and the other parameters are refitted with it. Fitting delay, damping and armature jointly
-matters: all three delay the response, and with the delay fixed at the coarse scan's value
-(12 ms for a true 8 ms) the damping came out 35-48 % low and the armature 17-27 % low.
+(what the bridge and the virtual bus apply) and the other parameters are refitted with it.
+Fitting delay, damping and armature jointly matters: all three delay the response, and with
+the delay fixed at the coarse scan's value (12 ms for a true 8 ms) the damping came out 35-48 %
+low and the armature 17-27 % low.
 
 Uncertainty: ``mujoco.sysid.calculate_intervals`` (covariance ``s^2 (J^T J)^-1`` at the optimum)
 assumes independent residuals; replay errors are strongly correlated in time, so each
@@ -114,7 +115,7 @@ class FitResult:
 
 def params_from(base: DynamicsParams, specs: Sequence[FitParam], x: FloatArray,
                 delay_s: float | None = None) -> DynamicsParams:
-    """``base`` with the decision variables ``x`` written in."""
+    """Return ``base`` with the decision variables ``x`` written in."""
     joints = dict(base.joints)
     masses = dict(base.body_mass)
     for p, xi in zip(specs, x, strict=True):
@@ -129,7 +130,7 @@ def params_from(base: DynamicsParams, specs: Sequence[FitParam], x: FloatArray,
 
 def build_specs(nominal: DynamicsParams, fit: Sequence[str], joints: Sequence[str],
                 bodies: Sequence[str]) -> list[FitParam]:
-    """The decision variables for ``fit`` on ``joints`` and ``bodies``."""
+    """Return the decision variables for ``fit`` on ``joints`` and ``bodies``."""
     specs: list[FitParam] = []
     for kind in JOINT_FIT:
         if kind not in fit:

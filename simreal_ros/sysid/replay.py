@@ -12,8 +12,9 @@ with the same :meth:`BuiltModel.write_params` followed by ``mj_setConst`` as
   right after the read whose stamp is the ``joint_states`` stamp, and the servos ignore the
   feed-forward (their profile is off, so the servo law is ``kp (goal - q) - kd qdot``). The goal
   at ``t_i`` is the last command received before the last cycle stamp at or before
-  ``t_i - delay``; the fitted delay is then what lies between the driver's write and the
-  actuation (the servo side), not the bus cycle phase.
+  ``t_i - delay``, moved toward it by at most ``velocity limit * cycle`` per cycle as the
+  driver's ``goal_rate_limit`` does; the fitted delay is then what lies between the driver's
+  write and the actuation (the servo side), not the bus cycle phase.
 
 Before the first command of a replay the servo holds the measured start position. Rollouts go
 through ``mujoco.rollout`` (C, one thread per core) for many segments and parameter sets at
@@ -65,6 +66,28 @@ class Replayer:
         self._datas = [mujoco.MjData(self.built.model) for _ in range(self.nthread)]
         self._scratch = mujoco.MjData(self.built.model)
         self._ctrl_cache: dict[tuple[int, int, int], FloatArray] = {}
+        self._cycle_goal = self._driver_goals() if data.is_hardware else None
+
+    def _driver_goals(self) -> FloatArray:
+        """The goal the driver wrote at each bus cycle (one per state), rate-limited like it.
+
+        The driver moves its goal toward the last command by at most ``velocity limit * dt``
+        per cycle (``goal_rate_limit``, its default), ``dt`` = its cycle period, taken here as
+        the median state period. Without this, the first command after start-up (home, while
+        the arm hung 1 rad lower) replayed as a step: 445 mrad of error on the shoulder where
+        the driver had ramped.
+        """
+        d = self.data
+        period_s = float(np.median(np.diff(d.state_ns))) / 1e9 if d.state_ns.size > 1 else 0.0
+        max_step = self.robot.velocity_limit * period_s
+        idx = np.searchsorted(d.cmd_ns, d.state_ns, side='right') - 1
+        goals = np.empty((d.state_ns.size, self.robot.n))
+        g, _ = d.state_at(d.window_ns[0])
+        for k, c in enumerate(idx):
+            if c >= 0:
+                g = g + np.clip(d.cmd_pos[c] - g, -max_step, max_step)
+            goals[k] = g
+        return goals
 
     # ---- segments ----------------------------------------------------------------------------
     def segments(self, start_ns: int, end_ns: int, length_ns: int | None) -> list[Segment]:
@@ -84,7 +107,7 @@ class Replayer:
 
     # ---- models ------------------------------------------------------------------------------
     def model_for(self, params: DynamicsParams) -> mujoco.MjModel:
-        """A copy of the model with ``params`` written as the sim bridge writes them."""
+        """Return a copy of the model with ``params`` written as the sim bridge writes them."""
         m = copy.copy(self.built.model)
         replace(self.built, model=m).write_params(self.robot, params)
         mujoco.mj_setConst(m, self._scratch)
@@ -103,18 +126,12 @@ class Replayer:
 
     # ---- controls ----------------------------------------------------------------------------
     def _command_index(self, times_ns: IntArray, delay_steps: int) -> IntArray:
-        """Index of the command in force at each time (-1: none yet)."""
-        d = self.data
+        """Index of the command in force at each time (-1: none yet), sim bridge bags."""
         t = times_ns - delay_steps * self.dt_ns
-        if d.is_hardware:
-            cyc = np.searchsorted(d.state_ns, t, side='right') - 1
-            cycle_t = np.where(cyc >= 0, d.state_ns[np.clip(cyc, 0, None)], np.iinfo(np.int64).min)
-            idx = np.searchsorted(d.cmd_ns, cycle_t, side='right') - 1
-            return np.where(cyc >= 0, idx, -1).astype(np.int64)
-        return (np.searchsorted(d.cmd_ns, t, side='right') - 1).astype(np.int64)
+        return (np.searchsorted(self.data.cmd_ns, t, side='right') - 1).astype(np.int64)
 
     def controls(self, seg: Segment, delay_steps: float, params: DynamicsParams) -> FloatArray:
-        """The (steps, nu) control sequence of ``seg`` (servo targets and feed-forward).
+        """Return the (steps, nu) control sequence of ``seg`` (servo targets, feed-forward).
 
         A fractional ``delay_steps`` blends the sequences of the two neighbouring whole delays
         linearly (a smooth stand-in the fit can differentiate; replays that must match the
@@ -135,11 +152,17 @@ class Replayer:
             d = self.data
             # control i acts during step i: from t_start + i dt to t_start + (i + 1) dt
             times = seg.start_ns + np.arange(seg.steps, dtype=np.int64) * self.dt_ns
-            idx = self._command_index(times, delay_steps)
             q0, _ = d.state_at(seg.start_ns)
+            if self._cycle_goal is not None:
+                t = times - delay_steps * self.dt_ns
+                idx = np.searchsorted(d.state_ns, t, side='right') - 1
+                goals = self._cycle_goal
+            else:
+                idx = self._command_index(times, delay_steps)
+                goals = d.cmd_pos
             none = idx < 0
             safe = np.clip(idx, 0, None)
-            pos = np.where(none[:, None], q0[None, :], d.cmd_pos[safe])
+            pos = np.where(none[:, None], q0[None, :], goals[safe])
             if d.is_hardware:
                 vel = np.zeros_like(pos)
                 eff = np.zeros_like(pos)

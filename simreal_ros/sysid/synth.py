@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from simreal_ros.core.bag import BagWriter, TypeRegistry
+from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.excitation import Excitation, ExcitationConfig
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.core.commands import JointTarget
 from simreal_ros.sim.physics import SimRobot
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'

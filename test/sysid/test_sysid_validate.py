@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from simreal_ros.core.excitation import ExcitationConfig
+from simreal_ros.core.robot import load_robot
 from simreal_ros.sysid.api import validate
 from simreal_ros.sysid.synth import record_sim_bag
-from simreal_ros.core.robot import load_robot
 
 ROBOT = load_robot('simreal_arm')
 
