@@ -69,7 +69,7 @@ class Replayer:
         self._cycle_goal = self._driver_goals() if data.is_hardware else None
 
     def _driver_goals(self) -> FloatArray:
-        """The goal the driver wrote at each bus cycle (one per state), rate-limited like it.
+        """Return the goal the driver wrote at each bus cycle (one per state), rate-limited.
 
         The driver moves its goal toward the last command by at most ``velocity limit * dt``
         per cycle (``goal_rate_limit``, its default), ``dt`` = its cycle period, taken here as
