@@ -16,7 +16,8 @@ with the same :meth:`BuiltModel.write_params` followed by ``mj_setConst`` as
   driver's ``goal_rate_limit`` does; the fitted delay is then what lies between the driver's
   write and the actuation (the servo side), not the bus cycle phase.
 
-Before the first command of a replay the servo holds the measured start position. Rollouts go
+Before the first command acts, a servo bus holds the measured start position and the bridge the
+first command (it holds home from its start, and excitations start at home). Rollouts go
 through ``mujoco.rollout`` (C, one thread per core) for many segments and parameter sets at
 once; predictions are linearly interpolated from the physics steps onto the measured stamps.
 """
@@ -162,7 +163,12 @@ class Replayer:
                 goals = d.cmd_pos
             none = idx < 0
             safe = np.clip(idx, 0, None)
-            pos = np.where(none[:, None], q0[None, :], goals[safe])
+            # before the first command acts: the driver holds the measured position; the bridge
+            # holds its last target, taken as the first command (it starts holding home, and
+            # so do excitations): holding the sagged position instead cost 6.6e-4 rad RMSE
+            # over 5 s with a 30 ms delay
+            hold = q0 if self._cycle_goal is not None or not d.cmd_ns.size else d.cmd_pos[0]
+            pos = np.where(none[:, None], hold[None, :], goals[safe])
             if d.is_hardware:
                 vel = np.zeros_like(pos)
                 eff = np.zeros_like(pos)
