@@ -124,15 +124,15 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                  f'(reality {st["reality"]}), {s["wall_s"]:.0f} s',
              f'held-out {st["holdout_pattern"]}: open-loop replay from the measured state, '
              f'{_window_s(r["window_ns"])} excitation window:',
-             f'  {"joint":<18}{"nominal [rad]":>15}{"identified [rad]":>18}{"after/before":>14}']
+             f'  {"joint":<20}{"nominal [rad]":>13}{"identified [rad]":>18}{"after/before":>14}']
     for j, v in r['per_joint'].items():
-        lines.append(f'  {j:<18}{_f(v["nominal_rad"]):>15}{_f(v["identified_rad"]):>18}'
+        lines.append(f'  {j:<20}{_f(v["nominal_rad"]):>13}{_f(v["identified_rad"]):>18}'
                      f'{_pct(v["ratio"]):>14}')
     a = r['all_joints']
-    lines.append(f'  {"all (rms)":<18}{_f(a["nominal_rad"]):>15}{_f(a["identified_rad"]):>18}'
+    lines.append(f'  {"all (rms)":<20}{_f(a["nominal_rad"]):>13}{_f(a["identified_rad"]):>18}'
                  f'{_pct(a["ratio"]):>14}')
     for h, v in r['k_step'].items():
-        lines.append(f'  {f"k-step {h} s (rms)":<18}{_f(v["nominal_rad"]):>15}'
+        lines.append(f'  {f"k-step {h} s (rms)":<20}{_f(v["nominal_rad"]):>13}'
                      f'{_f(v["identified_rad"]):>18}{_pct(_ratio(v)):>14}')
     lines += [f'policy {e["policy"]}, {e["episodes"]} episodes (seed {e["seed"]}); '
               f'gap = |sim - virtual arm|:',
