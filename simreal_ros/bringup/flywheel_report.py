@@ -346,8 +346,9 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         f'another seed. Wall time {s["wall_s"]:.0f} s.</p>',
         '<h2>Comparison window</h2>',
         f'<p>The sims start from the measured state at the window start, and only the '
-        f'excitation window is compared: {st["settle_s"]:g} s after the first command (the '
-        f'unpowered arm sags until torque is on and is pulled back home by the first commands) '
+        f'excitation window is compared: from {st["settle_s"]:g} s after the first command, '
+        f'or later when the arm is first back within 0.2 rad of the command on every joint '
+        f'(the unpowered arm sags until torque is on and the first commands pull it back), '
         f'to the last command. Held-out window: '
         f'{html.escape(_window_text(win.get("holdout", [])))}; fit window: '
         f'{html.escape(_window_text(win.get("fit", [])))}.</p>',
