@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser('excite', help='publish an excitation trajectory on joint_commands',
                        description='publish an excitation trajectory on joint_commands; '
-                       'arguments: pattern:=chirp|multisine|steps|waypoints duration:=S '
+                       'arguments: pattern:=chirp|multisine|steps|waypoints|sysid duration:=S '
                        'robot:= rate:= amplitude:= seed:= f_min_hz:= f_max_hz:= '
                        'sync_to_states:=true|false use_sim_time:=true|false')
     p.add_argument('args', nargs='*', metavar='name:=value')
