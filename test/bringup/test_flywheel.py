@@ -118,7 +118,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(ros_env, tmp_path):
         assert proc.stdout is not None
         for line in proc.stdout:  # the bus pid is on the stage-0 line
             lines.append(line)
-            m = re.search(r'virtual servo bus on \S+ \(pid (\d+)\)', line)
+            m = re.search(r'virtual servo bus on \S+ \(pid (\d+)', line)
             if m:
                 pids.append(int(m.group(1)))
                 break
@@ -157,8 +157,9 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     replay = s['replay']
     assert set(replay['per_joint']) == set(JOINTS)
     w0, w1 = s['windows_ns']['holdout']
-    # from >= 1 s after the first command (later if the sag took longer) to the last one
-    assert replay['window_ns'] == [w0, w1] and 3.0 <= (w1 - w0) / 1e9 <= 7.0
+    # from >= 1 s after the first command (later if the sag took longer) to the last one, 8 s
+    # after the first (+ one command period of lateness)
+    assert replay['window_ns'] == [w0, w1] and 3.0 <= (w1 - w0) / 1e9 <= 7.02
     a = replay['all_joints']
     assert a['identified_rad'] <= AFTER_OVER_BEFORE_MAX * a['nominal_rad'], replay
     for backend in ('nominal_sim', 'identified_sim', 'virtual_arm'):
