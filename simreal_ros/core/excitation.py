@@ -100,7 +100,8 @@ def _clip_phases(freqs: FloatArray, weights: FloatArray, phases: FloatArray, f0:
         c = np.clip(s, -limit, limit)
         # phase of sin(w t + ph) that best matches c: angle of sum c(t) e^{-i w t}, + pi/2
         ph = np.angle(c @ np.conj(basis)) + 0.5 * math.pi
-    return np.mod(best, 2.0 * math.pi)
+    out: FloatArray = np.mod(best, 2.0 * math.pi)
+    return out
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ class Excitation:
                     step += 1
                 taken.add(h)
                 harmonics[i, c] = h
-        self._freqs = harmonics * f0
+        self._freqs = harmonics.astype(np.float64) * f0
         self._weights = self._freqs ** -0.5
         power = self._weights ** 2 / np.sum(self._weights ** 2, axis=1, keepdims=True)
         # Schroeder (1970): phi_k = -2 pi sum_{l<k} (h_k - h_l) p_l over the harmonics h

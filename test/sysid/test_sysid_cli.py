@@ -142,5 +142,5 @@ def test_validate_json(capsys, good_bag):
     code, stdout, _ = _run(capsys, ['sysid', 'validate', str(good_bag), '--json'])
     assert code == 0
     res = json.loads(stdout)
-    assert res['open_loop']['total_rad'] < 3e-4
+    assert res['open_loop']['total_rad'] < 1e-12
     assert set(res['k_step']) == {'0.05', '0.2', '1'}
