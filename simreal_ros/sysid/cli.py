@@ -35,10 +35,17 @@ VALIDATE_ONLY = ('overlay', 'horizons')
 
 def _table(summary: dict[str, Any]) -> str:
     rows = [f'{"parameter":<34} {"estimate":>10} {"stddev":>9} {"nominal":>9}  note']
+    hints: dict[str, str] = {}
     for r in summary['parameters']:
-        note = '' if r['identifiable'] else 'NOT IDENTIFIABLE: ' + r['reason']
+        why, _, hint = r['reason'].partition('; needs ')
+        if hint:
+            hints[r['kind']] = hint
+        note = '' if r['identifiable'] else 'not identifiable: ' + why
         line = (f'{r["key"]:<34} {r["estimate"]:>10.5g} {r["stddev"]:>9.2g} '
                 f'{r["nominal"]:>9.5g}  {note}')
+        rows.append(line if len(line) <= 100 else line[:97] + '...')
+    for kind, hint in hints.items():
+        line = f'to identify {kind}: {hint}'
         rows.append(line if len(line) <= 100 else line[:97] + '...')
     h = summary.get('heldout')
     if h:

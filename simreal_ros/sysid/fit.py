@@ -319,10 +319,10 @@ class Fitter:
             if kinds[i] in JOINT_FIT and not moved.get(targets[i], True):
                 flags[key] = f'joint {targets[i]} did not move; excite it'
             elif not math.isfinite(rel) or rel > REL_STD_LIMIT:
-                flags[key] = (f'stddev {rel * 100:.0f} % of the estimate; needs '
+                flags[key] = (f'stddev {rel * 100:.0f} %; needs '
                               f'{EXCITATION_HINT[kinds[i]]}')
             elif key in corr_out and abs(corr_out[key][1]) > CORR_LIMIT:
-                flags[key] = (f'correlation {corr_out[key][1]:+.2f} with '
+                flags[key] = (f'corr {corr_out[key][1]:+.2f} with '
                               f'{corr_out[key][0]}; needs {EXCITATION_HINT[kinds[i]]}')
         delay_whole = int(round(self.delay_steps(x)))
         return FitResult(self.params(x, whole_steps=True), delay_whole, values, stddev,
