@@ -150,8 +150,9 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                  f'against the hidden reality (per joint in summary.html):')
     med = (s.get('against_reality') or {}).get('median_relative_error') or {}
     lines.append('  ' + ', '.join(f'{k} {_pct(v)}' for k, v in med.items()))
-    lines += [f'run folder: {out}', f'  summary:  {out / "summary.html"}',
-              f'  overlay:  {out / "identified.yaml"}  (overlay:= of simreal launch / eval)']
+    lines += [f'run folder: {out}',  # the only line whose width is the user's (the path)
+              '  summary.html (one page, plots), identified.yaml (overlay:= of simreal launch '
+              'and eval),', '  bags/, reports/, logs/']
     return '\n'.join(lines)
 
 
