@@ -38,7 +38,7 @@ setup(
         *tree('bench'),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco>=3.2',
+    install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco[sysid]>=3.2',
                       'rosbags>=0.11,<0.12', 'zstandard', 'matplotlib>=3.7',
                       'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime',
                       'dynamixel-sdk>=3.7'],

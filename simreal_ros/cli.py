@@ -74,22 +74,71 @@ def cmd_excite(ns: argparse.Namespace) -> int:
     return excite.main(['simreal_excite', '--ros-args', *ros_args])
 
 
-DEMO_DEFAULTS = {'backend': 'twin', 'excite': 'chirp', 'duration': '8',
-                 'latency': 'usb_serial', 'record': 'true'}
+DEMO_HELP = 'the sim-to-real flywheel on the virtual servo bus: record, identify, compare'
+DEMO_DESCRIPTION = """\
+The sim-to-real flywheel, end to end, on the virtual servo bus (no hardware, no arguments,
+a few minutes on 2 cores). Stages, with a progress line each:
+
+  1 fit data       the virtual servo bus with a hidden reality (--reality), the Dynamixel
+                   driver, the latency injector (usb_serial) and the sysid excitation,
+                   recorded to RUN/bags/fit
+  2 held-out data  a different excitation (--holdout-pattern, seed + 1) -> RUN/bags/holdout
+  3 identify       simreal sysid on the fit bag: damping, frictionloss, armature and the
+                   command delay -> RUN/identified.yaml (a model overlay)
+  4 replay gap     the held-out commands replayed open loop on the nominal sim and on the
+                   identified sim, from the measured initial state, over the excitation window
+                   only (--settle s after the first command to the last): RMSE per joint
+                   against the virtual arm, before and after
+  5 policy gap     the example policy on the nominal sim, the identified sim and the virtual
+                   arm, the same seeded episodes: success, time to goal, final error
+  6 summary        RUN/summary.json, RUN/summary.html (plots embedded), RUN/reports/*.json,
+                   RUN/logs/*.log and a table on the terminal
+
+The run folder must not exist or be empty (the demo never overwrites). Ctrl-C stops every
+process it started. With --live, the former demo: a MuJoCo twin next to the virtual arm, live
+gap, bag and gap report, with the launch arguments below."""
+
+#: Launch arguments of the live demo (``simreal demo --live``): the twin next to the virtual arm.
+LIVE_DEMO_DEFAULTS = {'backend': 'twin', 'excite': 'chirp', 'duration': '8',
+                      'latency': 'usb_serial', 'record': 'true'}
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
-    """Run the full stack against the virtual hardware: bag, live gap, gap report."""
-    import contextlib
+    """Run the flywheel (default) or, with --live, the live twin demo; see the parser's help."""
     from pathlib import Path
     import time
+    out = Path(ns.out or f'simreal_demo/{time.strftime("%Y%m%d_%H%M%S")}').expanduser()
+    if ns.live:
+        return _live_demo(ns, out)
+    if ns.args:
+        raise SimrealError(f'{ns.args[0]!r}: name:=value launch arguments belong to the live '
+                           f'demo (simreal demo --live {" ".join(ns.args)}); the flywheel takes '
+                           f'the options of simreal demo --help')
+    from simreal_ros.bringup.flywheel import check_out_dir, default_settings, run_flywheel
+    from simreal_ros.bringup.flywheel_report import format_table
+    from simreal_ros.core.netenv import ros_env
+    settings = default_settings(reality=ns.reality, fit_s=ns.fit_s, holdout_s=ns.holdout_s,
+                                episodes=ns.episodes, seed=ns.seed, settle_s=ns.settle,
+                                fit_pattern=ns.fit_pattern, holdout_pattern=ns.holdout_pattern)
+    check_out_dir(out)
+    env = ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
+    stream = sys.stderr if ns.json else sys.stdout  # bound now: the fit's prints go to a log
+    summary = run_flywheel(settings, out, env,
+                           log=lambda line: print(line, file=stream, flush=True))
+    print(json.dumps(summary) if ns.json else format_table(summary, out), flush=True)
+    return 0
+
+
+def _live_demo(ns: argparse.Namespace, out: Any) -> int:
+    """Run the live demo: the launch plan plus an observer, a bag and its gap report."""
+    import contextlib
 
     from simreal_ros.bringup.demo import run_demo
     from simreal_ros.bringup.planner import parse_cli_args
-    args = {**DEMO_DEFAULTS, **parse_cli_args(ns.args)}
-    out = Path(ns.out or f'simreal_demo/{time.strftime("%Y%m%d_%H%M%S")}').expanduser()
+    args = {**LIVE_DEMO_DEFAULTS, **parse_cli_args(ns.args)}
     if out.exists() and any(out.iterdir()):
         raise SimrealError(f'--out {out} exists and is not empty; the demo never overwrites')
+    reality = ns.reality or 'worn_arm'
     record = args.get('record') == 'true'
     if record:
         args.setdefault('bag', str(out / 'bag'))
@@ -97,10 +146,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
         if args['backend'] in ('real', 'twin') and not args.get('port'):
             from simreal_ros.hardware.virtual_bus import EmulatorProcess
             out.mkdir(parents=True, exist_ok=True)
-            emu = stack.enter_context(EmulatorProcess(link=out / 'ttyDXL', reality=ns.reality,
+            emu = stack.enter_context(EmulatorProcess(link=out / 'ttyDXL', reality=reality,
                                                       seed=int(args.get('seed', 0))))
-            print(f'[demo] virtual servo bus (reality {ns.reality!r}) on {emu.port}',
-                  flush=True)
+            print(f'[demo] virtual servo bus (reality {reality!r}) on {emu.port}', flush=True)
             args['port'] = emu.port
         ns.args = [f'{k}:={v}' for k, v in args.items()]
         nodes, env = _plan_and_env(ns)
@@ -203,21 +251,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser('excite', help='publish an excitation trajectory on joint_commands',
                        description='publish an excitation trajectory on joint_commands; '
-                       'arguments: pattern:=chirp|multisine|steps|waypoints duration:=S '
+                       'arguments: pattern:=chirp|multisine|steps|waypoints|sysid duration:=S '
                        'robot:= rate:= amplitude:= seed:= f_min_hz:= f_max_hz:= '
                        'sync_to_states:=true|false use_sim_time:=true|false')
     p.add_argument('args', nargs='*', metavar='name:=value')
     p.set_defaults(func=cmd_excite)
-    p = _launch_parser(sub, 'demo', 'the full stack in simulation against the virtual servo '
-                       'bus: a MuJoCo twin and the Dynamixel driver on an emulated arm with a '
-                       'hidden reality, the latency injector, a chirp, a bag and a gap report '
-                       '(defaults: ' + ' '.join(f'{k}:={v}' for k, v in DEMO_DEFAULTS.items())
-                       + '; backend:=sim needs no bus)')
-    p.add_argument('--json', action='store_true', help='print the summary as JSON')
-    p.add_argument('--out', default=None, help='output directory (bag/, report/) [default: '
-                   'simreal_demo/<date>_<time>]')
-    p.add_argument('--reality', default='worn_arm', help='overlay the virtual arm really has '
-                   '[default: worn_arm]')
+    p = _launch_parser(sub, 'demo', DEMO_HELP)
+    p.description = DEMO_DESCRIPTION
+    p.add_argument('--out', default=None, help='run folder; must not exist or be empty '
+                   '[default: simreal_demo/<date>_<time>]')
+    p.add_argument('--json', action='store_true', help='print the summary as JSON (progress '
+                   'on stderr)')
+    p.add_argument('--reality', default=None, help='overlay the virtual arm really has '
+                   '[default: sysid_reality; --live: worn_arm]')
+    p.add_argument('--fit-s', type=float, default=None, metavar='S',
+                   help='length of the fit excitation [default: 30]')
+    p.add_argument('--holdout-s', type=float, default=None, metavar='S',
+                   help='length of the held-out excitation [default: 15]')
+    p.add_argument('--fit-pattern', default=None, help='fit excitation [default: sysid]')
+    p.add_argument('--holdout-pattern', default=None,
+                   help='held-out excitation, seed + 1 [default: multisine]')
+    p.add_argument('--settle', type=float, default=None, metavar='S', help='skipped after the '
+                   'first command of each excitation (start-up) [default: 1.0]')
+    p.add_argument('--episodes', type=int, default=None, help='policy episodes per backend '
+                   '[default: 8]')
+    p.add_argument('--seed', type=int, default=None, help='seed of the excitations and the '
+                   'episodes [default: 0]')
+    p.add_argument('--live', action='store_true', help='instead: the live demo (twin next to '
+                   'the virtual arm, a chirp, a bag and its gap report) with name:=value launch '
+                   'arguments (defaults: ' + ' '.join(f'{k}:={v}' for k, v in
+                                                      LIVE_DEMO_DEFAULTS.items()) + ')')
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser('train', help='train a policy in MuJoCo (seeded, reproducible)',
                        description='train the network of a policy spec with the settings of '
@@ -278,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
     from simreal_ros.report.commands import add_commands
     add_commands(sub)
+    from simreal_ros.sysid.cli import add_commands as add_sysid_commands
+    add_sysid_commands(sub)
     return parser
 
 

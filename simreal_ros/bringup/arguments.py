@@ -13,12 +13,13 @@ import math
 from typing import Any, Callable, Mapping
 
 from simreal_ros.core.bridge_config import TIMING_MODES
+from simreal_ros.core.excitation import PATTERNS
 from simreal_ros.errors import PlanError
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
 
 
-EXCITE_PATTERNS = ('chirp', 'multisine', 'steps', 'waypoints')
+EXCITE_PATTERNS = PATTERNS  # excite:= takes every pattern of core.excitation (sysid too)
 
 
 @dataclass(frozen=True)

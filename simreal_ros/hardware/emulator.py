@@ -375,7 +375,10 @@ class BusEmulator:
                     self.echo(f'replugged {self.link}')
                 due = int(since / dt) - (arm.step_count - steps0)
                 if due > MAX_CATCH_UP_STEPS:  # fell behind (CPU): slip instead of bursting
-                    steps0 += due - MAX_CATCH_UP_STEPS
+                    # the missed steps are forgotten: moving steps0 back lowers the next due
+                    # (adding them instead doubled the backlog each pass, until the float
+                    # conversion below overflowed and the emulator died)
+                    steps0 -= due - MAX_CATCH_UP_STEPS
                     due = MAX_CATCH_UP_STEPS
                 if due > 0:
                     arm.step(due)

@@ -113,9 +113,10 @@ def test_every_command_has_help(ros_env):
     assert 'backend' in simreal(['launch', '--help'], ros_env).stdout
 
 
-def test_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
+def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     out = tmp_path / 'demo'
-    r = simreal(['demo', 'duration:=3', '--json', '--out', str(out)], ros_env, timeout=180)
+    r = simreal(['demo', '--live', 'duration:=3', '--json', '--out', str(out)], ros_env,
+                timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary['topics']['joint_states']['messages'] > 50      # driver, via the injector
@@ -128,12 +129,12 @@ def test_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     assert gap['pairs'] > 50 and set(gap['per_joint']) == set(summary['tracking']['joints'])
     assert (out / 'bag' / 'metadata.yaml').is_file()
     assert (out / 'report' / 'report.html').stat().st_size > 10_000
-    again = simreal(['demo', '--out', str(out)], ros_env)
+    again = simreal(['demo', '--live', '--out', str(out)], ros_env)
     assert again.returncode == 2 and 'never overwrites' in again.stderr
 
 
-def test_demo_sim_only_prints_a_tracking_summary(ros_env):
-    r = simreal(['demo', 'backend:=sim', 'latency:=', 'record:=false', 'duration:=3',
+def test_live_demo_sim_only_prints_a_tracking_summary(ros_env):
+    r = simreal(['demo', '--live', 'backend:=sim', 'latency:=', 'record:=false', 'duration:=3',
                  '--json'], ros_env, timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])

@@ -1,0 +1,1 @@
+"""System identification from bags: see :mod:`simreal_ros.sysid.api` and docs/sysid.md."""
