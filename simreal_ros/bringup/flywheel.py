@@ -41,6 +41,8 @@ import signal
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
+from simreal_ros.core.realtime import read_thread
 from simreal_ros.errors import LaunchError, SimrealError
 
 Log = Callable[[str], None]
@@ -66,8 +68,6 @@ STAGES = 6
 RECOVERED_RAD = 0.2
 #: Shortest comparison window (ns).
 MIN_WINDOW_NS = 3_000_000_000
-#: SCHED_FIFO priority of the virtual arm's physics (0 = leave it to the default scheduler).
-EMULATOR_RT_PRIORITY = 20
 #: How long an excitation waits for the driver's states and its subscribers (s).
 EXCITE_WAIT_S = 90.0
 
@@ -151,25 +151,6 @@ def _signals_raise() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _realtime(pid: int, priority: int) -> bool:
-    """Put every thread of ``pid`` under SCHED_FIFO ``priority``; False where not permitted.
-
-    The virtual arm is the demo's reality: its physics must keep up with the wall clock as a
-    real arm does. Under the default scheduler, with a load average of 13 on the 2 cores, the
-    emulator slipped (its arm ran slower than the clock) and the driver saw gaps of up to
-    2.5 s, a "gap" no overlay can express.
-    """
-    import os
-    if priority <= 0:
-        return False
-    try:
-        for task in os.listdir(f'/proc/{pid}/task'):
-            os.sched_setscheduler(int(task), os.SCHED_FIFO, os.sched_param(priority))
-    except (OSError, AttributeError):
-        return False
-    return True
 
 
 @contextlib.contextmanager
@@ -263,7 +244,7 @@ def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed
     bag.parent.mkdir(parents=True, exist_ok=True)
     nodes = plan({'backend': 'real', 'robot': s.robot, 'port': port, 'latency': s.latency,
                   'excite': pattern, 'duration': f'{duration_s:g}', 'seed': str(seed),
-                  'record': 'true', 'bag': str(bag)})
+                  'record': 'true', 'bag': str(bag), 'realtime': 'true'})
     # the excitation waits for the driver's states and every subscriber before its first
     # command; its default 15 s ran out once with a load average of 26 on the 2 cores (driver
     # up after 25 s) and it started blind, so the demo gives it longer
@@ -356,18 +337,26 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
     p = _Progress(log)
     summary: dict[str, Any] = {'settings': asdict(s), 'layout': LAYOUT}
     with _signals_raise(), contextlib.ExitStack() as stack:
+        # the virtual arm is the demo's reality: its physics must keep up with the wall clock
+        # as a real arm does (under the default scheduler, with a load average of 13 on the 2
+        # cores, it slipped and the driver saw gaps of up to 2.5 s); where SCHED_FIFO is not
+        # permitted the emulator warns once and runs on the default scheduler
         emu = stack.enter_context(EmulatorProcess(robot=s.robot, reality=s.reality,
-                                                  seed=s.seed, env=dict(env)))
+                                                  seed=s.seed, env=dict(env),
+                                                  rt_priority=EMULATOR_RT_PRIORITY))
         assert emu.proc is not None
-        rt = _realtime(emu.proc.pid, EMULATOR_RT_PRIORITY)
+        policy, priority, _cpus = read_thread(emu.proc.pid)
+        rt = policy == 'SCHED_FIFO'
         p.stage(0, f'virtual servo bus on {emu.port} (pid {emu.proc.pid}, '
-                   + (f'SCHED_FIFO {EMULATOR_RT_PRIORITY}' if rt else 'default scheduler')
-                   + f'); node output in {logs}')
+                   + (f'SCHED_FIFO {priority}' if rt else 'default scheduler')
+                   + f'; nodes with realtime:=true); node output in {logs}')
         summary['emulator_sched_fifo'] = rt
         p.stage(1, f'fit data: {s.fit_pattern} excitation, {s.fit_s:g} s, on the virtual arm '
                    f'(reality {s.reality!r}, latency {s.latency!r})')
         record(s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
                logs / 'record_fit.log')
+        summary['injector'] = report.injector_timing(paths['fit_bag'], s.latency)
+        p.detail(report.one_line_injector(summary['injector']))
         p.stage(2, f'held-out data: {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
                    f'{s.holdout_s:g} s')
         record(s, emu.port, s.holdout_pattern, s.holdout_s, s.holdout_seed,

@@ -80,6 +80,43 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
             'median_relative_error': {k: float(np.median(v)) for k, v in kinds.items()}}
 
 
+def injector_timing(bag: Path, latency: str) -> dict[str, dict[str, float]]:
+    """Return, per route of the bag's injector events, injected latency and own lateness.
+
+    Injected latency is deliver - receive, own lateness deliver - scheduled (p50/p99, ms). The
+    lateness is the part of the delivered delay the profile did not ask for: the error of
+    the injection itself, which real-time scheduling exists to keep small.
+    """
+    from simreal_ros.core.episode import load_episode
+    from simreal_ros.core.injection import lateness_summary, load_profile
+    ep = load_episode(str(bag))
+    if ep.injector is None or not ep.injector.rows:
+        return {}
+    orders = {r.name: r.order for r in load_profile(latency).routes}
+    ev = ep.injector.array()
+    injected_ms = ep.injector.latency_ms()
+    out = {}
+    for k, route in enumerate(ep.injector.routes):
+        rows = ev[ev[:, 0] == k]
+        injected = [float(np.percentile(injected_ms[route], q)) if injected_ms[route].size
+                    else math.nan for q in (50, 99)]
+        late = lateness_summary(rows, {k: orders.get(route, 'fifo')})
+        out[route] = {'injected_p50_ms': injected[0], 'injected_p99_ms': injected[1],
+                      'lateness_p50_ms': late['lateness_p50_ms'],
+                      'lateness_p99_ms': late['lateness_p99_ms'],
+                      'deliveries': late['deliveries']}
+    return out
+
+
+def one_line_injector(t: Mapping[str, Mapping[str, float]]) -> str:
+    """One progress line: injected latency and the injector's own lateness per route."""
+    if not t:
+        return 'no injector events in the fit bag'
+    return '; '.join(f'{route} injected p50/p99 {v["injected_p50_ms"]:.2f}/'
+                     f'{v["injected_p99_ms"]:.2f} ms, own lateness {v["lateness_p50_ms"]:.2f}/'
+                     f'{v["lateness_p99_ms"]:.2f} ms' for route, v in t.items())
+
+
 def one_line_replay(r: Mapping[str, Any]) -> str:
     """One progress line: the all-joint RMSE before and after."""
     a = r['all_joints']
@@ -145,6 +182,14 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                      f'{_f(m["identified_sim"][key] * k, d):>12}'
                      f'{_f(m["virtual_arm"][key] * k, d):>9}'
                      f'{_f(e["gap_before"][key] * k, d):>12}{_f(e["gap_after"][key] * k, d):>11}')
+    inj = s.get('injector') or {}
+    if inj:
+        lines += [f'latency injector {st["latency"]} on the fit data, p50 / p99 [ms]:',
+                  f'  {"route":<20}{"injected":>17}{"own lateness":>17}']
+        for route, v in inj.items():
+            lines.append(f'  {route:<20}{_f(v["injected_p50_ms"], 2):>8} /'
+                         f'{_f(v["injected_p99_ms"], 2):>7}{_f(v["lateness_p50_ms"], 2):>8} /'
+                         f'{_f(v["lateness_p99_ms"], 2):>7}')
     ident = s.get('identify') or {}
     lines.append(f'identified in {ident.get("wall_s", float("nan")):.0f} s; median error '
                  f'against the hidden reality (per joint in summary.html):')

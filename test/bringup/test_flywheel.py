@@ -172,3 +172,25 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
                if not line.startswith('run folder: ')) <= WIDTH, table
     for k in range(1, 7):
         assert f'[demo {k}/6' in r.stdout
+
+
+def test_injector_timing_of_a_bag_with_known_delays(tmp_path):
+    """Injected latency per route from the bag's events, and the injector's own lateness (0 in
+    a bag whose every delivery came exactly on schedule)."""
+    sys.path.insert(0, str(REPO / 'test'))
+    from episode_bags import make_episode_bag
+
+    from simreal_ros.bringup.flywheel_report import injector_timing, one_line_injector
+    bag = tmp_path / 'bag'
+    make_episode_bag(bag, seconds=4.0)  # command: uniform 5-15 ms; observation: 2 ms, 2 % lost
+    profile = tmp_path / 'free.yaml'
+    profile.write_text('routes:\n  command: {delay: 0.01, order: free}\n'
+                       '  observation: {delay: 0.002, order: free}\n', encoding='utf-8')
+    t = injector_timing(bag, str(profile))
+    assert sorted(t) == ['command', 'observation']
+    assert t['command']['deliveries'] == 400 and t['observation']['deliveries'] == 784
+    assert t['command']['injected_p50_ms'] == pytest.approx(10.0, abs=0.6)
+    assert t['observation']['injected_p50_ms'] == pytest.approx(2.0, abs=1e-9)
+    for route in t.values():
+        assert route['lateness_p50_ms'] == 0.0 and route['lateness_p99_ms'] == 0.0
+    assert one_line_injector(t).startswith('command injected p50/p99 ')
