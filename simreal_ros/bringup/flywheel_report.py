@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from simreal_ros.report.figures import pyplot, to_png
 
 #: Widest line of the terminal table (columns).
 WIDTH = 100
@@ -220,20 +221,6 @@ def _pct(x: Any) -> str:
 # -- HTML ---------------------------------------------------------------------------------
 
 
-def _plt() -> Any:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=90, bbox_inches='tight')
-    _plt().close(fig)
-    return buf.getvalue()
-
-
 def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int]
                   ) -> dict[str, Any]:
     """Return the measured and both simulated positions of the held-out open-loop replay.
@@ -261,7 +248,7 @@ def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int]
 
 
 def _fig_replay_bars(r: Mapping[str, Any]) -> bytes:
-    plt = _plt()
+    plt = pyplot()
     joints = list(r['per_joint'])
     x = np.arange(len(joints))
     fig, ax = plt.subplots(figsize=(8, 3.2))
@@ -272,11 +259,11 @@ def _fig_replay_bars(r: Mapping[str, Any]) -> bytes:
     ax.set_ylabel('open-loop rmse [rad]')
     ax.set_title('held-out replay: sim - virtual arm, before and after the fit')
     ax.legend()
-    return _png(fig)
+    return to_png(fig)
 
 
 def _fig_replay_traces(tr: Mapping[str, Any]) -> bytes:
-    plt = _plt()
+    plt = pyplot()
     joints = list(tr['joints'])
     t0 = int(tr['t_ns'][0])
     t = (np.asarray(tr['t_ns'], dtype=np.int64) - t0) / 1e9
@@ -294,12 +281,12 @@ def _fig_replay_traces(tr: Mapping[str, Any]) -> bytes:
     np.atleast_1d(axes)[0].legend(fontsize=7, ncol=4, loc='upper right')
     np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
     fig.suptitle('held-out commands replayed open loop from the measured state')
-    return _png(fig)
+    return to_png(fig)
 
 
 def _fig_replay_error(tr: Mapping[str, Any]) -> bytes:
     """Sim minus arm per joint: at 0.01-0.02 rad the traces overlap, the errors do not."""
-    plt = _plt()
+    plt = pyplot()
     joints = list(tr['joints'])
     t = (np.asarray(tr['t_ns'], dtype=np.int64) - int(tr['t_ns'][0])) / 1e9
     fig, axes = plt.subplots(len(joints), 1, figsize=(9, 1.3 * len(joints)), sharex=True)
@@ -313,11 +300,11 @@ def _fig_replay_error(tr: Mapping[str, Any]) -> bytes:
     np.atleast_1d(axes)[0].legend(fontsize=7, ncol=2, loc='upper right')
     np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
     fig.suptitle('held-out replay error, before (nominal) and after (identified)')
-    return _png(fig)
+    return to_png(fig)
 
 
 def _fig_eval(e: Mapping[str, Any]) -> bytes:
-    plt = _plt()
+    plt = pyplot()
     m = e['metrics']
     cols = ('nominal_sim', 'identified_sim', 'virtual_arm')
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
@@ -328,7 +315,7 @@ def _fig_eval(e: Mapping[str, Any]) -> bytes:
         ax.set_xticks(range(3), ['nominal', 'identified', 'virtual arm'], fontsize=8)
         ax.set_title(label, fontsize=9)
     fig.suptitle(f'policy {e["policy"]}, {e["episodes"]} episodes')
-    return _png(fig)
+    return to_png(fig)
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import math
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from simreal_ros.core.episode import Episode, default_pairing, load_episode
 from simreal_ros.core.gap import GapSummary, pair, summarize
 from simreal_ros.errors import BagError, SimrealError
+from simreal_ros.report.figures import pyplot, to_png
 
 
 class ProgressBar:
@@ -53,20 +53,6 @@ class ProgressBar:
 
 def _num(x: float) -> float | None:
     return None if not math.isfinite(x) else float(x)
-
-
-def _figure() -> Any:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=90, bbox_inches='tight')
-    _figure().close(fig)
-    return buf.getvalue()
 
 
 def _latency_stats(ep: Episode) -> dict[str, Any] | None:
@@ -124,7 +110,7 @@ def analyse(ep: Episode, primary: str | None, secondary: str | None,
 
 def _plots(ep: Episode, primary: str | None, secondary: str | None,
            summary: dict[str, Any]) -> list[tuple[str, str, bytes]]:
-    plt = _figure()
+    plt = pyplot()
     figs: list[tuple[str, str, bytes]] = []
     t0 = ep.info.start_ns
     if primary and secondary:
@@ -145,7 +131,7 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
         axes[0, 0].legend(fontsize=7, loc='upper right')
         axes[-1, 0].set_xlabel('time [s]')
         fig.suptitle('joint positions: primary vs secondary')
-        figs.append(('overlay.png', 'Per-joint primary vs secondary', _png(fig)))
+        figs.append(('overlay.png', 'Per-joint primary vs secondary', to_png(fig)))
 
         fig, ax = plt.subplots(figsize=(10, 3.5))
         for j, name in enumerate(names):
@@ -157,7 +143,7 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
         lag = summary['gap']['lag_ms']
         ax.set_title('position error over time' + (f' (lag {lag:.2f} ms)' if lag is not None
                                                    else ''))
-        figs.append(('error.png', 'Error over time', _png(fig)))
+        figs.append(('error.png', 'Error over time', to_png(fig)))
 
     if ep.injector is not None and ep.injector.rows:
         lat = ep.injector.latency_ms()
@@ -175,7 +161,7 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
                 ax.grid(alpha=0.3)
             fig.suptitle('injected latency (injector ground truth)')
             figs.append(('latency.png', 'Latency histograms (injector ground truth)',
-                         _png(fig)))
+                         to_png(fig)))
 
     rates = {t: r for t, r in ep.receive.items() if r.size > 2}
     if rates:
@@ -190,7 +176,7 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
         ax.set_title('receive rates per topic')
-        figs.append(('rates.png', 'Rates per topic', _png(fig)))
+        figs.append(('rates.png', 'Rates per topic', to_png(fig)))
     return figs
 
 
