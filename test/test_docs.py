@@ -43,3 +43,9 @@ def test_relative_links_resolve(page: Path):
 def test_no_page_cites_a_file_outside_the_repository(page: Path):
     text = page.read_text(encoding='utf-8')
     assert 'ARCHITECTURE.md' not in text and 'shared/' not in text
+
+
+def test_no_module_cites_a_file_outside_the_repository():
+    cited = [str(p.relative_to(REPO)) for p in sorted((REPO / 'simreal_ros').rglob('*.py'))
+             if re.search(r'ARCHITECTURE(\.md| section)|shared/', p.read_text(encoding='utf-8'))]
+    assert cited == []

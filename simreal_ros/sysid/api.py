@@ -200,7 +200,7 @@ def _num(v: float) -> float:
 def write_overlay(path: Path, robot: RobotSpec, nominal: DynamicsParams,
                   result: fitmod.FitResult, specs: Sequence[fitmod.FitParam],
                   summary: dict[str, Any]) -> None:
-    """Write the fitted overlay (ARCHITECTURE section 7 format plus a ``sysid:`` section)."""
+    """Write the fitted overlay (docs/configuration.md format plus a ``sysid:`` section)."""
     joints: dict[str, dict[str, float]] = {}
     bodies: dict[str, dict[str, float]] = {}
     for p in specs:
