@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from simreal_ros.bringup.launcher import Launcher
-from simreal_ros.bringup.planner import NodeSpec
+from simreal_ros.bringup.planner import NodeSpec, plan
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.tracking import tracking_summary
+from simreal_ros.errors import SimrealError
 
 
 def summarize(monitor: Any, robot_names: list[str]) -> dict[str, Any]:
@@ -114,3 +115,29 @@ def run_demo(nodes: Sequence[NodeSpec], env: Mapping[str, str], as_json: bool = 
 
 def _abs(topic: str | None) -> str | None:
     return None if topic is None else '/' + topic.lstrip('/')
+
+
+def run_live_demo(args: dict[str, str], out: Path, reality: str, env: Mapping[str, str],
+                  as_json: bool = False) -> int:
+    """Run the live demo's plan (``args``) into ``out``; return the exit code.
+
+    Without ``port:=``, a real or twin backend gets the virtual servo bus with ``reality`` as
+    its hidden model, its link in ``out``. With ``record:=true`` the bag goes to ``out/bag``.
+    """
+    import contextlib
+
+    if out.exists() and any(out.iterdir()):
+        raise SimrealError(f'--out {out} exists and is not empty; the demo never overwrites')
+    record = args.get('record') == 'true'
+    if record:
+        args.setdefault('bag', str(out / 'bag'))
+    with contextlib.ExitStack() as stack:
+        if args['backend'] in ('real', 'twin') and not args.get('port'):
+            from simreal_ros.hardware.virtual_bus import EmulatorProcess
+            out.mkdir(parents=True, exist_ok=True)
+            emu = stack.enter_context(EmulatorProcess(link=out / 'ttyDXL', reality=reality,
+                                                      seed=int(args.get('seed', 0))))
+            print(f'[demo] virtual servo bus (reality {reality!r}) on {emu.port}', flush=True)
+            args['port'] = emu.port
+        return run_demo(plan(args), dict(env), as_json=as_json,
+                        out_dir=out if record else None)

@@ -1,0 +1,71 @@
+"""``simreal emulate`` and ``simreal bench``: the virtual servo bus and the benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import runpy
+from typing import Any
+
+from simreal_ros.errors import SimrealError
+
+
+def cmd_emulate(ns: argparse.Namespace) -> int:
+    """Serve the virtual servo bus on a pseudo-terminal until stopped."""
+    from simreal_ros.hardware import emulator
+    return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
+                         ns.duration, ns.rt_priority, ns.cpu_affinity)
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    """Run one benchmark from bench/ (or all) and print its JSON."""
+    from simreal_ros.core.paths import share_dir
+    bench_dir = share_dir() / 'bench'
+    names = sorted(p.stem for p in bench_dir.glob('*.py') if not p.stem.startswith('_'))
+    if ns.name not in names + ['all']:
+        raise SimrealError(f'unknown benchmark {ns.name!r}; available: {names + ["all"]}')
+    from simreal_ros.core.netenv import apply_to_current_process
+    apply_to_current_process()
+    results = {}
+    for name in names if ns.name == 'all' else [ns.name]:
+        module = runpy.run_path(str(bench_dir / f'{name}.py'))
+        # --load / --rt go to the timing benchmarks, whose run() takes them
+        timing = {'load', 'rt'} <= set(inspect.signature(module['run']).parameters)
+        if (ns.load or ns.rt) and not timing and ns.name != 'all':
+            raise SimrealError(f'benchmark {name!r} takes no --load/--rt (not a timing '
+                               f'benchmark)')
+        kwargs = {'load': ns.load, 'rt': ns.rt} if timing else {}
+        results[name] = module['run'](quick=ns.quick, **kwargs)
+    out = results if ns.name == 'all' else results[ns.name]
+    print(json.dumps(out, indent=None if ns.json else 2))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add this group's sub-commands to the ``simreal`` parser."""
+    p = sub.add_parser('emulate', help='serve a virtual Dynamixel bus (MuJoCo arm) on a pty',
+                       description='serve a virtual Dynamixel Protocol 2.0 bus of XM430-W350 '
+                       'servos on a pseudo-terminal; prints "ready LINK" (see docs/hardware.md)')
+    p.add_argument('--robot', default='simreal_arm', help='robot spec: name or path')
+    p.add_argument('--reality', default='', help='overlay with the hidden reality (name or '
+                   'path; default: the nominal model)')
+    p.add_argument('--link', required=True, help='symlink to create to the pty (the port)')
+    p.add_argument('--baud', type=int, default=1_000_000, help='bus baud rate')
+    p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,unplug_at=5,'
+                   'replug_at=6,seed=1')
+    p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')
+    p.add_argument('--duration', type=float, default=None, help='stop after this many s')
+    p.add_argument('--rt-priority', type=int, default=0, help='SCHED_FIFO priority of the '
+                   'emulator loop (1-98, 0 = off; docs/realtime.md)')
+    p.add_argument('--cpu-affinity', default='', help='CPUs of the emulator loop, e.g. "1"')
+    p.set_defaults(func=cmd_emulate)
+    p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
+    p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')
+    p.add_argument('--json', action='store_true', help='one-line JSON')
+    p.add_argument('--quick', action='store_true', help='shorter runs (smoke test)')
+    p.add_argument('--load', type=int, default=0, metavar='N', help='timing benchmarks: run '
+                   'N CPU-bound processes meanwhile')
+    p.add_argument('--rt', action='store_true', help='timing benchmarks: measure with the '
+                   'nodes on the default scheduler and under SCHED_FIFO, side by side')
+    p.set_defaults(func=cmd_bench)
