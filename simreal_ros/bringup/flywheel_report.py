@@ -89,7 +89,7 @@ def injector_timing(bag: Path, latency: str) -> dict[str, dict[str, float]]:
     the injection itself, which real-time scheduling exists to keep small.
     """
     from simreal_ros.core.episode import load_episode
-    from simreal_ros.core.injection import lateness_summary, load_profile
+    from simreal_ros.core.injection import lateness_summary, load_profile, percentiles_ms
     ep = load_episode(str(bag))
     if ep.injector is None or not ep.injector.rows:
         return {}
@@ -99,8 +99,7 @@ def injector_timing(bag: Path, latency: str) -> dict[str, dict[str, float]]:
     out = {}
     for k, route in enumerate(ep.injector.routes):
         rows = ev[ev[:, 0] == k]
-        injected = [float(np.percentile(injected_ms[route], q)) if injected_ms[route].size
-                    else math.nan for q in (50, 99)]
+        injected = percentiles_ms(injected_ms[route] * 1e6)  # ns, as the events count
         late = lateness_summary(rows, {k: orders.get(route, 'fifo')})
         out[route] = {'injected_p50_ms': injected[0], 'injected_p99_ms': injected[1],
                       'lateness_p50_ms': late['lateness_p50_ms'],
