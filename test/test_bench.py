@@ -1,6 +1,7 @@
 """Benchmarks run as smoke tests in `make bench` only (they measure, they do not assert time)."""
 
 import json
+import math
 from pathlib import Path
 import subprocess
 import sys
@@ -18,7 +19,11 @@ def test_sim_bridge_benchmark_reports_its_figures(ros_env):
     assert r.returncode == 0, r.stderr
     figures = json.loads(r.stdout)
     assert figures['free']['ratio_bridge_over_raw'] > 0
-    assert figures['realtime_500hz']['bridge_publish_p99_ms_inside'] >= 0
+    rt = figures['realtime_500hz']
+    # a period error measured on a real clock is never exactly 0; 0 or nan means not measured
+    assert math.isfinite(rt['bridge_publish_p99_ms_inside'])
+    assert rt['bridge_publish_p99_ms_inside'] > 0
+    assert rt['bridge_receive_p99_ms'] > 0 and math.isfinite(rt['bridge_receive_p99_ms'])
     assert figures['lockstep_50hz']['ticks'] > 0
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, records, typed, uses_sim_time
-from simreal_ros.bringup.spec import NodeSpec, require
+from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
+from simreal_ros.core.node_configs import ExciteConfig
 from simreal_ros.errors import PlanError
 
 
@@ -32,6 +33,7 @@ def excite(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
     }
     if params['duration_s'] <= 0 or params['rate_hz'] <= 0:
         raise PlanError('duration:= and excite_rate:= must be > 0')
+    prevalidate(ExciteConfig, params, 'excite')
     remaps = ((('joint_states', f'{ns(root, "sim_a")}/joint_states'),)
               if backend == 'sim2sim' else ())
     return NodeSpec('excite', 'excite', root, params, remaps, exit_ends_launch=True)

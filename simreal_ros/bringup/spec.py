@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simreal_ros.errors import PlanError
+from simreal_ros.errors import ConfigError, PlanError
 
 PACKAGE = 'simreal_ros'
 
@@ -61,3 +61,15 @@ def require(kind: str, why: str) -> None:
         what = NOT_YET_SHIPPED.get(kind, kind)
         raise PlanError(f'{why} needs {what} (node {kind!r}), which this version of '
                         f'simreal_ros does not ship; it ships the nodes {", ".join(NODES)}')
+
+
+def prevalidate(config: Any, params: dict[str, Any], what: str) -> None:
+    """Build the node's own config class from the parameters about to be passed to it.
+
+    ``config`` has ``from_mapping``; ``use_sim_time`` is rclpy's own parameter and not part of
+    it. A bad value is a :class:`PlanError` before any process starts.
+    """
+    try:
+        config.from_mapping({k: v for k, v in params.items() if k != 'use_sim_time'})
+    except ConfigError as exc:
+        raise PlanError(f'{what} settings: {exc}') from None

@@ -31,9 +31,12 @@ def cmd_launch(ns: argparse.Namespace) -> int:
 
 def cmd_excite(ns: argparse.Namespace) -> int:
     """Run the excitation node in this process."""
+    from dataclasses import fields
+
     from simreal_ros.bringup.planner import parse_cli_args
+    from simreal_ros.core.node_configs import ExciteConfig
     from simreal_ros.nodes import excite
-    allowed = set(excite.PARAMETERS) | {'duration', 'rate', 'use_sim_time'}
+    allowed = {f.name for f in fields(ExciteConfig)} | {'duration', 'rate', 'use_sim_time'}
     ros_args: list[str] = []
     for key, value in parse_cli_args(ns.args).items():
         if key not in allowed:

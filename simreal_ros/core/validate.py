@@ -169,6 +169,11 @@ def dataclass_from_mapping(cls: type[T], values: Mapping[str, Any], source: str)
         elif isinstance(default, float):
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             value = float(value) if ok else value
+        elif isinstance(default, tuple):  # a string array parameter
+            ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+            value = tuple(value) if ok else value
+            if not ok:
+                raise ConfigError(source, key, 'a list of strings', value)
         else:
             ok = isinstance(value, str)
         if not ok:

@@ -15,18 +15,12 @@ from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from simreal_ros.core.excitation import PATTERNS, Excitation, ExcitationConfig
+from simreal_ros.core.excitation import Excitation
+from simreal_ros.core.node_configs import ExciteConfig
 from simreal_ros.core.robot import load_robot
-from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node
-
-PARAMETERS = {
-    'robot': 'simreal_arm', 'pattern': 'chirp', 'duration_s': 10.0, 'amplitude': 0.3,
-    'rate_hz': 100.0, 'seed': 0, 'f_min_hz': 0.1, 'f_max_hz': 2.0, 'step_hold_s': 1.0,
-    'ramp_s': 1.0, 'sync_to_states': False, 'wait_for_states': False,
-    'wait_for_subscribers': 0, 'wait_timeout_s': 15.0,
-}
 
 
 class Excite(Node):
@@ -34,38 +28,30 @@ class Excite(Node):
 
     def __init__(self) -> None:
         super().__init__('excite')
-        p = {k: self.declare_parameter(k, v).value for k, v in PARAMETERS.items()}
-        if p['pattern'] not in PATTERNS:
-            raise ConfigError('excite', 'pattern', f'one of {PATTERNS}', p['pattern'])
-        if not p['rate_hz'] > 0:
-            raise ConfigError('excite', 'rate_hz', 'a rate > 0', p['rate_hz'])
-        self.robot = load_robot(p['robot'])
-        self.excitation = Excitation(self.robot, ExcitationConfig(
-            pattern=p['pattern'], duration_s=float(p['duration_s']),
-            amplitude=float(p['amplitude']), f_min_hz=float(p['f_min_hz']),
-            f_max_hz=float(p['f_max_hz']), step_hold_s=float(p['step_hold_s']),
-            ramp_s=float(p['ramp_s']), seed=int(p['seed'])))
+        cfg = ExciteConfig.from_mapping(declare_dataclass(self, ExciteConfig))
+        self.robot = load_robot(cfg.robot)
+        self.excitation = Excitation(self.robot, cfg.excitation)
         self.names = self.robot.joint_names
         self.start_ns: int | None = None
         self.finished = False
         self.sent = 0
         self.pub = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
-        self.waiting = bool(p['wait_for_states']) and not p['sync_to_states']
+        self.waiting = cfg.wait_for_states and not cfg.sync_to_states
         # every planned consumer of joint_commands (backend or injector, recorder) connected
-        self.wait_subscribers = int(p['wait_for_subscribers'])
+        self.wait_subscribers = cfg.wait_for_subscribers
         self.wait_deadline_ns = self.get_clock().now().nanoseconds + int(
-            float(p['wait_timeout_s']) * 1e9)
-        if p['sync_to_states']:
+            cfg.wait_timeout_s * 1e9)
+        if cfg.sync_to_states:
             self.create_subscription(JointState, 'joint_states', self._on_state, qos.STATE)
         else:
             if self.waiting:  # start when the robot is there, not while it is still booting
                 self._wait_sub = self.create_subscription(JointState, 'joint_states',
                                                           self._on_first_state, qos.STATE)
                 self.get_logger().info('waiting for joint_states before starting')
-            self.create_timer(1.0 / float(p['rate_hz']), self._on_timer)
-        self.get_logger().info(f'{p["pattern"]} on {self.robot.name} for {p["duration_s"]} s'
-                               + (' (one command per joint_states)' if p['sync_to_states']
-                                  else f' at {p["rate_hz"]} Hz'))
+            self.create_timer(1.0 / cfg.rate_hz, self._on_timer)
+        self.get_logger().info(f'{cfg.pattern} on {self.robot.name} for {cfg.duration_s} s'
+                               + (' (one command per joint_states)' if cfg.sync_to_states
+                                  else f' at {cfg.rate_hz} Hz'))
 
     def _send(self, now_ns: int) -> None:
         if now_ns <= 0:  # sim time not started yet (no /clock received)

@@ -32,6 +32,9 @@ from simreal_ros.ros import messages, qos
 pytestmark = pytest.mark.ros
 DEEP = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)  # no loss in the test
 
+# executor lateness a delayed message may have on a loaded 2-core machine (see the tests)
+LATENESS_ALLOWANCE_S = 0.003
+
 
 def profile(tmp_path: Path, routes: dict[str, Any]) -> str:
     path = tmp_path / 'profile.yaml'
@@ -130,16 +133,16 @@ def test_delivered_delays_follow_the_distribution(start_node, ros_client, tmp_pa
     # the sampled targets follow the configured distribution
     assert stats.kstest(rows[:, 3] / 1e9, target.cdf).pvalue > 0.01
     # the delays the injector applied (its publish time - the message's reception, both ROS
-    # clock) follow it too, up to its lateness: never early, and where a fraction q of the
-    # messages is more than 1 ms late, the KS distance grows by at most q + 1 ms x max pdf
-    # (20 / s here). On a loaded machine q is what the executor backlog made it; the
-    # receiver-side tests below measure what a subscriber sees.
-    achieved = (rows[:, 4] - rows[:, 2]) / 1e9
-    late_s = achieved - rows[:, 3] / 1e9
+    # clock): never early, message by message, and in distribution not later than the target
+    # plus a fixed 3 ms allowance for executor lateness (one-sided KS, alpha = 0.001). Measured
+    # with both cores busy: lateness p99 2.4-4.1 ms, and this statistic 0.000-0.002 against a
+    # critical value of 0.042; a constant extra delay of 5 ms on every message gives 0.11.
+    achieved = np.sort((rows[:, 4] - rows[:, 2]) / 1e9)
+    late_s = (rows[:, 4] - rows[:, 2] - rows[:, 3]) / 1e9
     assert np.all(late_s >= 0)                                  # never early
-    q = float(np.mean(late_s > 0.001))
     crit = np.sqrt(-np.log(0.001) / (2 * n))
-    assert stats.kstest(achieved, target.cdf).statistic < crit + q + 0.001 * 20, q
+    later = np.max(target.cdf(achieved - LATENESS_ALLOWANCE_S) - np.arange(n) / n)
+    assert later < crit, (later, np.percentile(late_s, [50, 99]))
     # free order: jitter of 50 ms at 1 kHz reorders
     assert sum(b < a for a, b in zip(received, received[1:], strict=False)) > 100
 
@@ -460,6 +463,10 @@ def test_heavy_tailed_delays_seen_at_the_receiver_pass_ks(start_node, ros_client
 
     d_rx, d_floor = delays_s(heavy), delays_s(floor)
     assert d_rx.size == n and d_floor.size == n
+    # the floor goes through the injector's scheduler too, so it is held to a fixed budget: a
+    # constant extra delay on every route shows here (measured median 0.9-1.4 ms with both
+    # cores busy: transport both ways plus the executor)
+    assert np.median(d_floor) < LATENESS_ALLOWANCE_S, np.percentile(d_floor, [50, 99])
     rng = np.random.default_rng(0)
     m = 40_000
     ecdf = np.arange(1, n + 1) / n
