@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from simreal_ros.bringup.arguments import typed, uses_sim_time
-from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.bringup.spec import NodeSpec, prevalidate
 from simreal_ros.core.injection import Profile, load_profile
+from simreal_ros.core.node_configs import InjectorConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
 
@@ -56,6 +57,7 @@ def injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool) -> 
     params = {'profile': a['latency'], 'bindings': bindings,
               'seed': typed(a, 'seed', int, 'an integer'),
               'use_sim_time': uses_sim_time(a)}
+    prevalidate(InjectorConfig, params, 'injector')
     return NodeSpec('injector', 'injector', root, params)
 
 

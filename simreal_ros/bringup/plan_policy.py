@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, uses_sim_time
-from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.bringup.spec import NodeSpec, prevalidate
+from simreal_ros.core.node_configs import PolicyNodeConfig
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
@@ -36,6 +37,7 @@ def policy_node(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
         'sync_to_states': a['timing'] == 'lockstep',
         'enable_on_start': a['policy_autostart'] == 'true',
     }
+    prevalidate(PolicyNodeConfig, params, 'policy')
     remaps: tuple[tuple[str, str], ...] = ()
     if backend == 'sim2sim':
         primary = ns(root, 'sim_a')

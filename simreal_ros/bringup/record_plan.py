@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from simreal_ros.bringup.arguments import non_negative, uses_sim_time
-from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.bringup.spec import NodeSpec, prevalidate
+from simreal_ros.core.node_configs import RecorderConfig
 from simreal_ros.errors import ConfigError, PlanError
 
 #: Live-gap pairing per backend: (primary, secondary) joint_states, relative to the graph root.
@@ -95,4 +96,5 @@ def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
     }
     # ROS parameter files cannot type an empty list: leave empty ones out
     params = {k: v for k, v in params.items() if v != []}
+    prevalidate(RecorderConfig, params, 'recorder')
     return NodeSpec('recorder', 'recorder', root, params)

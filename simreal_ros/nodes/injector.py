@@ -45,22 +45,21 @@ from simreal_ros.core.injection import (
     load_profile,
     percentiles_ms,
 )
+from simreal_ros.core.node_configs import InjectorConfig
 from simreal_ros.core.realtime import (
     Heartbeat,
     RtSettings,
     ThreadRt,
     apply_to_threads,
-    check_priority,
     process_threads,
-    settings_from,
     sleep_until_ns,
 )
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.perturb import PERTURBERS, check_applicable
 from simreal_ros.ros.runtime import fast_thread_switching, log_rt, run_node, start_rt
 
-SPIN_US = 300               # default: the last 0.3 ms before a deadline poll the clock
 SIM_TIME_POLL_S = 0.0002     # sim time moves in /clock steps: poll it
 QUEUE_DEPTH = 1000
 TYPE_WAIT_WARN_S = 5.0
@@ -115,38 +114,22 @@ class Injector(Node):
 
     def __init__(self) -> None:
         super().__init__('injector')
-        profile_name = self.declare_parameter('profile', 'none').value
-        bindings = list(self.declare_parameter('bindings', ['']).value or [])
-        seed = int(self.declare_parameter('seed', 0).value)
-        self.events_period_s = float(self.declare_parameter('events_period_s', 0.02).value)
-        diag_period = float(self.declare_parameter('diagnostics_period_s', 1.0).value)
+        cfg = InjectorConfig.from_mapping(declare_dataclass(self, InjectorConfig))
         source = f'{self.get_fully_qualified_name()} params'
-        if self.events_period_s <= 0 or diag_period <= 0:
-            raise ConfigError(source, 'events_period_s', 'a period > 0 s',
-                              min(self.events_period_s, diag_period))
-        rt = {k: self.declare_parameter(k, v).value for k, v in (
-            ('rt_priority', 0), ('receive_rt_priority', -1), ('cpu_affinity', ''),
-            ('lock_memory', False), ('spin_us', SPIN_US))}
-        self.rt_delivery = settings_from(rt['rt_priority'], rt['cpu_affinity'], source,
-                                         rt['lock_memory'])
-        receive = rt['receive_rt_priority']
-        if receive != -1:
-            check_priority(receive, source, 'receive_rt_priority')
+        self.events_period_s = cfg.events_period_s
+        self.rt_delivery = cfg.rt
         self.rt_receive = replace(self.rt_delivery, lock_memory=False,
-                                  priority=self.rt_delivery.priority if receive == -1
-                                  else int(receive))
-        spin = rt['spin_us']
-        if isinstance(spin, bool) or not isinstance(spin, int) or not 0 <= spin <= 1000:
-            raise ConfigError(source, 'spin_us', 'an integer in [0, 1000] (us)', spin)
-        self.spin_ns = int(spin) * 1000
+                                  priority=self.rt_delivery.priority
+                                  if cfg.receive_rt_priority == -1 else cfg.receive_rt_priority)
+        self.spin_ns = cfg.spin_us * 1000
         self.heartbeat = Heartbeat(int(STALL_S * 1e9))
         self.rt_state: dict[str, ThreadRt] = {}
         self._rt_tids: set[int] = set()
-        self.profile = self._bind(load_profile(str(profile_name)),
-                                  [b for b in bindings if b], source)
+        self.profile = self._bind(load_profile(cfg.profile), [b for b in cfg.bindings if b],
+                                  source)
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
         self._clock = self.get_clock()
-        self.routes = [_Route(r, RouteState(r, seed, i))
+        self.routes = [_Route(r, RouteState(r, cfg.seed, i))
                        for i, r in enumerate(self.profile.routes)]
         self.events = EventLog([r.name for r in self.profile.routes])
         self.lock = threading.Lock()
@@ -163,7 +146,7 @@ class Injector(Node):
         # reporting runs on the wall clock: a paused or lockstep sim must not hold it back
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.events_period_s, self._publish_events, clock=steady)
-        self.create_timer(diag_period, self._publish_diagnostics, clock=steady)
+        self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics, clock=steady)
         if any(r.cls is None for r in self.routes):
             self.create_timer(0.2, self._resolve_types, clock=steady)
         fast_thread_switching()

@@ -32,19 +32,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import SetBool
 
+from simreal_ros.core.node_configs import PolicyNodeConfig
 from simreal_ros.core.policy_control import DISABLED, PolicyController
 from simreal_ros.core.policy_spec import MAX_RATE_HZ, load_policy_spec
-from simreal_ros.core.realtime import Heartbeat, ThreadRt, settings_from
+from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
-PARAMETERS: dict[str, Any] = {
-    'policy': '', 'robot': '', 'rate_hz': 0.0, 'sync_to_states': False,
-    'enable_on_start': False, 'diagnostics_period_s': 1.0, 'spin_wait_us': 100, 'threads': 1,
-    'rt_priority': 0, 'cpu_affinity': '', 'lock_memory': False,
-}
 #: Counters whose increase since the last diagnostics report makes the status WARN.
 WARN_COUNTS = ('observation_faults', 'rejected_states', 'rejected_goals', 'rejected_imu')
 WINDOW = 2000
@@ -62,31 +59,28 @@ class PolicyNode(Node):
 
     def __init__(self) -> None:
         super().__init__('policy')
-        p = {k: self.declare_parameter(k, v).value for k, v in PARAMETERS.items()}
-        self.rt = settings_from(p['rt_priority'], p['cpu_affinity'], 'policy', p['lock_memory'])
-        if not p['policy']:
-            raise ConfigError('policy', 'policy', 'a policy spec name (e.g. simreal_arm_reach) '
-                              'or path', p['policy'])
-        self.spec = load_policy_spec(p['policy'])
-        self.robot = load_robot(p['robot'] or self.spec.robot)
+        cfg = PolicyNodeConfig.from_mapping(declare_dataclass(self, PolicyNodeConfig))
+        self.rt = cfg.rt
+        self.spec = load_policy_spec(cfg.policy)
+        self.robot = load_robot(cfg.robot or self.spec.robot)
         if self.robot.name != self.spec.robot:
             raise ConfigError(str(self.spec.source), 'robot', f'{self.robot.name!r} (the '
                               f'robot given to the node)', self.spec.robot)
-        rate = float(p['rate_hz']) or self.spec.control_rate_hz
+        rate = cfg.rate_hz or self.spec.control_rate_hz
         try:  # rate limit, low-pass and staleness rebuilt for the node's period
             self.spec = self.spec.at_rate(rate)
         except ValueError:
             raise ConfigError('policy', 'rate_hz', f"a rate in (0, {MAX_RATE_HZ:g}] Hz (0: the "
-                              "spec's)", p['rate_hz']) from None
+                              "spec's)", cfg.rate_hz) from None
         self.period_ns = self.spec.period_ns
         from simreal_ros.policy.model import load_model
         self.model = load_model(self.spec.model, self.spec.obs_dim, self.spec.act_dim,
-                                threads=int(p['threads']))
+                                threads=cfg.threads)
         self.controller = PolicyController(self.spec, self.robot, self.model)
         self._diag_counts: dict[str, int] = {}
-        self.sync = bool(p['sync_to_states'])
-        self.enable_on_start = bool(p['enable_on_start'])
-        self.spin_ns = max(0, int(p['spin_wait_us'])) * 1000
+        self.sync = cfg.sync_to_states
+        self.enable_on_start = cfg.enable_on_start
+        self.spin_ns = cfg.spin_wait_us * 1000
         self.names = self.robot.joint_names
         self.lock = threading.Lock()
         self.running = True
@@ -112,7 +106,7 @@ class PolicyNode(Node):
         if 'imu' in self.spec.needs:
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
         self.create_service(SetBool, '~/enable', self._on_enable)
-        self.create_timer(float(p['diagnostics_period_s']), self._publish_diagnostics)
+        self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
         self.clock_moved = threading.Event()  # set on every /clock update (sim time)
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,

@@ -32,30 +32,22 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 
 from simreal_ros import __version__
-from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec, TypeRegistry
+from simreal_ros.core.bag import BagWriter, QosSpec, TypeRegistry
 from simreal_ros.core.live_gap import LiveGap
+from simreal_ros.core.node_configs import RecorderConfig
 from simreal_ros.core.provenance import embed_files, git_revision
 from simreal_ros.core.stream_stats import StreamStats
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node
 
-PARAMETERS: dict[str, Any] = {
-    'bag': '', 'topics': ['*'], 'exclude': ['/rosout', '/parameter_events'],
-    'storage': 'mcap', 'compression': 'none', 'split_size_mb': 0.0, 'split_duration_s': 0.0,
-    'flush_period_s': 0.05, 'discovery_period_s': 0.5, 'queue_limit': 200_000,
-    'duration_s': 0.0, 'gap_primary': '', 'gap_secondary': '', 'gap_window_s': 5.0,
-    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0,
-}
-STRING_ARRAYS = ('embed', 'custom_data')
 #: Messages written per lock hold of the writer thread.
 WRITE_BATCH = 5000
 #: The writer thread wakes this often when the queue is empty. The executor thread needs the
@@ -69,17 +61,6 @@ GIL_SWITCH_INTERVAL_S = 0.005
 KEEP_ALL_DEPTH = 20_000
 #: Messages taken per callback in addition to the one the executor handed over.
 DRAIN_MAX = 500
-DESCRIPTIONS = {
-    'bag': 'output bag directory (must not exist); "" = ./bags/simreal_<date>_<time>',
-    'topics': 'topic names or glob patterns to record ("*" = all)',
-    'exclude': 'names or patterns never recorded',
-    'embed': 'key=path entries: files embedded in custom_data (robot spec, overlays, ...)',
-    'custom_data': 'key=value entries added to custom_data',
-    'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
-             'publishers), N = keep the last N',
-}
-
-
 def offered_qos(infos: list[Any]) -> list[QosSpec]:
     """Return the QoS each publisher (TopicEndpointInfo) offers."""
     offered: list[QosSpec] = []
@@ -162,65 +143,52 @@ class _Topic:
         self.publishers = 0
 
 
+DESCRIPTIONS = {
+    'bag': 'output bag directory (must not exist); "" = ./bags/simreal_<date>_<time>',
+    'topics': 'topic names or glob patterns to record ("*" = all)',
+    'exclude': 'names or patterns never recorded',
+    'embed': 'key=path entries: files embedded in custom_data (robot spec, overlays, ...)',
+    'custom_data': 'key=value entries added to custom_data',
+    'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
+             'publishers), N = keep the last N',
+}
+
+
 class Recorder(Node):
     """Record topics into a bag; publish the live gap and recorder diagnostics."""
 
     def __init__(self) -> None:
         super().__init__('recorder')
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-        p: dict[str, Any] = {}
-        for k, v in PARAMETERS.items():
-            desc = ParameterDescriptor(description=DESCRIPTIONS.get(k, ''), read_only=True)
-            p[k] = self.declare_parameter(k, v, desc).value
-        for k in STRING_ARRAYS:
-            desc = ParameterDescriptor(description=DESCRIPTIONS.get(k, ''), read_only=True)
-            p[k] = self.declare_parameter(k, Parameter.Type.STRING_ARRAY, desc).value or []
+        p = RecorderConfig.from_mapping(declare_dataclass(self, RecorderConfig, DESCRIPTIONS))
         self.p = p
         src = f'{self.get_fully_qualified_name()} params'
-        options = BagOptions(storage=p['storage'], compression=p['compression'],
-                             split_size_mb=float(p['split_size_mb']),
-                             split_duration_s=float(p['split_duration_s']),
-                             flush_period_s=float(p['flush_period_s']), source=src)
-        for key in ('discovery_period_s', 'diagnostics_period_s', 'gap_window_s',
-                    'gap_max_lag_s'):
-            if not float(p[key]) > 0:
-                raise ConfigError(src, key, 'a number > 0', p[key])
-        if float(p['duration_s']) < 0:
-            raise ConfigError(src, 'duration_s', 'a number >= 0 (0 = until stopped)',
-                              p['duration_s'])
-        if bool(p['gap_primary']) != bool(p['gap_secondary']):
-            raise ConfigError(src, 'gap_secondary' if p['gap_primary'] else 'gap_primary',
-                              'both gap_primary and gap_secondary set, or neither',
-                              p['gap_secondary'] or p['gap_primary'])
-        self.patterns = [self._resolve(t) for t in p['topics'] if t]
-        if not self.patterns:
-            raise ConfigError(src, 'topics', 'at least one topic name or pattern', p['topics'])
-        self.exclude = [self._resolve(t) for t in p['exclude'] if t]
-        custom = _key_values(p['custom_data'], 'custom_data')
-        custom.update(embed_files(_key_values(p['embed'], 'embed'), src))
+        self.patterns = [self._resolve(t) for t in p.topics if t]
+        self.exclude = [self._resolve(t) for t in p.exclude if t]
+        custom = _key_values(p.custom_data, 'custom_data')
+        custom.update(embed_files(_key_values(p.embed, 'embed'), src))
         custom.setdefault('simreal_version', __version__)
         custom.setdefault('git_revision', git_revision())
-        custom.setdefault('recorded_topics', ','.join(p['topics']))
-        bag = p['bag'] or os.path.join(
+        custom.setdefault('recorded_topics', ','.join(p.topics))
+        bag = p.bag or os.path.join(
             'bags', datetime.datetime.now().strftime('simreal_%Y%m%d_%H%M%S'))
-        if not p['bag']:
+        if not p.bag:
             Path('bags').mkdir(exist_ok=True)
-        self.writer = BagWriter(bag, options, custom, TypeRegistry())
+        self.writer = BagWriter(bag, p.bag_options, custom, TypeRegistry())
         self.use_sim_time = bool(self.get_parameter('use_sim_time').value)
 
         self.topics: dict[str, _Topic] = {}
         self.failed: dict[str, str] = {}
         self.queue: deque[tuple[_Topic, int, bytes]] = deque()
-        self.queue_limit = int(p['queue_limit'])
+        self.queue_limit = p.queue_limit
         self.dropped = 0
         self.drain = True
         self.written = 0
         self.write_error = ''
         self.lock = threading.Lock()
-        self.gap_topics = (self._resolve(p['gap_primary']) if p['gap_primary'] else '',
-                           self._resolve(p['gap_secondary']) if p['gap_secondary'] else '')
-        self.live = LiveGap(int(float(p['gap_window_s']) * 1e9),
-                            int(float(p['gap_max_lag_s']) * 1e9))
+        self.gap_topics = (self._resolve(p.gap_primary) if p.gap_primary else '',
+                           self._resolve(p.gap_secondary) if p.gap_secondary else '')
+        self.live = LiveGap(int(p.gap_window_s * 1e9), int(p.gap_max_lag_s * 1e9))
         self.pub_error = self.create_publisher(JointState, 'gap/joint_error', qos.STATE)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.running = True
@@ -230,12 +198,12 @@ class Recorder(Node):
         self.thread = threading.Thread(target=self._write_loop, name='bag_writer', daemon=True)
         self.thread.start()
         self._discover()
-        self.create_timer(float(p['discovery_period_s']), self._discover)
-        self.create_timer(float(p['diagnostics_period_s']), self._diagnostics)
-        if float(p['duration_s']) > 0:
+        self.create_timer(p.discovery_period_s, self._discover)
+        self.create_timer(p.diagnostics_period_s, self._diagnostics)
+        if p.duration_s > 0:
             self.create_timer(0.05, self._check_duration)
         self.get_logger().info(f'recording {self.patterns} into {self.writer.path} '
-                               f'({options.storage}, compression {options.compression})')
+                               f'({p.storage}, compression {p.compression})')
 
     # -- topics ----------------------------------------------------------------------------
 
@@ -269,7 +237,7 @@ class Recorder(Node):
                 offered = offered_qos(infos)
                 profile = offered_profile(all(q.reliability == 'reliable' for q in offered),
                                           all(q.durability == 'transient_local'
-                                              for q in offered), int(self.p['depth']))
+                                              for q in offered), self.p.depth)
                 with self.lock:
                     handle = self.writer.add_topic(name, types[0], offered)
             except SimrealError as exc:
@@ -316,7 +284,7 @@ class Recorder(Node):
             pass  # another rclpy without take_message: what the old one held is dropped
         t.sub = None
         self.destroy_subscription(old)
-        profile = offered_profile(reliable, transient, int(self.p['depth']))
+        profile = offered_profile(reliable, transient, self.p.depth)
         t.reliable, t.transient = reliable, transient
         t.sub = self.create_subscription(t.cls, t.name, callback, profile, raw=True)
         # the bag keeps the QoS its channel was written with (readers match on it); the
@@ -479,7 +447,7 @@ class Recorder(Node):
                     f'{name}: gap', 'gap', 'stale', 'waiting for both streams', gv))
             else:
                 gv.update({'pairs': gap.pairs, 'lag_ms': gap.lag_ms,
-                           'window_s': float(self.p['gap_window_s'])})
+                           'window_s': self.p.gap_window_s})
                 for joint, m in gap.joints.items():
                     gv[f'{joint}.rmse_rad'] = m.rmse
                     gv[f'{joint}.max_abs_rad'] = m.max_abs
@@ -494,7 +462,7 @@ class Recorder(Node):
         self.pub_diag.publish(arr)
 
     def _check_duration(self) -> None:
-        if time.monotonic() - self.start_mono >= float(self.p['duration_s']):
+        if time.monotonic() - self.start_mono >= self.p.duration_s:
             self.finished = True
 
     # -- shutdown --------------------------------------------------------------------------

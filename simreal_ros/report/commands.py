@@ -16,14 +16,10 @@ from simreal_ros.errors import ConfigError, SimrealError
 
 def cmd_record(ns: argparse.Namespace) -> int:
     """Run the recorder node in this process until Ctrl-C (or --duration)."""
-    from simreal_ros.core.bag import BagOptions
-    from simreal_ros.nodes import recorder
-    try:
-        BagOptions(ns.storage, ns.compression, ns.split_size_mb, ns.split_duration_s,
-                   ns.flush_period, source='simreal record')
-    except ConfigError as exc:
-        raise SimrealError(str(exc)) from None
     from pathlib import Path
+
+    from simreal_ros.core.node_configs import RecorderConfig
+    from simreal_ros.nodes import recorder
     out = Path(ns.out).expanduser()
     if out.exists():
         raise SimrealError(f'{out} exists already; simreal never overwrites a bag: choose a '
@@ -39,6 +35,10 @@ def cmd_record(ns: argparse.Namespace) -> int:
         p['exclude'] = ns.exclude
     if ns.embed:
         p['embed'] = ns.embed
+    try:  # the node's own settings class: a bad value fails here, not in the node
+        RecorderConfig.from_mapping(p)
+    except ConfigError as exc:
+        raise SimrealError(str(exc)) from None
     if ns.use_sim_time:
         p['use_sim_time'] = True
     ros_args: list[str] = []

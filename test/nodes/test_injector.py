@@ -33,7 +33,9 @@ pytestmark = pytest.mark.ros
 DEEP = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)  # no loss in the test
 
 # executor lateness a delayed message may have on a loaded 2-core machine (see the tests)
-LATENESS_ALLOWANCE_S = 0.003
+LATENESS_ALLOWANCE_S = 0.004
+# median delay of a zero-delay route through the injector (see the heavy-tailed test)
+FLOOR_MEDIAN_BUDGET_S = 0.005
 
 
 def profile(tmp_path: Path, routes: dict[str, Any]) -> str:
@@ -134,9 +136,9 @@ def test_delivered_delays_follow_the_distribution(start_node, ros_client, tmp_pa
     assert stats.kstest(rows[:, 3] / 1e9, target.cdf).pvalue > 0.01
     # the delays the injector applied (its publish time - the message's reception, both ROS
     # clock): never early, message by message, and in distribution not later than the target
-    # plus a fixed 3 ms allowance for executor lateness (one-sided KS, alpha = 0.001). Measured
-    # with both cores busy: lateness p99 2.4-4.1 ms, and this statistic 0.000-0.002 against a
-    # critical value of 0.042; a constant extra delay of 5 ms on every message gives 0.11.
+    # plus a fixed 4 ms allowance for executor lateness (one-sided KS, alpha = 0.001). Measured
+    # with both cores busy: lateness p99 2.4-4.1 ms, and this statistic 0.000-0.002 at 3 ms
+    # against a critical value of 0.042; an extra 5 ms on every message gives 0.11 at 3 ms.
     achieved = np.sort((rows[:, 4] - rows[:, 2]) / 1e9)
     late_s = (rows[:, 4] - rows[:, 2] - rows[:, 3]) / 1e9
     assert np.all(late_s >= 0)                                  # never early
@@ -466,7 +468,7 @@ def test_heavy_tailed_delays_seen_at_the_receiver_pass_ks(start_node, ros_client
     # the floor goes through the injector's scheduler too, so it is held to a fixed budget: a
     # constant extra delay on every route shows here (measured median 0.9-1.4 ms with both
     # cores busy: transport both ways plus the executor)
-    assert np.median(d_floor) < LATENESS_ALLOWANCE_S, np.percentile(d_floor, [50, 99])
+    assert np.median(d_floor) < FLOOR_MEDIAN_BUDGET_S, np.percentile(d_floor, [50, 99])
     rng = np.random.default_rng(0)
     m = 40_000
     ecdf = np.arange(1, n + 1) / n
