@@ -23,7 +23,8 @@ def summarize(monitor: Any, robot_names: list[str]) -> dict[str, Any]:
         diag = dict(monitor.diagnostics)
     tracking = tracking_summary(robot_names, [s[0] for s in states], [s[1] for s in states],
                                 [c[0] for c in commands], [c[2] for c in commands], skip_s=0.5)
-    bridge = next((v for k, v in diag.items() if k.endswith('sim bridge')), {})
+    bridge: dict[str, str] = next((v for k, v in diag.items() if k.endswith('sim bridge')),
+                                  {})
     return {
         'topics': {t: {'messages': monitor.counts.get(t, 0),
                        'rate_hz': round(monitor.rate_hz(t), 2)}

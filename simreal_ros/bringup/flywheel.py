@@ -39,7 +39,7 @@ import math
 from pathlib import Path
 import signal
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterator, Mapping, Sequence
 
 from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
 from simreal_ros.core.realtime import read_thread
@@ -72,9 +72,20 @@ MIN_WINDOW_NS = 3_000_000_000
 EXCITE_WAIT_S = 90.0
 
 
+def _write_line(f: IO[str], line: str) -> None:
+    """Append ``line`` to a log file and flush it (a killed run keeps what it logged)."""
+    f.write(line + '\n')
+    f.flush()
+
+
+def _both(a: Log, b: Log, line: str) -> None:
+    a(line)
+    b(line)
+
+
 def _positive(name: str, v: object, integer: bool = False) -> None:
     ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float)) \
-        and math.isfinite(float(v)) and float(v) > 0  # type: ignore[arg-type]
+        and math.isfinite(float(v)) and float(v) > 0  # type: ignore[arg-type,unused-ignore]
     if not ok:
         raise SimrealError(f'--{name.replace("_", "-")} {v!r}: expected '
                            + ('an integer >= 1' if integer else 'a finite number > 0'))
@@ -163,7 +174,7 @@ def _quiet(log_path: Path) -> Iterator[Callable[[str], None]]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open('w', encoding='utf-8') as f, contextlib.redirect_stdout(f), \
             contextlib.redirect_stderr(f):
-        yield lambda line: (f.write(line + '\n'), f.flush())
+        yield lambda line: _write_line(f, line)
     sys.stdout.flush()
 
 
@@ -262,7 +273,7 @@ def _eval(s: FlywheelSettings, env: Mapping[str, str], backend: str,
                             launch_args={'latency': s.latency, **launch_args})
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open('w', encoding='utf-8') as f:
-        return run_eval(settings, env, log=lambda line: (f.write(line + '\n'), f.flush()))
+        return run_eval(settings, env, log=lambda line: _write_line(f, line))
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -369,7 +380,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         with _quiet(logs / 'identify.log') as note:  # the optimizer's own prints
             ident = sysid.identify(paths['fit_bag'], s.robot, list(s.fit), paths['overlay'],
                                    bodies=list(s.bodies) or None, window_ns=fit_window,
-                                   progress=lambda line: (note(line), p.detail(line)))
+                                   progress=lambda line: _both(note, p.detail, line))
         summary['identify'] = {'wall_s': time.monotonic() - t, **ident}
         _write_json(paths['identify'], summary['identify'])
         summary['against_reality'] = report.against_reality(ident['parameters'], s.robot,

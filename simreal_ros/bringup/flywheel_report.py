@@ -99,7 +99,7 @@ def injector_timing(bag: Path, latency: str) -> dict[str, dict[str, float]]:
     out = {}
     for k, route in enumerate(ep.injector.routes):
         rows = ev[ev[:, 0] == k]
-        injected = percentiles_ms(injected_ms[route] * 1e6)  # ns, as the events count
+        injected = percentiles_ms(list(injected_ms[route] * 1e6))  # ns, as the events count
         late = lateness_summary(rows, {k: orders.get(route, 'fifo')})
         out[route] = {'injected_p50_ms': injected[0], 'injected_p99_ms': injected[1],
                       'lateness_p50_ms': late['lateness_p50_ms'],

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Callable, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 import yaml
 
@@ -73,7 +73,7 @@ class Launcher:
         with self._out_lock:
             self._echo(line)
 
-    def _pump(self, label: str, stream: 'subprocess.IO[bytes]') -> None:
+    def _pump(self, label: str, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b''):
             self.echo(f'[{label.ljust(self.label_width)}] '
                       f'{raw.decode("utf-8", "replace").rstrip()}')

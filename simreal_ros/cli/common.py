@@ -20,7 +20,8 @@ def launch_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParse
                    help='ROS_AUTOMATIC_DISCOVERY_RANGE for the nodes: localhost (default '
                         'unless already set) or subnet for a multi-machine robot')
     p.add_argument('--domain-id', type=int, default=None, help='ROS_DOMAIN_ID for the nodes')
-    return p
+    parser: argparse.ArgumentParser = p
+    return parser
 
 
 def plan_and_env(ns: argparse.Namespace, defaults: dict[str, str] | None = None

@@ -29,7 +29,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-from rclpy.clock import Clock, ClockType
+from rclpy.clock import Clock, ClockType  # type: ignore[attr-defined]  # re-exported
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
@@ -128,7 +128,7 @@ class Injector(Node):
         self.profile = self._bind(load_profile(cfg.profile), [b for b in cfg.bindings if b],
                                   source)
         self.sim_time = bool(self.get_parameter('use_sim_time').value)
-        self._clock = self.get_clock()
+        self._clock: Clock = self.get_clock()  # type: ignore[assignment]  # a ROSClock
         self.routes = [_Route(r, RouteState(r, cfg.seed, i))
                        for i, r in enumerate(self.profile.routes)]
         self.events = EventLog([r.name for r in self.profile.routes])
@@ -186,9 +186,8 @@ class Injector(Node):
     # ---- configuration ---------------------------------------------------------------------
     def _bind(self, profile: Profile, bindings: list[str], source: str) -> Profile:
         """Apply ``route:input>output`` bindings; with bindings, only bound routes run."""
-        if not bindings:
-            routes = profile.routes
-        else:
+        routes: list[RouteConfig] = list(profile.routes)
+        if bindings:
             routes = []
             for text in bindings:
                 name, src, dst = parse_binding(text, source)

@@ -114,6 +114,7 @@ class PolicyNode(Node):
             post_callback=lambda _jump: self.clock_moved.set())
         self.heartbeat = Heartbeat(max(int(STALL_MIN_S * 1e9), 5 * self.period_ns))
         self.rt_state: ThreadRt | None = None
+        self.rt_others: ThreadRt | None = None  # set by start_rt
         self.thread: threading.Thread | None = None
         if not self.sync:  # lockstep: answered in the joint_states callback, no thread hop
             self.thread = threading.Thread(target=self._loop, name='policy_loop', daemon=True)
@@ -355,7 +356,7 @@ class PolicyNode(Node):
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
             'loop_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
-            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
+            **(self.rt_others.values() if self.rt_others is not None else {}),
             **counts,
         }
         arr = DiagnosticArray()
@@ -382,7 +383,7 @@ def main(args: list[str] | None = None) -> int:
 def _executor() -> object:
     """Return the C++ events executor where rclpy has it (far less GIL time per callback)."""
     try:
-        from rclpy.experimental import EventsExecutor
+        from rclpy.experimental import EventsExecutor  # type: ignore[attr-defined]
         return EventsExecutor()
     except ImportError:
         from rclpy.executors import SingleThreadedExecutor

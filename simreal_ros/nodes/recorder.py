@@ -29,7 +29,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -98,7 +98,7 @@ def import_message(msgtype: str) -> type:
 
 
 def _has_header(cls: type) -> bool:
-    fields = getattr(cls, 'get_fields_and_field_types', lambda: {})()
+    fields: dict[str, str] = getattr(cls, 'get_fields_and_field_types', lambda: {})()
     first = next(iter(fields.items()), ('', ''))
     return first == ('header', 'std_msgs/Header')
 
@@ -112,9 +112,9 @@ def _stamp_of(data: bytes) -> int | None:
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
-def _key_values(entries: list[str] | None, what: str) -> dict[str, str]:
+def _key_values(entries: Sequence[str], what: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for e in entries or []:
+    for e in entries:
         if not e:
             continue
         key, sep, value = e.partition('=')

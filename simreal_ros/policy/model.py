@@ -72,7 +72,7 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
     try:
         with warnings.catch_warnings():  # torch >= 2.9 marks TorchScript as deprecated
             warnings.simplefilter('ignore', DeprecationWarning)
-            module = torch.jit.load(str(path), map_location='cpu')
+            module = torch.jit.load(str(path), map_location='cpu')  # type: ignore[no-untyped-call]
     except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError with its reader text
         raise PolicyError(f'{path}: torch.jit.load failed: {exc}'.splitlines()[0]) from None
     module.eval()

@@ -163,13 +163,13 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
             figs.append(('latency.png', 'Latency histograms (injector ground truth)',
                          to_png(fig)))
 
-    rates = {t: r for t, r in ep.receive.items() if r.size > 2}
+    rates = {t: rx for t, rx in ep.receive.items() if rx.size > 2}
     if rates:
         fig, ax = plt.subplots(figsize=(10, 3.5))
-        for t, r in sorted(rates.items()):
-            sec = (r - t0) // 1_000_000_000
-            counts = np.bincount(sec - sec.min())
-            ax.step(np.arange(len(counts)) + sec.min(), counts, where='post', label=t)
+        for topic, received in sorted(rates.items()):
+            whole_s = (received - t0) // 1_000_000_000
+            counts = np.bincount(whole_s - whole_s.min())
+            ax.step(np.arange(len(counts)) + whole_s.min(), counts, where='post', label=topic)
         ax.set_xlabel('time [s]')
         ax.set_ylabel('messages / s')
         ax.set_yscale('log')

@@ -62,7 +62,7 @@ class RosClient:
 
     def call(self, srv_type: type, name: str, request: Any, timeout: float = 10.0) -> Any:
         """Call a service and return its response; fail after ``timeout``."""
-        cli = self.node.create_client(srv_type, name)
+        cli: Any = self.node.create_client(srv_type, name)
         if not cli.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f'service {name} not available within {timeout} s')
         future = cli.call_async(request)

@@ -130,10 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     last = time.time_ns()
     from rclpy.duration import Duration
     acked = all(p.wait_for_all_acked(Duration(seconds=60)) for p in all_pubs)
-    out = {'sent': dict(zip(names, sent, strict=True)), 'first_ns': first, 'last_ns': last,
+    sent_by_topic = dict(zip(names, sent, strict=True))
+    out = {'sent': sent_by_topic, 'first_ns': first, 'last_ns': last,
            'overruns': rate.overruns, 'acked': acked, 'blocked': blocked}
     if image is not None:
-        out['sent']['load/image_raw'] = images
+        sent_by_topic['load/image_raw'] = images
     if ns.stamps_file:
         with open(ns.stamps_file, 'w', encoding='utf-8') as f:
             json.dump(stamps, f)

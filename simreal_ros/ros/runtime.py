@@ -48,9 +48,9 @@ def start_rt(node: object, settings: RtSettings, thread: str, others: bool = Tru
     log_rt(node, result)
     if others and settings.priority > 1 and result.applied:
         me = threading.get_native_id()
-        others = sorted(t for t in process_threads() if t != me)
-        if others:
-            rest = apply_to_threads(RtSettings(settings.priority - 1, settings.cpus), others,
+        tids = sorted(t for t in process_threads() if t != me)
+        if tids:
+            rest = apply_to_threads(RtSettings(settings.priority - 1, settings.cpus), tids,
                                     f'{thread}_others')
             log_rt(node, rest)
             node.rt_others = rest  # type: ignore[attr-defined]

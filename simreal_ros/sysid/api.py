@@ -222,8 +222,8 @@ def write_overlay(path: Path, robot: RobotSpec, nominal: DynamicsParams,
                 lines.append(f'  {j}: {{{vals}}}')
     if bodies:
         lines.append('bodies:')
-        for b, vals in bodies.items():
-            lines.append(f'  {b}: {{{", ".join(f"{k}: {v}" for k, v in vals.items())}}}')
+        for b, body in bodies.items():
+            lines.append(f'  {b}: {{{", ".join(f"{k}: {v}" for k, v in body.items())}}}')
     if 'command_delay_s' in result.values:
         lines.append(f'command_delay_s: {_num(result.params.command_delay_s)}')
     meta = {

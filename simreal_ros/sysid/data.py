@@ -156,10 +156,10 @@ def _read_stream(reader: BagReader, topic: str, names: list[str], use_bag_time: 
         vel.append(v.tolist())
         eff.append(e.tolist())
     t = np.asarray(times, dtype=np.int64)
-    order = np.argsort(t, kind='stable')
-    t = t[order]
+    by_time = np.argsort(t, kind='stable')
+    t = t[by_time]
     keep = np.concatenate([[True], np.diff(t) > 0]) if t.size else np.zeros(0, bool)
-    idx = order[keep]
+    idx = by_time[keep]
     return (t[keep], np.asarray(pos, dtype=np.float64).reshape(-1, n)[idx],
             np.asarray(vel, dtype=np.float64).reshape(-1, n)[idx],
             np.asarray(eff, dtype=np.float64).reshape(-1, n)[idx])
@@ -223,8 +223,8 @@ def load_sysid_data(bag: str | Path, robot: RobotSpec,
                               f'needs at least {MIN_WINDOW_NS / 1e9:g} s (60 s of '
                               f'pattern:=sysid is the recommended recording)')
     # keep the last command before the window (it is what the robot holds at the start)
-    first = max(int(np.searchsorted(cmd_ns, lo, side='right')) - 1, 0)
-    last = int(np.searchsorted(cmd_ns, hi, side='right'))
+    c0 = max(int(np.searchsorted(cmd_ns, lo, side='right')) - 1, 0)
+    c1 = int(np.searchsorted(cmd_ns, hi, side='right'))
     ks = (st_ns >= lo) & (st_ns <= hi)
     if int(ks.sum()) < MIN_STATES:
         raise SysidInputError(f'{path}: only {int(ks.sum())} states in the window; need '
@@ -232,7 +232,7 @@ def load_sysid_data(bag: str | Path, robot: RobotSpec,
     return SysidData(
         bag=Path(path), bag_sha256=bag_sha256(Path(path)), backend=cd.get('backend', ''),
         command_topic=cmd_topic, state_topic=state_topic, joint_names=list(names),
-        cmd_ns=cmd_ns[first:last], cmd_pos=cmd_pos[first:last],
-        cmd_vel=np.nan_to_num(cmd_vel[first:last]), cmd_eff=np.nan_to_num(cmd_eff[first:last]),
+        cmd_ns=cmd_ns[c0:c1], cmd_pos=cmd_pos[c0:c1],
+        cmd_vel=np.nan_to_num(cmd_vel[c0:c1]), cmd_eff=np.nan_to_num(cmd_eff[c0:c1]),
         state_ns=st_ns[ks], state_pos=st_pos[ks], state_vel=st_vel[ks], window_ns=(lo, hi),
         custom_data=dict(cd))

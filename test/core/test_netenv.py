@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 
-from conftest import REPO
 import pytest
 
 from simreal_ros.core.netenv import BENCH_DOMAINS, TEST_DOMAINS, bench_domain, ros_env
 from simreal_ros.errors import LaunchError
+
+REPO = Path(__file__).resolve().parents[2]
 
 PEER = {'ROS_STATIC_PEERS': '192.0.2.7'}  # TEST-NET-1: never contacted, only looked at
 
