@@ -10,7 +10,7 @@ part lives here, once for every engine:
   :class:`JointTarget` on the **command delay line** (``command_delay_s`` of the dynamics,
   rounded to whole steps) and :meth:`SimBackend.step` releases it at its step; a released
   target becomes the servo set-point ``q_target`` and the feed-forward torque
-  ``kd * v_target + tau_ff`` (:meth:`SimBackend.actuation`);
+  ``kd * v_target + tau_ff`` (handed to the engine's :meth:`SimBackend.actuate`);
 * **dynamics**: nominal (read from the model) -> base (+ overlay) -> drawn per reset from the
   randomization with the backend's seeded generator.
 
@@ -145,15 +145,12 @@ class SimBackend(ABC):
         else:
             self._pending.append((self.step_count + delay, target))
 
-    def actuation(self, target: JointTarget) -> tuple[FloatArray, FloatArray]:
-        """Return the servo set-points and feed-forward torques that realise ``target``."""
+    def _apply(self, target: JointTarget) -> None:
+        """Make ``target`` the servos' set-point, feed-forward ``kd * v_target + tau_ff``."""
+        self.target = target
         kd = np.fromiter((self.params.joints[n].kd for n in self.robot.joint_names), float,
                          self.robot.n)
-        return target.position, kd * target.velocity + target.effort
-
-    def _apply(self, target: JointTarget) -> None:
-        self.target = target
-        self.actuate(*self.actuation(target))
+        self.actuate(target.position, kd * target.velocity + target.effort)
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, releasing delayed commands at their step."""
