@@ -302,8 +302,8 @@ class VirtualArm:
         pending = self._pending
         for _ in range(n):
             while pending and pending[0][0] <= self.step_count:
-                _, i, q = pending.popleft()
-                self.goal[i] = q
+                _, i, goal = pending.popleft()
+                self.goal[i] = goal
             for i in range(self.n):
                 if self.torque_on[i]:
                     self._profile(i)
@@ -329,8 +329,8 @@ class VirtualArm:
                     np.any(self.temperature >= self.temperature_limit):
                 self._check_faults()
         while pending and pending[0][0] <= self.step_count:  # due now: as the sim bridge does
-            _, i, q = pending.popleft()
-            self.goal[i] = q
+            _, i, goal = pending.popleft()
+            self.goal[i] = goal
 
     def _check_faults(self) -> None:
         for i, reg in enumerate(self.servos):

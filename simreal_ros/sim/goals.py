@@ -47,7 +47,7 @@ class GoalSampler:
     def sample(self, rng: np.random.Generator, n: int = 1, max_tries: int = 1000
                ) -> FloatArray:
         """Return ``n`` reachable goals, shape (n, joints)."""
-        out = []
+        out: list[FloatArray] = []
         tries = 0
         while len(out) < n:
             tries += 1
