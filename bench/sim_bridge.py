@@ -28,7 +28,7 @@ from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.engines import make_sim
 
 # bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,7 +57,7 @@ def _bridge(tmp: Path, env: dict[str, str], ns: str, **params: Any) -> NodeProce
 def free_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
               ) -> dict[str, float]:
     from diagnostic_msgs.msg import DiagnosticArray
-    sim = SimRobot(load_robot('simreal_arm'))
+    sim = make_sim(load_robot('simreal_arm'))
     raw_before = sim.raw_step_rate(20000)
     diags = client.collect(DiagnosticArray, '/diagnostics')
     p = _bridge(tmp, env, '/free', timing_mode='free', publish_rate_hz=200.0,

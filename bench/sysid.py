@@ -23,7 +23,7 @@ from typing import Any
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.excitation import ExcitationConfig
 from simreal_ros.core.robot import load_robot
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.engines import make_sim
 from simreal_ros.sysid.api import identify
 from simreal_ros.sysid.synth import record_sim_bag
 
@@ -35,7 +35,7 @@ DOMAIN = 160 + os.getpid() % 20
 def score(summary: dict[str, Any], reality: str = REALITY) -> dict[str, Any]:
     """Errors of a fit summary against the reality overlay."""
     robot = load_robot('simreal_arm')
-    truth = load_overlay(reality).apply(SimRobot(robot).nominal, robot.name)
+    truth = load_overlay(reality).apply(make_sim(robot).nominal, robot.name)
     per_kind: dict[str, list[float]] = {}
     out: dict[str, Any] = {'parameters': {}}
     for row in summary['parameters']:

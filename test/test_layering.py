@@ -17,6 +17,11 @@ cli        everything
 =========  ==============================================================================
 
 Function-level (lazy) imports count too: a lazy import is still a dependency.
+
+Engines: only ``sim/mujoco/`` imports ``mujoco`` (everything else goes through the engine
+protocol, ``sim/backend.py``), so a second engine can stand in for it. The one exception,
+``sysid/fit.py``, imports ``mujoco.sysid`` and ``mujoco.minimize``: an optimizer, not physics
+(its docstring says why).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ PEERS = {frozenset({'hardware', 'policy'})}
 RANK = {name: i for i, name in enumerate(ORDER)}
 RANK['__main__'] = RANK['__init__'] = RANK['cli']
 FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'torch', 'cv2')
+#: modules (relative to the package) that may import mujoco: the engine and the documented
+#: exception
+MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
 
 
 def layer_of(path: Path, root: Path) -> str:
@@ -60,6 +68,10 @@ def violations(root: Path = PKG) -> list[str]:
             where = f'{path.relative_to(root.parent)}:{line}'
             if src == 'core' and top in FORBIDDEN_IN_CORE:
                 bad.append(f'{where}: core imports {mod}')
+            elif top == 'mujoco' and not path.relative_to(root).as_posix().startswith(
+                    MUJOCO_ALLOWED):
+                bad.append(f'{where}: imports {mod} outside sim/mujoco/ (use the engine '
+                           f'protocol, sim/backend.py)')
             if top != 'simreal_ros' or mod == 'simreal_ros':
                 continue
             dst = mod.split('.')[1]
@@ -72,6 +84,14 @@ def violations(root: Path = PKG) -> list[str]:
 
 def test_every_layer_imports_only_downwards():
     assert violations() == []
+
+
+def test_mujoco_in_its_engine_package_and_the_fit_is_allowed(tmp_path):
+    root = tmp_path / 'simreal_ros'
+    for module in ('sim/mujoco/physics.py', 'sysid/fit.py'):
+        (root / module).parent.mkdir(parents=True, exist_ok=True)
+        (root / module).write_text('import mujoco\nfrom mujoco import rollout\n')
+    assert violations(root) == []
 
 
 def module_graph(root: Path = PKG) -> dict[str, set[str]]:
@@ -146,6 +166,10 @@ def test_every_package_has_a_layer():
      'ros imports simreal_ros.bringup.planner (bringup is not below ros)'),
     ('hardware/x.py', 'from simreal_ros.policy import model\n',
      'hardware imports simreal_ros.policy (policy is not below hardware)'),
+    ('nodes/x.py', 'def f():\n    import mujoco\n',
+     'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
+    ('sim/goals.py', 'from mujoco import MjData\n',
+     'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
 ])
 def test_an_upward_import_is_caught(tmp_path, module, src, line):
     root = tmp_path / 'simreal_ros'

@@ -60,9 +60,9 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
     """
     from simreal_ros.core.dynamics import load_overlay
     from simreal_ros.core.robot import load_robot
-    from simreal_ros.sim.model import build_model
+    from simreal_ros.sim.engines import make_sim
     spec = load_robot(robot)
-    truth = load_overlay(reality).apply(build_model(spec).nominal_params(spec), spec.name)
+    truth = load_overlay(reality).apply(make_sim(spec).nominal, spec.name)
     per: dict[str, dict[str, float]] = {}
     kinds: dict[str, list[float]] = {}
     for row in parameters:

@@ -1,4 +1,4 @@
-"""The physics behind the virtual servo bus: a MuJoCo arm driven by servos with register files.
+"""The physics behind the virtual servo bus: a simulated arm driven by servos with registers.
 
 Each joint of the robot spec is one XM430-W350 (its ``servo_id``), with its own control table
 (:mod:`simreal_ros.hardware.control_table`). Every physics step (the robot's ``timestep_s``,
@@ -7,12 +7,12 @@ Each joint of the robot spec is one XM430-W350 (its ``servo_id``), with its own 
     current = P/128 * E + I/65536 * sum(E) - D/16 * W       (mA; E error ticks, W ticks/ms)
 
 clamped to the current limit (Goal Current in mode 5, Current Limit otherwise) and applied as
-joint torque ``current * torque_per_amp``. The P and D parts use the model's position servo
-actuator (the same one the sim bridge uses, integrated implicitly by MuJoCo), the rest the
-feed-forward motor, so with the register values the driver writes and a nominal reality this is
-the sim bridge's servo law. The hidden reality is a model overlay (docs/configuration.md):
-joint damping/friction/armature, masses, ``command_delay_s`` (goal writes reach the controller
-late) and ``imperfections``:
+joint torque ``current * torque_per_amp``. The P and D parts use the backend's position servo
+(:meth:`SimBackend.set_servo`: the same one the sim bridge uses, integrated implicitly by
+MuJoCo), the rest its feed-forward torque, so with the register values the driver writes and
+a nominal reality this is the sim bridge's servo law. The hidden reality is a model overlay
+(docs/configuration.md): joint damping/friction/armature, masses, ``command_delay_s`` (goal
+writes reach the controller late) and ``imperfections``:
 
 * ``backlash_rad``: play between the link and the servo's measurement (hysteresis);
 * ``encoder_noise_rad``: Gaussian noise on every position measurement (seeded);
@@ -34,7 +34,6 @@ from collections import deque
 from dataclasses import dataclass
 import math
 
-import mujoco
 import numpy as np
 import numpy.typing as npt
 
@@ -42,7 +41,7 @@ from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware import control_table as ct
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.engines import make_sim
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -146,15 +145,14 @@ def ct_err(kind: str) -> int:
 
 
 class VirtualArm:
-    """The robot of the virtual bus: servos (register files) + MuJoCo physics + reality."""
+    """The robot of the virtual bus: servos (register files) + simulated physics + reality."""
 
     def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
         self.robot = robot
-        self.sim = SimRobot(robot, overlay=overlay, seed=seed)
-        self.model, self.data, self.built = self.sim.model, self.sim.data, self.sim.built
+        self.sim = make_sim(robot, overlay=overlay, seed=seed)
         self.imp = Imperfections.from_overlay(overlay)
         self.rng = np.random.default_rng(seed + 7919)
-        self.dt = float(self.model.opt.timestep)
+        self.dt = robot.timestep_s
         self.n = robot.n
         self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number)
                        for j in robot.joints]
@@ -167,7 +165,7 @@ class VirtualArm:
         self.step_count = 0
         self.delay_steps = int(round(self.sim.params.command_delay_s / self.dt))
         self._pending: deque[tuple[int, int, float]] = deque()
-        q = self.data.qpos[self.built.qpos_adr].copy()
+        q = self.sim.joint_positions()
         self.goal = q.copy()             # joint-space goal the controller sees (after delay)
         self.desired = q.copy()          # profile output
         self.desired_vel = np.zeros(self.n)
@@ -219,20 +217,13 @@ class VirtualArm:
         self.temperature_limit[i] = reg.get('temperature_limit')
         on = reg.get('torque_enable') == 1
         if on and not self.torque_on[i]:  # torque switched on: the profile starts from here
-            q = float(self.data.qpos[self.built.qpos_adr[i]])
+            q = float(self.sim.joint_positions()[i])
             self.desired[i] = q
             self.desired_vel[i] = 0.0
             self.integral[i] = 0.0
         self.torque_on[i] = on
-        a = int(self.built.servo_act[i])
         kp, kd = (self.kp[i], self.kd[i]) if on else (0.0, 0.0)
-        self.model.actuator_gainprm[a, 0] = kp
-        self.model.actuator_biasprm[a, 1] = -kp
-        self.model.actuator_biasprm[a, 2] = -kd
-        d = int(self.built.dof_adr[i])
-        jid = int(self.model.dof_jntid[d])
-        lim = self.limit[i] if on else 0.0
-        self.model.jnt_actfrcrange[jid] = [-lim, lim]
+        self.sim.set_servo(i, kp, kd, self.limit[i] if on else 0.0)
 
     def write(self, i: int, items: list[tuple[ct.Item, int]]) -> int:
         """Apply validated writes to servo ``i``; return an error number (0 = done)."""
@@ -263,7 +254,7 @@ class VirtualArm:
         reg.set('hardware_error_status', 0)
         reg.set('torque_enable', 0)
         self.saturated_s[i] = 0.0
-        q = float(self.data.qpos[self.built.qpos_adr[i]])
+        q = float(self.sim.joint_positions()[i])
         reg.set('goal_position', self.q_to_ticks(i, q))
         self.goal[i] = q
         self.refresh_servo(i)
@@ -306,28 +297,27 @@ class VirtualArm:
         self.desired[i], self.desired_vel[i] = nxt, v
 
     def step(self, n: int = 1) -> None:
-        """Advance ``n`` physics steps (servo control + MuJoCo + thermal and overload)."""
-        m, d, b = self.model, self.data, self.built
+        """Advance ``n`` physics steps (servo control + physics + thermal and overload)."""
+        sim = self.sim
         pending = self._pending
+        q = sim.joint_positions()
         for _ in range(n):
             while pending and pending[0][0] <= self.step_count:
-                _, i, q = pending.popleft()
-                self.goal[i] = q
+                _, i, goal = pending.popleft()
+                self.goal[i] = goal
             for i in range(self.n):
                 if self.torque_on[i]:
                     self._profile(i)
-            q = d.qpos[b.qpos_adr]
             meas = self._measure(q, noise=True)
             on = self.torque_on
             err_ticks = (self.desired - meas) * self.direction * self.tpr / (2 * np.pi)
             self.integral = np.where(on, self.integral + err_ticks, 0.0)
             ff = self.kp * (q - meas) + self.ki * self.integral * (2 * np.pi / self.tpr) \
                 * self.dt + self.kd * self.desired_vel * (self.direction ** 2)
-            d.ctrl[b.servo_act] = np.where(on, self.desired, q)
-            d.ctrl[b.ff_act] = np.where(on, ff, 0.0)
-            mujoco.mj_step(m, d)
+            sim.actuate(np.where(on, self.desired, q), np.where(on, ff, 0.0))
+            sim.advance(1)
             self.step_count += 1
-            tau = d.qfrc_actuator[b.dof_adr]
+            q, _, tau = sim.joint_state()
             current = np.abs(tau) / self.kt
             imp = self.imp
             self.temperature += self.dt * (imp.thermal_rise_c_per_a2 * current ** 2
@@ -339,8 +329,8 @@ class VirtualArm:
                     np.any(self.temperature >= self.temperature_limit):
                 self._check_faults()
         while pending and pending[0][0] <= self.step_count:  # due now: as the sim bridge does
-            _, i, q = pending.popleft()
-            self.goal[i] = q
+            _, i, goal = pending.popleft()
+            self.goal[i] = goal
 
     def _check_faults(self) -> None:
         for i, reg in enumerate(self.servos):
@@ -357,11 +347,8 @@ class VirtualArm:
 
     def update_present(self) -> None:
         """Write the present-value registers from the physics state (before a read)."""
-        d, b = self.data, self.built
-        q = d.qpos[b.qpos_adr]
+        q, qd, tau = self.sim.joint_state()
         meas = self._measure(q, noise=True)
-        qd = d.qvel[b.dof_adr]
-        tau = d.qfrc_actuator[b.dof_adr]
         tick_ms = self.step_count * self.dt * 1000.0
         for i, reg in enumerate(self.servos):
             pos = self.q_to_ticks(i, meas[i])
@@ -381,4 +368,4 @@ class VirtualArm:
 
     def true_position(self) -> FloatArray:
         """Return the link angles (ground truth, not what the servos measure)."""
-        return np.array(self.data.qpos[self.built.qpos_adr], dtype=np.float64)
+        return self.sim.joint_positions()

@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-import mujoco
 import numpy as np
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
@@ -33,7 +32,8 @@ from simreal_ros.errors import CommandError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
-from simreal_ros.sim.physics import Observation, SimRobot
+from simreal_ros.sim.backend import Observation
+from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
@@ -50,7 +50,7 @@ class SimBridge(Node):
                                                 f'{self.get_fully_qualified_name()} params')
         cfg = self.cfg
         self.robot = load_robot(cfg.robot)
-        self.sim = SimRobot(
+        self.sim = make_sim(
             self.robot, scene=load_scene(cfg.scene) if cfg.scene else None,
             overlay=load_overlay(cfg.overlay) if cfg.overlay else None,
             randomization=load_randomization(cfg.randomization) if cfg.randomization else None,
@@ -353,7 +353,7 @@ class SimBridge(Node):
         with self.lock:
             sim_ns, steps = self.sim.time_ns, self.sim.step_count
             params = self.sim.params.flat()
-            warnings = int(self.sim.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+            warnings = self.sim.divergences()
             rejected_window, self.rejected_window = self.rejected_window, 0
         wall0, sim0, steps0 = self._rtf_mark
         self._rtf_mark = (now, sim_ns, steps)
@@ -365,7 +365,7 @@ class SimBridge(Node):
             level, message = 'warn', f'{rejected_window} commands rejected: ' \
                                      f'{self.stats["last_rejection"]}'
         if warnings:
-            level, message = 'warn', f'simulation unstable ({warnings} bad-qacc resets)'
+            level, message = 'warn', f'simulation unstable ({warnings} divergence resets)'
         stalled = self.heartbeat.stalled_ns()
         if stalled:
             level, message = 'error', (f'physics thread stalled: no progress for '

@@ -1,1 +1,1 @@
-"""MuJoCo model building and the physics side of the sim bridge (no ROS)."""
+"""The simulation (no ROS): the engine protocol, its engines, scenes, goals."""

@@ -2,17 +2,19 @@
 
 A goal is reachable when it lies ``margin_rad`` inside every joint limit, the robot (and the
 scene, when the model has one) is free of contacts there, and holding it statically needs at
-most ``max_effort_fraction`` of each joint's effort limit (gravity torque from MuJoCo).
+most ``max_effort_fraction`` of each joint's effort limit. Contacts and gravity torques come
+from the engine (:meth:`SimBackend.probe`), with the dynamics the backend has now: a training
+world's randomized masses change what holds a goal.
 """
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.sim.model import BuiltModel, build_model
+from simreal_ros.sim.backend import SimBackend
+from simreal_ros.sim.engines import make_sim
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -21,11 +23,10 @@ class GoalSampler:
     """Draw reachable goals (robot joint order) from a seeded generator."""
 
     def __init__(self, robot: RobotSpec, margin_rad: float = 0.25,
-                 max_effort_fraction: float = 0.6, built: BuiltModel | None = None,
+                 max_effort_fraction: float = 0.6, sim: SimBackend | None = None,
                  range_fraction: float = 1.0) -> None:
         self.robot = robot
-        self.built = built or build_model(robot)
-        self.data = mujoco.MjData(self.built.model)
+        self.sim = sim or make_sim(robot)
         centre = 0.5 * (robot.lower + robot.upper)
         half = 0.5 * (robot.upper - robot.lower) - margin_rad
         if np.any(half <= 0):
@@ -38,20 +39,15 @@ class GoalSampler:
         """Whether ``q`` is inside the sampling box, contact-free and statically holdable."""
         if np.any(q < self.low) or np.any(q > self.high):
             return False
-        m, d, b = self.built.model, self.data, self.built
-        d.qpos[:] = m.qpos0
-        d.qvel[:] = 0.0
-        d.qpos[b.qpos_adr] = q
-        mujoco.mj_forward(m, d)
-        if d.ncon > 0:
+        probe = self.sim.probe(q)
+        if probe.contacts > 0:
             return False
-        gravity = d.qfrc_bias[b.dof_adr]
-        return bool(np.all(np.abs(gravity) <= self.max_effort))
+        return bool(np.all(np.abs(probe.gravity) <= self.max_effort))
 
     def sample(self, rng: np.random.Generator, n: int = 1, max_tries: int = 1000
                ) -> FloatArray:
         """Return ``n`` reachable goals, shape (n, joints)."""
-        out = []
+        out: list[FloatArray] = []
         tries = 0
         while len(out) < n:
             tries += 1
@@ -65,9 +61,4 @@ class GoalSampler:
 
     def holding_command(self, q: FloatArray, kp: FloatArray) -> FloatArray:
         """Return the servo target that holds ``q`` against gravity (static P servo)."""
-        m, d, b = self.built.model, self.data, self.built
-        d.qpos[:] = m.qpos0
-        d.qvel[:] = 0.0
-        d.qpos[b.qpos_adr] = q
-        mujoco.mj_forward(m, d)
-        return np.asarray(q + d.qfrc_bias[b.dof_adr] / kp, dtype=np.float64)
+        return np.asarray(q + self.sim.probe(q).gravity / kp, dtype=np.float64)

@@ -58,8 +58,7 @@ def _check_fit(fit: Sequence[str]) -> list[str]:
 
 
 def _movable_bodies(rp: Replayer) -> list[str]:
-    m = rp.built.model
-    return [b for b in rp.nominal.body_mass if int(m.body_weldid[m.body(b).id]) != 0]
+    return rp.sim.moving_bodies()
 
 
 def _check_targets(robot: RobotSpec, rp: Replayer, fit: Sequence[str],

@@ -6,7 +6,7 @@ variable is about 1 and one finite-difference step (``FD_STEP``) suits all. The 
 position error (rad, divided by ``RESIDUAL_SCALE_RAD``) at every measured stamp of replays from
 the measured state at the start of each training segment (``SEGMENT_NS``; multiple shooting: an
 early mismatch does not spoil the whole fit, and the segments run in parallel in
-``mujoco.rollout``).
+the engine's batched rollout).
 
 ``mujoco.sysid.optimize`` (``optimizer='mujoco'``: :func:`mujoco.minimize.least_squares`,
 Levenberg-Marquardt with box bounds and a batched finite-difference Jacobian) minimises it over
@@ -25,6 +25,12 @@ assumes independent residuals; replay errors are strongly correlated in time, so
 standard deviation is multiplied by ``sqrt((1 + rho) / (1 - rho))`` with ``rho`` the lag-one
 autocorrelation of the residuals (the usual effective-sample-size correction for an AR(1)
 error).
+
+This is the one module outside ``simreal_ros.sim.mujoco`` that imports ``mujoco``, and only for
+the optimizer: ``mujoco.sysid`` and ``mujoco.minimize`` are numerical tools (least squares,
+finite-difference Jacobians, confidence intervals) that take a plain residual function. The
+model itself is built and stepped through the engine protocol (:class:`Replayer` holds a
+:class:`simreal_ros.sim.backend.SimBackend`), so a fit runs on whichever engine replays.
 """
 
 from __future__ import annotations

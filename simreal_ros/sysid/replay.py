@@ -1,10 +1,15 @@
 """Replay a bag's commands through the bridge's physics, batched, from measured states.
 
-The model is the sim bridge's own (:func:`simreal_ros.sim.model.build_model`: position servo
-``kp (ctrl - q) - kd qdot`` plus a feed-forward motor, effort clamp), parameters are written
-with the same :meth:`BuiltModel.write_params` followed by ``mj_setConst`` as
-:meth:`SimRobot.reset` does, and the command delay line is a whole number of physics steps as in
-:class:`SimRobot`. What reaches the servo at physics step ``i`` (time ``t_i = t0 + i dt``) is:
+The model is the sim bridge's own (a :class:`simreal_ros.sim.backend.SimBackend` from
+:func:`simreal_ros.sim.engines.make_sim`: position servo ``kp (target - q) - kd qdot`` plus the
+feed-forward torque, effort clamp), each parameter set is written as the bridge's reset writes
+it, and the command delay line is a whole number of physics steps as in the backend's. The
+replay builds its control rows itself and hands them to :meth:`SimBackend.rollout` rather than
+stepping the environment (:class:`simreal_ros.policy.env.World`) or the backend's delay line:
+a fit replays every segment under dozens of parameter sets at once, which the engine runs
+batched (MuJoCo: ``mujoco.rollout``, C, one thread per core), and a bag's commands are already
+timed, so the injector routes a World adds have no place here. What reaches the servo at
+physics step ``i`` (time ``t_i = t0 + i dt``) is:
 
 * sim bridge bags: the last command that reached the backend at or before ``t_i - delay``, with
   the feed-forward ``kd v + tau`` of the command (the bridge applies it);
@@ -17,32 +22,27 @@ with the same :meth:`BuiltModel.write_params` followed by ``mj_setConst`` as
   write and the actuation (the servo side), not the bus cycle phase.
 
 Before the first command acts, a servo bus holds the measured start position and the bridge the
-first command (it holds home from its start, and excitations start at home). Rollouts go
-through ``mujoco.rollout`` (C, one thread per core) for many segments and parameter sets at
-once; predictions are linearly interpolated from the physics steps onto the measured stamps.
+first command (it holds home from its start, and excitations start at home). Predictions are
+linearly interpolated from the physics steps onto the measured stamps.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import os
 from typing import Sequence
 
-import mujoco
-from mujoco import rollout as mj_rollout
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.sim.model import BuiltModel, build_model
+from simreal_ros.sim.backend import RolloutJob, SimBackend
+from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim
 from simreal_ros.sysid.data import SysidData
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,14 @@ class Segment:
 class Replayer:
     """Batched replays of one bag's commands under many parameter sets and delays."""
 
-    def __init__(self, robot: RobotSpec, data: SysidData, nthread: int | None = None) -> None:
+    def __init__(self, robot: RobotSpec, data: SysidData, nthread: int | None = None,
+                 engine: str = DEFAULT_ENGINE) -> None:
         self.robot = robot
         self.data = data
-        self.built: BuiltModel = build_model(robot)
-        self.nominal: DynamicsParams = self.built.nominal_params(robot)
-        self.dt_ns = int(round(self.built.model.opt.timestep * 1e9))
+        self.sim: SimBackend = make_sim(robot, engine=engine)
+        self.nominal: DynamicsParams = self.sim.nominal
+        self.dt_ns = self.sim.dt_ns
         self.nthread = max(1, min(nthread or (os.cpu_count() or 1), 8))
-        self._datas = [mujoco.MjData(self.built.model) for _ in range(self.nthread)]
-        self._scratch = mujoco.MjData(self.built.model)
         self._ctrl_cache: dict[tuple[int, int, int], FloatArray] = {}
         self._cycle_goal = self._driver_goals() if data.is_hardware else None
 
@@ -106,33 +105,14 @@ class Replayer:
             out.append(Segment(s0, steps, idx))
         return out
 
-    # ---- models ------------------------------------------------------------------------------
-    def model_for(self, params: DynamicsParams) -> mujoco.MjModel:
-        """Return a copy of the model with ``params`` written as the sim bridge writes them."""
-        m = copy.copy(self.built.model)
-        replace(self.built, model=m).write_params(self.robot, params)
-        mujoco.mj_setConst(m, self._scratch)
-        return m
-
-    def _initial_state(self, model: mujoco.MjModel, seg: Segment) -> FloatArray:
-        d = self._scratch
-        mujoco.mj_resetData(model, d)
-        q, v = self.data.state_at(seg.start_ns)
-        d.qpos[self.built.qpos_adr] = q
-        d.qvel[self.built.dof_adr] = v
-        mujoco.mj_forward(model, d)
-        state = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
-        mujoco.mj_getState(model, d, state, STATE_SPEC)
-        return state
-
     # ---- controls ----------------------------------------------------------------------------
     def _command_index(self, times_ns: IntArray, delay_steps: int) -> IntArray:
         """Index of the command in force at each time (-1: none yet), sim bridge bags."""
         t = times_ns - delay_steps * self.dt_ns
         return (np.searchsorted(self.data.cmd_ns, t, side='right') - 1).astype(np.int64)
 
-    def controls(self, seg: Segment, delay_steps: float, params: DynamicsParams) -> FloatArray:
-        """Return the (steps, nu) control sequence of ``seg`` (servo targets, feed-forward).
+    def controls(self, seg: Segment, delay_steps: float) -> FloatArray:
+        """Return the (steps, 3 n) targets of ``seg``: position | velocity | effort (robot order).
 
         A fractional ``delay_steps`` blends the sequences of the two neighbouring whole delays
         linearly (a smooth stand-in the fit can differentiate; replays that must match the
@@ -141,13 +121,11 @@ class Replayer:
         lo = int(np.floor(delay_steps))
         frac = float(delay_steps) - lo
         if frac < 1e-9:
-            return self._controls(seg, lo, params)
-        return (1.0 - frac) * self._controls(seg, lo, params) + \
-            frac * self._controls(seg, lo + 1, params)
+            return self._controls(seg, lo)
+        return (1.0 - frac) * self._controls(seg, lo) + frac * self._controls(seg, lo + 1)
 
-    def _controls(self, seg: Segment, delay_steps: int, params: DynamicsParams) -> FloatArray:
+    def _controls(self, seg: Segment, delay_steps: int) -> FloatArray:
         key = (seg.start_ns, seg.steps, delay_steps)
-        kd = np.array([params.joints[n].kd for n in self.robot.joint_names])
         base = self._ctrl_cache.get(key)
         if base is None:
             d = self.data
@@ -179,11 +157,7 @@ class Replayer:
             if len(self._ctrl_cache) > 4096:
                 self._ctrl_cache.clear()
             self._ctrl_cache[key] = base
-        n = self.robot.n
-        ctrl = np.zeros((seg.steps, self.built.model.nu))
-        ctrl[:, self.built.servo_act] = base[:, :n]
-        ctrl[:, self.built.ff_act] = kd[None, :] * base[:, n:2 * n] + base[:, 2 * n:]
-        return ctrl
+        return base
 
     # ---- rollouts ----------------------------------------------------------------------------
     def predict(self, params: Sequence[DynamicsParams], delays: Sequence[float],
@@ -199,18 +173,12 @@ class Replayer:
         steps = segments[0].steps
         if any(s.steps != steps for s in segments):
             raise ValueError('segments of one batch must have the same length')
-        models = [self.model_for(p) for p in params]
-        batch_models = []
-        init = []
-        ctrl = []
-        for pi, (m, p) in enumerate(zip(models, params, strict=True)):
+        jobs = []
+        for pi in range(len(params)):
             for seg in segments:
-                batch_models.append(m)
-                init.append(self._initial_state(m, seg))
-                ctrl.append(self.controls(seg, float(delays[pi]), p))
-        state, _ = mj_rollout.rollout(batch_models, self._datas, np.asarray(init),
-                                      np.asarray(ctrl))
-        qpos = state[:, :, 1 + self.built.qpos_adr]            # (batch, steps, n)
+                q, v = self.data.state_at(seg.start_ns)
+                jobs.append(RolloutJob(pi, q, v, self.controls(seg, float(delays[pi]))))
+        qpos = self.sim.rollout(params, jobs, self.nthread)      # (batch, steps, n)
         out: list[list[FloatArray]] = []
         b = 0
         for _ in params:

@@ -1,9 +1,10 @@
 """Sim-bridge bags made in-process: a known overlay, an excitation, a real rosbag2 bag.
 
 Used by the tests and ``bench/sysid.py`` where the truth must be known exactly. The robot is a
-:class:`SimRobot` (the bridge's physics) stepped in lockstep: every ``1 / command_rate_hz`` the
-excitation's command is set (bag time = the step's sim time, as the bridge would receive it)
-and every ``1 / state_rate_hz`` the state is written on ``joint_states`` stamped with sim time.
+:class:`simreal_ros.sim.backend.SimBackend` (the bridge's physics) stepped in lockstep: every
+``1 / command_rate_hz`` the excitation's command is set (bag time = the step's sim time, as the
+bridge would receive it) and every ``1 / state_rate_hz`` the state is written on
+``joint_states`` stamped with sim time.
 The topics and ``custom_data`` (``backend``, ``robot_spec.argument``) are those a
 ``simreal launch backend:=sim excite:=... record:=true`` run writes.
 """
@@ -19,7 +20,7 @@ from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.excitation import Excitation, ExcitationConfig
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.engines import make_sim
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 T0_NS = 1_700_000_000 * 10**9
@@ -45,7 +46,7 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
     ``lead_s`` of states before the first command (the robot holding ``start_pose``, default
     home) and ``tail_s`` after the last one. Returns the bag directory.
     """
-    sim = SimRobot(robot, overlay=overlay)
+    sim = make_sim(robot, overlay=overlay)
     if start_pose is not None:
         sim.set_joint_state(np.asarray(start_pose, float), np.zeros(robot.n))
         sim.set_target(JointTarget.hold(np.asarray(start_pose, float)))

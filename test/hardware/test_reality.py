@@ -12,7 +12,7 @@ from simreal_ros.errors import ConfigError
 from simreal_ros.hardware import control_table as ct
 from simreal_ros.hardware.dynamixel_bus import DynamixelBus
 from simreal_ros.hardware.reality import VirtualArm
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 
 ROBOT = load_robot('simreal_arm')
 TICK = 2 * np.pi / 4096

@@ -13,8 +13,8 @@ from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.excitation import Excitation, ExcitationConfig
 from simreal_ros.core.robot import ImuSpec, load_robot
 from simreal_ros.errors import ModelError
-from simreal_ros.sim.model import build_model
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.mujoco.model import build_model
+from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 from simreal_ros.sim.scene import load_scene
 
 ROBOT = load_robot('simreal_arm')

@@ -7,7 +7,7 @@ import yaml
 
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.robot import load_robot
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 
 ROBOT = load_robot('simreal_arm')
 

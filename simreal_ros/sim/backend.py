@@ -1,0 +1,231 @@
+"""The physics engine protocol: what the stack needs from an engine, and the engine-neutral part.
+
+Every user of the simulation (the sim bridge, the virtual servo bus's reality, training, goal
+sampling, the sysid replay) holds a :class:`SimBackend` made by
+:func:`simreal_ros.sim.engines.make_sim`, and nothing else of the engine. The engine-neutral
+part lives here, once for every engine:
+
+* **time**: an integer number of physics steps of ``dt_ns``, monotonic across resets;
+* **the actuator law's command side**: :meth:`SimBackend.set_target` queues a
+  :class:`JointTarget` on the **command delay line** (``command_delay_s`` of the dynamics,
+  rounded to whole steps) and :meth:`SimBackend.step` releases it at its step; a released
+  target becomes the servo set-point ``q_target`` and the feed-forward torque
+  ``kd * v_target + tau_ff`` (handed to the engine's :meth:`SimBackend.actuate`);
+* **dynamics**: nominal (read from the model) -> base (+ overlay) -> drawn per reset from the
+  randomization with the backend's seeded generator.
+
+An engine subclasses :class:`SimBackend` and implements its abstract methods, the engine
+primitives. Its servo law, per joint, is ``kp * (q_target - q) - kd * qdot + ff``, the sum
+clamped to the joint's effort limit (a current-limited servo saturating), integrated by the
+engine (MuJoCo: implicitly). ``engine`` names the engine and ``capabilities`` says which of
+the optional model features it honours, so a caller can refuse what an engine cannot model
+(an overlay's armature on an engine without reflected rotor inertia) instead of silently
+simulating something else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.commands import JointTarget
+from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
+from simreal_ros.core.robot import RobotSpec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Joint state (robot order) and IMU reading at ``stamp_ns`` of sim time."""
+
+    stamp_ns: int
+    position: FloatArray
+    velocity: FloatArray
+    effort: FloatArray
+    imu_quat_wxyz: FloatArray | None = None
+    imu_gyro: FloatArray | None = None
+    imu_acc: FloatArray | None = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Which optional model features an engine honours (False: it ignores or lacks them)."""
+
+    armature: bool          # reflected rotor inertia per joint (overlay ``armature``)
+    imu: bool               # an IMU site: orientation, gyro, accelerometer
+    scene_objects: bool     # scene primitives, free bodies included
+    native_rollout: bool    # :meth:`SimBackend.rollout` runs batched in native threads
+    divergence_reset: bool  # a NaN/diverged state is reset and counted (``divergences``)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A static query at one pose: contacts there and the gravity torque to hold it."""
+
+    contacts: int
+    gravity: FloatArray     # N·m per joint, robot order
+
+
+@dataclass(frozen=True)
+class RolloutJob:
+    """One open-loop replay: a start state and one control row per physics step.
+
+    ``targets`` is (steps, 3 n): servo position target | velocity feed-forward | effort
+    feed-forward, robot order; the feed-forward torque is ``kd * velocity + effort`` with the
+    ``kd`` of parameter set ``params``.
+    """
+
+    params: int
+    position: FloatArray
+    velocity: FloatArray
+    targets: FloatArray
+
+
+class SimBackend(ABC):
+    """A robot in a physics engine, driven by joint targets through per-joint servos.
+
+    Subclasses build their model, then call ``super().__init__``. Runs are deterministic:
+    same seed, same commands at the same steps -> same states.
+    """
+
+    engine: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, robot: RobotSpec, dt_ns: int, overlay: Overlay | None = None,
+                 randomization: Randomization | None = None, seed: int = 0) -> None:
+        self.robot = robot
+        self.dt_ns = dt_ns
+        self.nominal = self.nominal_params()
+        self.base = overlay.apply(self.nominal, robot.name) if overlay else self.nominal
+        self.randomization = randomization
+        if randomization is not None:
+            randomization.check_targets(robot.joint_names, list(self.nominal.body_mass))
+        self.rng = np.random.default_rng(seed)
+        self.params = self.base
+        self.step_count = 0
+        self._pending: deque[tuple[int, JointTarget]] = deque()
+        self.target = JointTarget.hold(robot.home)
+        self.reset(randomize=False)
+
+    # ---- engine-neutral ------------------------------------------------------------------
+    @property
+    def time_ns(self) -> int:
+        """Sim time in integer nanoseconds (monotonic across resets)."""
+        return self.step_count * self.dt_ns
+
+    @property
+    def delay_steps(self) -> int:
+        """The command delay line length in physics steps."""
+        return int(round(self.params.command_delay_s * 1e9 / self.dt_ns))
+
+    def reset(self, randomize: bool = False) -> DynamicsParams:
+        """Return to the home keyframe; with ``randomize``, draw new dynamics first."""
+        if randomize and self.randomization is not None:
+            self.params = self.randomization.sample(self.base, self.rng)
+        elif not randomize:
+            self.params = self.base
+        self.write_params(self.params)
+        self.reset_state()
+        self._pending.clear()
+        self.target = JointTarget.hold(self.robot.home)
+        self._apply(self.target)
+        return self.params
+
+    def set_target(self, target: JointTarget) -> None:
+        """Queue ``target``; it reaches the servos after the command delay."""
+        delay = self.delay_steps
+        if delay == 0:
+            self._apply(target)
+        else:
+            self._pending.append((self.step_count + delay, target))
+
+    def _apply(self, target: JointTarget) -> None:
+        """Make ``target`` the servos' set-point, feed-forward ``kd * v_target + tau_ff``."""
+        self.target = target
+        kd = np.fromiter((self.params.joints[n].kd for n in self.robot.joint_names), float,
+                         self.robot.n)
+        self.actuate(target.position, kd * target.velocity + target.effort)
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` physics steps, releasing delayed commands at their step."""
+        pending = self._pending
+        while n > 0:
+            while pending and pending[0][0] <= self.step_count:
+                self._apply(pending.popleft()[1])
+            k = n if not pending else min(n, pending[0][0] - self.step_count)
+            self.advance(k)
+            self.step_count += k
+            n -= k
+        while pending and pending[0][0] <= self.step_count:
+            self._apply(pending.popleft()[1])
+
+    # ---- engine primitives -----------------------------------------------------------------
+    @abstractmethod
+    def nominal_params(self) -> DynamicsParams:
+        """Read the nominal dynamics from the model (URDF) and the robot spec (gains)."""
+
+    @abstractmethod
+    def write_params(self, params: DynamicsParams) -> None:
+        """Write joint damping/friction/armature, servo gains, masses, contact friction."""
+
+    @abstractmethod
+    def reset_state(self) -> None:
+        """Put the state at the home keyframe at rest, servos holding home, no feed-forward."""
+
+    @abstractmethod
+    def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
+        """Set the servo set-points (rad) and feed-forward torques (N·m), effective now."""
+
+    @abstractmethod
+    def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
+        """Change one servo's gains and effort limit now (a servo's registers being written)."""
+
+    @abstractmethod
+    def set_joint_state(self, position: FloatArray, velocity: FloatArray) -> None:
+        """Snap the joints to a measured state (twin re-sync); targets and delays are kept."""
+
+    @abstractmethod
+    def advance(self, n: int) -> None:
+        """Integrate ``n`` physics steps with the actuation as it is (no delay line, no time)."""
+
+    @abstractmethod
+    def observe(self) -> Observation:
+        """Measure the current state, sensors consistent with it, stamped ``time_ns``."""
+
+    @abstractmethod
+    def joint_positions(self) -> FloatArray:
+        """Return a copy of the joint angles now (cheap: no sensor update)."""
+
+    @abstractmethod
+    def joint_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Return copies of (angles, velocities, actuator torques as the last step applied)."""
+
+    @abstractmethod
+    def divergences(self) -> int:
+        """Return how often the engine reset a NaN or diverged state since the last reset."""
+
+    @abstractmethod
+    def probe(self, position: FloatArray) -> Probe:
+        """Contacts and gravity torque at ``position`` at rest, leaving the state untouched."""
+
+    @abstractmethod
+    def moving_bodies(self) -> list[str]:
+        """Bodies with mass that are not welded to the world (their mass can be identified)."""
+
+    @abstractmethod
+    def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
+                nthread: int = 1) -> FloatArray:
+        """Replay ``jobs`` open loop; return joint angles after each step, (jobs, steps, n).
+
+        The backend's own state is untouched; all jobs have the same number of steps.
+        """
+
+    @abstractmethod
+    def raw_step_rate(self, steps: int = 5000) -> float:
+        """Measure the engine's bare steps/s on a copy of the state (benchmarks)."""

@@ -1,0 +1,27 @@
+"""Choose a physics engine by name: :func:`make_sim` is how every caller gets a simulation.
+
+``ENGINES`` lists the engines this install has; the first is the default. An engine module is
+imported only when it is asked for, so an install without an engine's package can still run
+the others.
+"""
+
+from __future__ import annotations
+
+from simreal_ros.core.dynamics import Overlay, Randomization
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import ModelError
+from simreal_ros.sim.backend import SimBackend
+from simreal_ros.sim.scene import Scene
+
+ENGINES = ('mujoco',)
+DEFAULT_ENGINE = ENGINES[0]
+
+
+def make_sim(robot: RobotSpec, scene: Scene | None = None, overlay: Overlay | None = None,
+             randomization: Randomization | None = None, seed: int = 0,
+             engine: str = DEFAULT_ENGINE) -> SimBackend:
+    """Build ``robot`` (with ``scene``) in ``engine`` with the overlay's dynamics applied."""
+    if engine == 'mujoco':
+        from simreal_ros.sim.mujoco.physics import MujocoSim
+        return MujocoSim(robot, scene, overlay, randomization, seed)
+    raise ModelError(f'physics engine {engine!r}: expected one of {", ".join(ENGINES)}')

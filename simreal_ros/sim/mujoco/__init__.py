@@ -1,0 +1,1 @@
+"""MuJoCo behind :class:`simreal_ros.sim.backend.SimBackend`: model building and physics."""

@@ -1,0 +1,184 @@
+"""MuJoCo as a :class:`simreal_ros.sim.backend.SimBackend`: the sim bridge's physics.
+
+The servo law is the model's actuators (:mod:`simreal_ros.sim.mujoco.model`): the position
+servo carries ``kp * (q_target - q) - kd * qdot`` (integrated implicitly, ``implicitfast``),
+the feed-forward motor the torque, and ``actfrcrange`` clamps their sum to the effort limit.
+``model``, ``data`` and ``built`` are the compiled model, its state and the index maps, for
+MuJoCo-specific tools and tests; everything else goes through the protocol.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+import time
+from typing import Sequence
+
+import mujoco
+from mujoco import rollout as mj_rollout
+import numpy as np
+
+from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.sim.backend import (
+    Capabilities,
+    FloatArray,
+    Observation,
+    Probe,
+    RolloutJob,
+    SimBackend,
+)
+from simreal_ros.sim.mujoco.model import BuiltModel, build_model
+from simreal_ros.sim.scene import Scene
+
+#: the warnings after which MuJoCo resets the state (non-finite or huge qpos, qvel, qacc)
+DIVERGENCE_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                       mujoco.mjtWarning.mjWARN_BADQACC)
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+class MujocoSim(SimBackend):
+    """A MuJoCo robot driven by joint targets through per-joint PD servos."""
+
+    engine = 'mujoco'
+    capabilities = Capabilities(armature=True, imu=True, scene_objects=True,
+                                native_rollout=True, divergence_reset=True)
+
+    def __init__(self, robot: RobotSpec, scene: Scene | None = None,
+                 overlay: Overlay | None = None, randomization: Randomization | None = None,
+                 seed: int = 0) -> None:
+        self.built: BuiltModel = build_model(robot, scene)
+        self.model = self.built.model
+        self.data = mujoco.MjData(self.model)
+        self._scratch = mujoco.MjData(self.model)
+        self._rollout_datas: list[mujoco.MjData] = []
+        super().__init__(robot, int(round(self.model.opt.timestep * 1e9)), overlay,
+                         randomization, seed)
+
+    def nominal_params(self) -> DynamicsParams:
+        """Read the nominal dynamics from the model (URDF) and the robot spec (gains)."""
+        return self.built.nominal_params(self.robot)
+
+    def write_params(self, params: DynamicsParams) -> None:
+        """Write ``params`` into the compiled model in place and recompute its constants."""
+        self.built.write_params(self.robot, params)
+        mujoco.mj_setConst(self.model, self.data)  # uses (and clobbers) data: before a reset
+
+    def reset_state(self) -> None:
+        """Reset to the home keyframe (its ctrl holds home, no feed-forward)."""
+        mujoco.mj_resetDataKeyframe(self.model, self.data, self.built.home_key)
+        mujoco.mj_forward(self.model, self.data)
+
+    def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
+        """Write the servo and feed-forward actuators' controls."""
+        ctrl = self.data.ctrl
+        ctrl[self.built.servo_act] = position
+        ctrl[self.built.ff_act] = feedforward
+
+    def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
+        """Write the servo actuator's gains and the joint's actuator force range."""
+        m, b = self.model, self.built
+        a = int(b.servo_act[joint])
+        m.actuator_gainprm[a, 0] = kp
+        m.actuator_biasprm[a, 1] = -kp
+        m.actuator_biasprm[a, 2] = -kd
+        m.jnt_actfrcrange[int(m.dof_jntid[int(b.dof_adr[joint])])] = [-effort_limit,
+                                                                       effort_limit]
+
+    def set_joint_state(self, position: FloatArray, velocity: FloatArray) -> None:
+        """Snap the joints to a measured state (twin re-sync); targets and delays are kept."""
+        b = self.built
+        self.data.qpos[b.qpos_adr] = position
+        self.data.qvel[b.dof_adr] = velocity
+        mujoco.mj_forward(self.model, self.data)
+
+    def advance(self, n: int) -> None:
+        """``mj_step`` ``n`` times (one call)."""
+        mujoco.mj_step(self.model, self.data, n)
+
+    def observe(self) -> Observation:
+        """Measure the current state (runs ``mj_forward`` so sensors match the state)."""
+        m, d, b = self.model, self.data, self.built
+        mujoco.mj_forward(m, d)
+        imu: dict[str, FloatArray | None] = {'q': None, 'g': None, 'a': None}
+        if b.imu_adr is not None:
+            s = d.sensordata
+            qa, ga, aa = b.imu_adr['imu_quat'], b.imu_adr['imu_gyro'], b.imu_adr['imu_acc']
+            imu = {'q': s[qa:qa + 4].copy(), 'g': s[ga:ga + 3].copy(), 'a': s[aa:aa + 3].copy()}
+        return Observation(self.time_ns, d.qpos[b.qpos_adr].copy(), d.qvel[b.dof_adr].copy(),
+                           d.qfrc_actuator[b.dof_adr].copy(), imu['q'], imu['g'], imu['a'])
+
+    def joint_positions(self) -> FloatArray:
+        """Return ``qpos`` of the robot joints (a copy: index arrays copy)."""
+        return self.data.qpos[self.built.qpos_adr]
+
+    def joint_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Return ``qpos``, ``qvel``, ``qfrc_actuator`` of the robot joints as they are."""
+        d, b = self.data, self.built
+        return d.qpos[b.qpos_adr], d.qvel[b.dof_adr], d.qfrc_actuator[b.dof_adr]
+
+    def divergences(self) -> int:
+        """Count of MuJoCo's bad-qpos/qvel/qacc resets (the counters clear at a reset)."""
+        return sum(int(self.data.warning[w].number) for w in DIVERGENCE_WARNINGS)
+
+    def probe(self, position: FloatArray) -> Probe:
+        """``mj_forward`` at ``position`` on a scratch copy: ``ncon`` and ``qfrc_bias``."""
+        m, d, b = self.model, self._scratch, self.built
+        d.qpos[:] = m.qpos0
+        d.qvel[:] = 0.0
+        d.qpos[b.qpos_adr] = position
+        mujoco.mj_forward(m, d)
+        return Probe(int(d.ncon), d.qfrc_bias[b.dof_adr].copy())
+
+    def moving_bodies(self) -> list[str]:
+        """Bodies of the nominal masses whose weld root is not the world."""
+        m = self.model
+        return [b for b in self.nominal.body_mass if int(m.body_weldid[m.body(b).id]) != 0]
+
+    def model_for(self, params: DynamicsParams) -> mujoco.MjModel:
+        """Return a copy of the model with ``params`` written as :meth:`write_params` does."""
+        m = copy.copy(self.model)
+        replace(self.built, model=m).write_params(self.robot, params)
+        mujoco.mj_setConst(m, self._scratch)
+        return m
+
+    def _initial_state(self, model: mujoco.MjModel, job: RolloutJob) -> FloatArray:
+        d = self._scratch
+        mujoco.mj_resetData(model, d)
+        d.qpos[self.built.qpos_adr] = job.position
+        d.qvel[self.built.dof_adr] = job.velocity
+        mujoco.mj_forward(model, d)
+        state = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
+        mujoco.mj_getState(model, d, state, STATE_SPEC)
+        return state
+
+    def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
+                nthread: int = 1) -> FloatArray:
+        """``mujoco.rollout`` of every job (C, ``nthread`` threads), from its own model copy."""
+        n, b = self.robot.n, self.built
+        models = [self.model_for(p) for p in params]
+        kds = [np.array([p.joints[j].kd for j in self.robot.joint_names]) for p in params]
+        while len(self._rollout_datas) < nthread:
+            self._rollout_datas.append(mujoco.MjData(self.model))
+        init, ctrl = [], []
+        for job in jobs:
+            init.append(self._initial_state(models[job.params], job))
+            t = job.targets
+            c = np.zeros((t.shape[0], self.model.nu))
+            c[:, b.servo_act] = t[:, :n]
+            c[:, b.ff_act] = kds[job.params][None, :] * t[:, n:2 * n] + t[:, 2 * n:]
+            ctrl.append(c)
+        state, _ = mj_rollout.rollout([models[j.params] for j in jobs],
+                                      self._rollout_datas[:nthread], np.asarray(init),
+                                      np.asarray(ctrl))
+        return np.asarray(state[:, :, 1 + b.qpos_adr], dtype=np.float64)
+
+    def raw_step_rate(self, steps: int = 5000) -> float:
+        """Measure raw ``mj_step`` steps/s on a copy of this model's data (benchmarks)."""
+        d = mujoco.MjData(self.model)
+        d.qpos[:] = self.data.qpos
+        d.ctrl[:] = self.data.ctrl
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            mujoco.mj_step(self.model, d)
+        return steps / (time.perf_counter() - t0)
