@@ -14,7 +14,8 @@ at ``http://127.0.0.1:PORT/NAME.mjpg``; the server listens on loopback only. ``d
 test's timing does not depend on how long its driver took to start) close every connection and
 refuse new ones until restored, as a camera that is unplugged or an IP camera that reboots.
 
-Rendering runs on the camera's own thread from a ``qpos`` copy (the emulator's event loop is
+Frames are rendered only while a client streams. Rendering runs on the camera's own thread
+from a ``qpos`` copy (the emulator's event loop is
 never blocked: ``mjr_render`` and ``cv2.imencode`` release the GIL), so a slow render lowers the
 camera's frame rate, not the servo loop's timing.
 """
@@ -124,6 +125,7 @@ class _Handler(BaseHTTPRequestHandler):
         seq = -1
         if cam.first_client_ns is None:
             cam.first_client_ns = time.monotonic_ns()
+        cam.clients += 1
         try:
             while cam.serving:
                 frame = cam.wait_frame(seq, 1.0)
@@ -136,6 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b'\r\n')
         except (BrokenPipeError, ConnectionResetError, OSError):
             return
+        finally:
+            cam.clients -= 1
 
 
 class _Server(ThreadingHTTPServer):
@@ -168,6 +172,7 @@ class VirtualCamera:
         self.ready = threading.Event()
         self.error = ''
         self.first_client_ns: int | None = None
+        self.clients = 0  # open streams; with none, nothing is rendered
         self._server = self._listen(port)
         self.port = self._server.server_address[1]
         self._start_server()
@@ -248,7 +253,9 @@ class VirtualCamera:
                     self.restore()
                     dropped = False
                     f = self.faults = CameraFaults()
-                if now >= next_capture:
+                if now >= next_capture and self.clients == 0:
+                    next_capture = now + period
+                elif now >= next_capture:
                     qpos = np.array(self.arm.data.qpos)  # the instant this frame shows
                     captured = time.monotonic_ns()
                     rgb = renderer.render(qpos)[0]

@@ -76,18 +76,31 @@ class SimCameras:
     """The sim bridge's cameras: a render thread fed by the physics thread, and publishers.
 
     The sim publishes the ideal pinhole of each camera's spec as its camera_info (that is
-    what it renders; a calibration file describes a real lens).
+    what it renders; a calibration file describes a real lens). It renders only while
+    something subscribes to a camera's image_raw or camera_info (checked every
+    ``SUBSCRIBER_CHECK_S``), as ROS camera drivers publish lazily: a 640x480 software render at
+    30 Hz takes most of a CPU core here, which a graph that never looks at the images (most
+    tests, a policy on joint states) should not pay.
     """
+
+    SUBSCRIBER_CHECK_S = 0.2
 
     def __init__(self, node: Any, model: Any, cameras: tuple[CameraSpec, ...]) -> None:
         from simreal_ros.sim.camera import RenderThread
         self.node = node
         self.pubs = [CameraPublisher(node, c, CameraInfoData.ideal(c)) for c in cameras]
         self.render = RenderThread(model, cameras, self._on_frame, self._on_error)
+        self.watched = False
+        node.create_timer(self.SUBSCRIBER_CHECK_S, self._check_subscribers)
+
+    def _check_subscribers(self) -> None:
+        self.watched = any(p.pub_image.get_subscription_count()
+                           or p.pub_info.get_subscription_count() for p in self.pubs)
 
     def offer(self, stamp_ns: int, qpos: Any) -> None:
         """Offer the state just published (physics thread; returns at once)."""
-        self.render.offer(stamp_ns, qpos)
+        if self.watched:
+            self.render.offer(stamp_ns, qpos)
 
     def _on_frame(self, stamp_ns: int, images: list[Any]) -> None:
         for pub, img in zip(self.pubs, images, strict=True):
@@ -100,7 +113,7 @@ class SimCameras:
 
     def values(self) -> dict[str, object]:
         """Diagnostics values of the cameras."""
-        return self.render.values()
+        return {'cameras_watched': self.watched, **self.render.values()}
 
     def close(self) -> None:
         """Stop rendering."""

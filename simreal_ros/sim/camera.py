@@ -7,8 +7,10 @@ in ``world`` or on its parent link, and the OpenGL frustum is set from the camer
 rendered pixels agree with ``camera_info``. Nothing is added to the model: the scene camera of
 ``mjv_updateScene`` is overwritten before ``mjr_render``.
 
-:class:`RenderThread` is what the sim bridge uses. The physics thread calls :meth:`offer` with
-each published state; when a camera's next frame is due (by the state's stamp), it copies
+:class:`RenderThread` is what the sim bridge uses (through ``ros.camera.SimCameras``, which
+offers states only while a camera topic has a subscriber). The physics thread calls
+:meth:`offer` with each published state; when a camera's next frame is due (by the state's
+stamp), it copies
 ``qpos`` (a few dozen floats) and returns at once. The render thread renders the latest such
 snapshot with its own ``MjData`` and GL context and hands the images, stamped with the stamp of
 the state they show, to a callback. A snapshot that arrives while the previous one is still
