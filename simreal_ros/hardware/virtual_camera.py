@@ -152,7 +152,8 @@ class VirtualCamera:
     """One camera of the emulator: render thread + MJPEG server (see module doc)."""
 
     def __init__(self, arm: Any, spec: CameraSpec, reality: OpticalReality, port: int = 0,
-                 faults: CameraFaults | None = None, host: str = '127.0.0.1') -> None:
+                 faults: CameraFaults | None = None, host: str = '127.0.0.1',
+                 barcode: bool = False) -> None:
         self.arm = arm
         self.reality = reality
         self.faults = faults or CameraFaults()
@@ -162,6 +163,7 @@ class VirtualCamera:
         self._render_spec = replace(spec, fovy_deg=None, given_intrinsics=self.true_intrinsics,
                                     encoding='rgb8')
         self.host = host
+        self.barcode = barcode  # frame number drawn in the top rows (simreal bench camera)
         self._cond = threading.Condition()
         self._frame: tuple[int, bytes] | None = None
         self.serving = True
@@ -261,6 +263,8 @@ class VirtualCamera:
                     rgb = renderer.render(qpos)[0]
                     assert rgb is not None
                     img = optics.apply(rgb)
+                    if self.barcode:
+                        draw_barcode(img, seq + 1)
                     ok, jpeg = cv2.imencode('.jpg', cv2.cvtColor(img, cv2.COLOR_RGB2BGR),
                                             encode)
                     done = time.monotonic_ns()
@@ -289,6 +293,25 @@ class VirtualCamera:
         self.thread.join(timeout=5.0)
         if self.serving:
             self.drop()
+
+
+BARCODE_BITS = 16
+BARCODE_BLOCK = 8  # px: an 8x8 block survives JPEG at any quality used here
+
+
+def draw_barcode(img: Image, value: int) -> None:
+    """Write ``value`` (16 bits) as black/white 8x8 blocks along the top-left of ``img``."""
+    b = BARCODE_BLOCK
+    for bit in range(BARCODE_BITS):
+        img[:b, bit * b:(bit + 1) * b] = 255 if value >> bit & 1 else 0
+
+
+def read_barcode(img: Image) -> int:
+    """Read the value :func:`draw_barcode` wrote (from the block centres)."""
+    b = BARCODE_BLOCK
+    grey = img if img.ndim == 2 else img.mean(axis=2)
+    return sum(1 << bit for bit in range(BARCODE_BITS)
+               if grey[b // 2, bit * b + b // 2] > 127)
 
 
 def start_cameras(arm: Any, reality_path: str, port: int, faults: str,

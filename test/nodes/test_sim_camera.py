@@ -176,3 +176,27 @@ def test_shipped_default_camera_renders_640x480(start_node, ros_client):
     assert list(info.k) == pytest.approx([fx, 0, cx, 0, fy, cy, 0, 0, 1])
     pixels = as_array(img)
     assert pixels.std() > 5.0, 'a rendered scene, not a blank frame'
+
+
+def test_injector_perturbs_the_sim_camera(start_node, ros_client, small_cameras, tmp_path):
+    robot, scene = small_cameras
+    profile = tmp_path / 'camera_gain.yaml'
+    profile.write_text(yaml.safe_dump({'description': 'exposure gain on the camera', 'routes': {
+        'camera': {'input': 'backend/camera/image_raw', 'output': 'camera/image_raw',
+                   'type': 'sensor_msgs/msg/Image', 'perturb': {'image': {'gain': 2.0}}}}}))
+    raw = ros_client.collect(Image, 'backend/camera/image_raw', IMAGE)
+    out = ros_client.collect(Image, 'camera/image_raw', IMAGE)
+    start_node('injector', profile=str(profile))
+    start_node('sim_bridge', robot=robot, scene=scene, cameras=True,
+               remappings=(('camera/image_raw', 'backend/camera/image_raw'),))
+
+    def pairs() -> list:
+        by_stamp = {messages.stamp_to_ns(m.header.stamp): m for _t, m in list(raw)}
+        return [(by_stamp[k], m) for _t, m in list(out)
+                if (k := messages.stamp_to_ns(m.header.stamp)) in by_stamp]
+    ros_client.wait_for(lambda: len(pairs()) >= 2, 120, 'relayed camera frames')
+    before, after = pairs()[-1]
+    assert (after.width, after.height, after.encoding) == (160, 120, 'rgb8')
+    expected = np.clip(as_array(before).astype(int) * 2, 0, 255)
+    assert np.abs(as_array(after).astype(int) - expected).max() <= 1
+    assert as_array(before).max() > 20  # something to brighten
