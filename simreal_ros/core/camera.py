@@ -14,11 +14,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.robot import CameraSpec, load_robot
 from simreal_ros.core.validate import (
     Section,
@@ -209,11 +210,11 @@ class OpticalReality:
     latency_s: float = 0.0
     jpeg_quality: int = 85
     seed: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_reality(cls, path: str | Path) -> 'OpticalReality':
-        """Read the ``camera:`` section of reality file ``path`` (ideal camera when absent)."""
+        """Read the ``camera:`` of reality ``path`` (or shipped overlay name); ideal if absent."""
+        path = resolve_named('overlays', str(path))
         src = str(path)
         top = load_yaml_mapping(path)
         if top.get('camera') is None:
