@@ -138,6 +138,11 @@ class CameraDriver(Node):
             self.state = 'streaming'
             try:
                 self._stream(cap)
+            except Exception as exc:  # noqa: BLE001 - a publish after shutdown, or a bug
+                if not self.context.ok():
+                    return
+                self.stats['last_error'] = repr(exc)
+                self.get_logger().error(f'capture failed: {exc!r}; reopening the device')
             finally:
                 cap.release()
             if self.running:

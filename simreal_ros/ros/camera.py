@@ -103,11 +103,15 @@ class SimCameras:
             self.render.offer(stamp_ns, qpos)
 
     def _on_frame(self, stamp_ns: int, images: list[Any]) -> None:
+        if not self.node.context.ok():  # shutting down: the publishers are gone
+            return
         for pub, img in zip(self.pubs, images, strict=True):
             if img is not None:
                 pub.publish(img, stamp_ns)
 
     def _on_error(self, exc: BaseException) -> None:
+        if not self.node.context.ok():  # a publish raced the shutdown: not a failure
+            return
         self.node.get_logger().error(f'camera rendering stopped: {exc!r} (physics goes on; '
                                      f'MUJOCO_GL=egl or osmesa must be able to render here)')
 

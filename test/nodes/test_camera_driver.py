@@ -111,21 +111,30 @@ def test_driver_reconnects_after_the_stream_drops(ros_env, tmp_path, small_robot
                                                   ros_client):
     images = ros_client.collect(Image, 'camera/image_raw', IMAGE)
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    with camera_emulator(tmp_path, ros_env, small_robot, 'drop_at=2,restore_at=4.5') as emu:
+    with camera_emulator(tmp_path, ros_env, small_robot, 'drop_at=6,restore_at=8.5') as emu:
         start_node('camera_driver', robot=small_robot, device=camera_url(emu),
                    reconnect_period_s=0.5, diagnostics_period_s=0.25)
-        ros_client.wait_for(lambda: len(images) >= 5, 30, 'frames before the drop')
+
+        def after_streaming() -> list:
+            """The statuses from the first one that reports streamed frames on."""
+            sts = statuses(diags)
+            start = next((i for i, st in enumerate(sts) if values(st)['state'] == 'streaming'
+                          and values(st)['frames'] != '0'), len(sts))
+            return sts[start:]
+
         ros_client.wait_for(lambda: any(st.level == ERROR and 'disconnected' in st.message
-                                        for st in statuses(diags)), 30, 'ERROR disconnected')
-        gone = time.monotonic_ns()
-        ros_client.wait_for(lambda: images[-1][0] > gone + 1_000_000_000, 40,
-                            'frames after the stream came back')
-        ros_client.wait_for(lambda: statuses(diags)[-1].level == OK, 10, 'diagnostics OK again')
-        st = values(statuses(diags)[-1])  # before the emulator (and its camera) stops
-    arrivals = np.array([t for t, _m in images])
-    assert np.diff(arrivals).max() > 2e9, 'no gap: the stream never dropped'
-    assert (st['state'], st['reconnects']) == ('streaming', '1')
-    assert int(st['opens_failed']) >= 1  # it kept trying while the camera was gone
+                                        for st in after_streaming()), 60,
+                            'streaming, then ERROR disconnected')
+        ros_client.wait_for(lambda: after_streaming()[-1].level == OK, 60, 'streaming again')
+        seen = after_streaming()  # before the emulator (and its camera) stops
+        gone = next(i for i, st in enumerate(seen) if st.level == ERROR)
+        n = len(images)
+        ros_client.wait_for(lambda: len(images) > n + 3, 30, 'frames after the return')
+        final = values(statuses(diags)[-1])
+    before = max(int(values(st)['frames']) for st in seen[:gone])
+    assert int(final['frames']) > before
+    assert (final['state'], final['reconnects']) == ('streaming', '1')
+    assert int(final['opens_failed']) >= 1  # it kept trying while the camera was gone
 
 
 def test_dead_device_is_reported_not_fatal(start_node, ros_client):
