@@ -58,6 +58,7 @@ setup(
         'console_scripts': [
             'simreal = simreal_ros.cli:main',
             'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
+            'simreal_camera_driver = simreal_ros.nodes.camera_driver:main',
             'simreal_excite = simreal_ros.nodes.excite:main',
             'simreal_injector = simreal_ros.nodes.injector:main',
             'simreal_policy = simreal_ros.nodes.policy:main',

@@ -81,6 +81,12 @@ ARGUMENTS: dict[str, Argument] = {
                                  ('forward_position', 'trajectory')),
     'external_command_topic': Argument('', 'external: command topic of the existing driver '
                                        '("" = the default of the interface)'),
+    'cameras': Argument('auto', "the robot spec's cameras (NAME/image_raw, NAME/camera_info): "
+                        'auto = the sim renders all, the real robot drives those with a device; '
+                        'true = all (real: each needs a device); false = none',
+                        ('auto', 'true', 'false')),
+    'camera_device': Argument('', 'real/twin: camera device (V4L2 index or path, or stream URL), '
+                              'or NAME=DEVICE,... per camera ("" = the spec\'s device)'),
     'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
                          'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),
 }

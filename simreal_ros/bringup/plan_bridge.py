@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, typed
+from simreal_ros.bringup.plan_camera import sim_renders_cameras
 from simreal_ros.bringup.spec import NodeSpec
 from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.errors import ConfigError, PlanError
@@ -22,6 +23,7 @@ def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
         'sim_time': a['sim_time'] == 'true', 'publish_clock': publish_clock,
         'start_paused': a['paused'] == 'true',
         'lockstep_timeout_s': typed(a, 'lockstep_timeout', float, 'a number of seconds'),
+        'cameras': sim_renders_cameras(a),
     }
     try:
         SimBridgeConfig.from_mapping(params)

@@ -23,6 +23,7 @@ from simreal_ros.bringup.arguments import (
     parse_cli_args,
 )
 from simreal_ros.bringup.plan_bridge import bridge
+from simreal_ros.bringup.plan_camera import camera_drivers
 from simreal_ros.bringup.plan_excite import excite
 from simreal_ros.bringup.plan_hardware import real_driver
 from simreal_ros.bringup.plan_latency import (
@@ -73,6 +74,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             with_imu = False
             moved = backend_remaps(profile, False)
         nodes.append(replace(real_driver(a, backend, root), remappings=moved))
+        nodes.extend(camera_drivers(a, backend, root))
         if backend == 'twin':
             require('sim_bridge', 'backend:=twin')
             # the twin gets the commands the hardware gets (after the injector, if any)

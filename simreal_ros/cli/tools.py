@@ -15,7 +15,8 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
     from simreal_ros.hardware import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
-                         ns.duration, ns.rt_priority, ns.cpu_affinity)
+                         ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
+                         ns.camera_port, ns.camera_faults)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -59,6 +60,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--rt-priority', type=int, default=0, help='SCHED_FIFO priority of the '
                    'emulator loop (1-98, 0 = off; docs/realtime.md)')
     p.add_argument('--cpu-affinity', default='', help='CPUs of the emulator loop, e.g. "1"')
+    p.add_argument('--camera', action='store_true', help="also serve the robot's cameras as "
+                   "MJPEG over HTTP on 127.0.0.1, through the reality file's camera: optics; "
+                   'prints "camera URL" (docs/camera.md)')
+    p.add_argument('--camera-port', type=int, default=0, help='TCP port of the first camera '
+                   '(0 = any free port)')
+    p.add_argument('--camera-faults', default='', help='e.g. drop_at=5,restore_at=7: the '
+                   'stream goes away and comes back')
     p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')

@@ -28,6 +28,10 @@ class SimBridgeConfig:
     * ``resync_topic`` / ``resync_period_s``: a twin snaps its joints to the latest state on
       ``resync_topic`` (the real robot's joint_states) every ``resync_period_s`` and marks
       each snap on ``~/resync``; the gap report turns that into k-step prediction errors.
+    * ``cameras``: render and publish the robot spec's cameras (``NAME/image_raw``,
+      ``NAME/camera_info``) at their ``fps_hz`` in stamp time, off the physics thread. Off by
+      default for the node itself (a 640x480 software render takes a CPU core); the launch
+      turns it on for a robot with cameras (``cameras:=``).
     * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the physics
       thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
     """
@@ -49,6 +53,7 @@ class SimBridgeConfig:
     diagnostics_period_s: float = 1.0
     resync_topic: str = ''
     resync_period_s: float = 0.0
+    cameras: bool = False
     rt_priority: int = 0
     cpu_affinity: str = ''
     lock_memory: bool = False

@@ -143,7 +143,9 @@ def load_overlay(name_or_path: str | Path) -> Overlay:
     imp_sec = top.section('imperfections', {})
     imperfections = {str(k): check_number(v, src, imp_sec.path(str(k)), minimum=0.0)
                      for k, v in imp_sec.data.items()}
-    metadata = {k: top.raw(k) for k in ('fit', 'source_bag', 'residual', 'description', 'sysid')
+    # camera: the virtual camera's optical reality (core.camera.OpticalReality reads it)
+    metadata = {k: top.raw(k) for k in ('fit', 'source_bag', 'residual', 'description', 'sysid',
+                                        'camera')
                 if top.has(k)}
     top.reject_unknown()
     return Overlay(src, robot, joints, bodies, delay, imperfections, metadata)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import math
 from pathlib import Path
 from typing import Any, Sequence
+from xml.etree import ElementTree
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +85,53 @@ class ImuSpec:
     position: tuple[float, float, float]
 
 
+#: image encodings a camera of the spec may publish (sensor_msgs/Image ``encoding``)
+CAMERA_ENCODINGS = ('rgb8', 'bgr8', 'mono8')
+
+
+@dataclass(frozen=True)
+class CameraSpec:
+    """One camera: topics ``NAME/image_raw``, ``NAME/camera_info``; frame ``NAME_optical_frame``.
+
+    ``xyz``/``rpy`` are the pose of the optical frame (z forward, x right, y down) in ``parent``
+    (``world`` or a URDF link). Exactly one of ``fovy_deg`` (vertical field of view, square
+    pixels, principal point at the image centre) and ``intrinsics`` (fx, fy, cx, cy in pixels)
+    is set. ``device`` is the real camera (V4L2 index or path, MJPEG/RTSP URL; '' = none) and
+    ``calibration`` an optional camera_calibration_parsers YAML file for ``camera_info``.
+    """
+
+    name: str
+    parent: str
+    xyz: tuple[float, float, float]
+    rpy: tuple[float, float, float]
+    width: int
+    height: int
+    fps_hz: float
+    fovy_deg: float | None = None
+    given_intrinsics: tuple[float, float, float, float] | None = None
+    encoding: str = 'rgb8'
+    device: str = ''
+    calibration: str = ''
+
+    @property
+    def frame_id(self) -> str:
+        """The optical frame of the images (``NAME_optical_frame``)."""
+        return f'{self.name}_optical_frame'
+
+    @property
+    def period_ns(self) -> int:
+        """Nominal frame period in integer nanoseconds."""
+        return int(round(1e9 / self.fps_hz))
+
+    def intrinsics(self) -> tuple[float, float, float, float]:
+        """Return (fx, fy, cx, cy) in pixels: the given ones, or from ``fovy_deg``."""
+        if self.given_intrinsics is not None:
+            return self.given_intrinsics
+        assert self.fovy_deg is not None
+        f = 0.5 * self.height / math.tan(math.radians(self.fovy_deg) / 2.0)
+        return f, f, (self.width - 1) / 2.0, (self.height - 1) / 2.0
+
+
 @dataclass(frozen=True)
 class RobotSpec:
     """A robot: joints in order plus model, frames and bus settings."""
@@ -98,6 +146,7 @@ class RobotSpec:
     imu: ImuSpec | None = None
     bus_protocol: int = 2
     bus_baud: int = 1_000_000
+    cameras: tuple[CameraSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -231,12 +280,94 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         raise ConfigError(src, 'bus.protocol', '2 (Dynamixel Protocol 2.0)', protocol)
     baud = bus.integer('baud', 1_000_000, minimum=9600)
     bus.reject_unknown()
+    cameras = _cameras(top, src, path.parent, urdf)
     spec = RobotSpec(name=name, source=path, urdf=urdf,
                      base_frame=top.string('base_frame', 'base_link'),
                      tool_frame=top.string('tool_frame', 'tool0'), timestep_s=timestep,
-                     joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud)
+                     joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud,
+                     cameras=cameras)
     top.reject_unknown()
     return spec
+
+
+def _triple(sec: Section, key: str, what: str) -> tuple[float, float, float]:
+    v = sec.raw(key)
+    if not isinstance(v, list) or len(v) != 3:
+        raise ConfigError(sec.source, sec.path(key), f'a list of 3 numbers {what}', v)
+    x, y, z = (check_number(e, sec.source, f'{sec.path(key)}[{k}]') for k, e in enumerate(v))
+    return x, y, z
+
+
+def _urdf_links(urdf: Path) -> set[str]:
+    try:
+        root = ElementTree.parse(urdf).getroot()
+    except ElementTree.ParseError:
+        return set()  # the model builder reports a broken URDF with its own message
+    return {str(link.get('name')) for link in root.iter('link')}
+
+
+def _cameras(top: Section, src: str, base: Path, urdf: Path) -> tuple[CameraSpec, ...]:
+    """Read the optional top-level ``cameras:`` list."""
+    if not top.has('cameras') or top.raw('cameras') is None:
+        return ()
+    links: set[str] | None = None
+    out: list[CameraSpec] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(top.items('cameras')):
+        cs = Section(raw, src, f'cameras[{i}]')
+        name = cs.unique_string('name', seen, 'a camera name')
+        if not all(c.isalnum() or c == '_' for c in name) or name[0].isdigit():
+            raise ConfigError(src, cs.path('name'), 'a ROS name (letters, digits, _; not '
+                              'starting with a digit)', name)
+        has_fov, has_k = cs.has('fovy_deg'), cs.has('intrinsics')
+        if has_fov == has_k:
+            raise ConfigError(src, cs.path('fovy_deg'), 'exactly one of fovy_deg and '
+                              'intrinsics', 'both' if has_fov else 'neither')
+        width = cs.integer('width', minimum=1, maximum=8192)
+        height = cs.integer('height', minimum=1, maximum=8192)
+        fovy = cs.number('fovy_deg', minimum=1.0, maximum=179.0) if has_fov else None
+        given = None
+        if has_k:
+            ks = cs.section('intrinsics')
+            fx, fy = ks.number('fx', positive=True), ks.number('fy', positive=True)
+            cx = ks.number('cx', minimum=0.0, maximum=float(width))
+            cy = ks.number('cy', minimum=0.0, maximum=float(height))
+            ks.reject_unknown()
+            given = (fx, fy, cx, cy)
+        encoding = cs.string('encoding', 'rgb8')
+        if encoding not in CAMERA_ENCODINGS:
+            raise ConfigError(src, cs.path('encoding'), f'one of {list(CAMERA_ENCODINGS)}',
+                              encoding)
+        device = cs.raw('device', '')
+        if isinstance(device, int) and not isinstance(device, bool):
+            device = str(device)
+        if not isinstance(device, str):
+            raise ConfigError(src, cs.path('device'), "a V4L2 index or path, a stream URL, or "
+                              "'' (none)", device)
+        calibration = cs.raw('calibration', '')
+        if not isinstance(calibration, str):
+            raise ConfigError(src, cs.path('calibration'), "a calibration YAML path or ''",
+                              calibration)
+        if calibration:
+            cal = resolve_data_file(calibration, base)
+            if not cal.is_file():
+                raise ConfigError(src, cs.path('calibration'), 'a path to an existing '
+                                  'camera_calibration_parsers YAML file', str(cal))
+            calibration = str(cal)
+        parent = cs.string('parent')
+        if parent != 'world':
+            links = _urdf_links(urdf) if links is None else links
+            if parent not in links:
+                raise ConfigError(src, cs.path('parent'), f"'world' or a link of {urdf.name} "
+                                  f'({", ".join(sorted(links))})', parent)
+        out.append(CameraSpec(
+            name=name, parent=parent, xyz=_triple(cs, 'xyz', '[x, y, z] (m)'),
+            rpy=_triple(cs, 'rpy', '[roll, pitch, yaw] (rad)'), width=width, height=height,
+            fps_hz=cs.number('fps_hz', positive=True, maximum=1000.0), fovy_deg=fovy,
+            given_intrinsics=given, encoding=encoding, device=device,
+            calibration=calibration))
+        cs.reject_unknown()
+    return tuple(out)
 
 
 def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str],

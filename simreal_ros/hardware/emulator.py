@@ -411,8 +411,9 @@ class BusEmulator:
 
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
-         duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '') -> int:
-    """Run the emulator in this process (``simreal emulate``)."""
+         duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
+         camera: bool = False, camera_port: int = 0, camera_faults: str = '') -> int:
+    """Run the emulator in this process (``simreal emulate``; ``camera``: the virtual camera)."""
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
                                                      '--rt-priority'),
@@ -430,6 +431,10 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
     arm = VirtualArm(spec, overlay, seed=seed)
     emu = BusEmulator(arm, link_path, baud, fault_cfg)
+    cameras: list = []
+    if camera:  # hardware/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
+        from simreal_ros.hardware.virtual_camera import start_cameras
+        cameras = start_cameras(arm, reality, camera_port, camera_faults, emu.echo)
     signal.signal(signal.SIGTERM, emu.stop)
     signal.signal(signal.SIGINT, emu.stop)
     sys.setswitchinterval(0.0002)
@@ -438,5 +443,9 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         print(f'warning: {applied.warning}', file=sys.stderr, flush=True)
     elif rt.enabled:
         print(f'emulator loop: {applied.policy} priority {applied.priority}', flush=True)
-    emu.serve(duration_s)
+    try:
+        emu.serve(duration_s)
+    finally:
+        for cam in cameras:
+            cam.close()
     return 0

@@ -1,7 +1,9 @@
 """``simreal_sim_bridge``: the MuJoCo simulation as a robot on the topic contract.
 
-Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time)
-and ``/diagnostics``; subscribes ``joint_commands`` and ``forward_position_controller/commands``;
+Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time),
+``NAME/image_raw`` and ``NAME/camera_info`` per camera of the robot spec (``cameras``; rendered
+on their own thread, :mod:`simreal_ros.sim.camera`) and ``/diagnostics``; subscribes
+``joint_commands`` and ``forward_position_controller/commands``;
 serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
 ``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`), optionally
 under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops beating its
@@ -30,6 +32,7 @@ from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import CommandError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.camera import SimCameras
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 from simreal_ros.sim.backend import Observation
@@ -105,6 +108,8 @@ class SimBridge(Node):
                                      qos.STATE)
             self.create_timer(cfg.resync_period_s, self._resync)
 
+        self.cameras = (SimCameras(self, self.sim.model, self.robot.cameras)
+                        if cfg.cameras and self.robot.cameras else None)
         self.thread = threading.Thread(target=self._physics_thread, name='physics',
                                        daemon=True)
         self.thread.start()
@@ -344,6 +349,8 @@ class SimBridge(Node):
             acc.x, acc.y, acc.z = float(a[0]), float(a[1]), float(a[2])
             self.pub_imu.publish(imu)
         if not resend:
+            if self.cameras is not None:  # a qpos copy when a frame is due; never blocks
+                self.cameras.offer(stamp, self.sim.data.qpos)
             self.publish_stats.tick(time.monotonic_ns())
             self.stats['published'] += 1
 
@@ -392,6 +399,7 @@ class SimBridge(Node):
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             'physics_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
+            **(self.cameras.values() if self.cameras is not None else {}),
             **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
         }
@@ -408,6 +416,8 @@ class SimBridge(Node):
         self.wake.set()
         self.command_event.set()
         self.thread.join(timeout=2.0)
+        if self.cameras is not None:
+            self.cameras.close()
 
 
 def main(args: list[str] | None = None) -> int:

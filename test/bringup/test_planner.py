@@ -22,7 +22,7 @@ LAUNCH_FILE = REPO / 'launch' / 'bringup.launch.py'
 
 BRIDGE_PARAMS = {'robot', 'scene', 'overlay', 'randomization', 'seed', 'timing_mode',
                  'publish_rate_hz', 'sim_time', 'publish_clock', 'start_paused',
-                 'lockstep_timeout_s'}
+                 'lockstep_timeout_s', 'cameras'}
 
 
 def _one(nodes: list[NodeSpec], kind: str) -> NodeSpec:
@@ -50,7 +50,8 @@ def test_sim_default() -> None:
     assert n.parameters == {
         'robot': 'simreal_arm', 'scene': '', 'overlay': '', 'randomization': '', 'seed': 0,
         'timing_mode': 'realtime', 'publish_rate_hz': 200.0, 'sim_time': False,
-        'publish_clock': True, 'start_paused': False, 'lockstep_timeout_s': 0.0}
+        'publish_clock': True, 'start_paused': False, 'lockstep_timeout_s': 0.0,
+        'cameras': True}
     # the parameters are valid sim bridge settings
     SimBridgeConfig.from_mapping(n.parameters)
     assert plan({'backend': 'sim'}) == nodes

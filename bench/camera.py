@@ -1,0 +1,188 @@
+"""Camera benchmark (``simreal bench camera``): render cost, achieved rate, latency, side by side.
+
+* ``sim``: the shipped camera (640x480, 30 Hz) rendered by the sim bridge's render thread from
+  qpos snapshots offered by a 1 kHz physics loop: render ms per frame, achieved fps, and
+  capture-to-publish latency (snapshot to the frame handed to the publisher);
+* ``physics_loop``: the same 1 kHz ``mj_step`` loop alone, next to it with the render thread
+  and with a render *process* (the alternative design): the loop's p99 period error and step
+  rate as ratios to the loop alone, measured one after the other in this run;
+* ``real``: the virtual robot's camera (render, optics, JPEG, MJPEG over HTTP) read through
+  ``cv2.VideoCapture`` (FFMPEG) as the camera driver reads it: achieved fps and
+  capture-to-read latency per frame (frames are identified by a barcode the virtual camera
+  draws), with the reality's ``latency_s`` = 0, so the figure is the pipeline's own latency.
+
+The figures are what this machine achieves; they are not asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.scene import load_scene
+
+
+def _stats_ms(values_ns: list[int]) -> dict[str, float]:
+    if not values_ns:
+        return {'p50_ms': float('nan'), 'p99_ms': float('nan'), 'n': 0}
+    a = np.asarray(values_ns, dtype=np.float64) / 1e6
+    return {'p50_ms': float(np.percentile(a, 50)), 'p99_ms': float(np.percentile(a, 99)),
+            'n': int(a.size)}
+
+
+def _physics_loop(sim: SimRobot, seconds: float, on_tick: Any = None) -> dict[str, float]:
+    """A 1 kHz sleep-paced mj_step loop; returns its rate and p99 period error."""
+    period = 1_000_000
+    ticks: list[int] = []
+    t_next = time.monotonic_ns()
+    end = t_next + int(seconds * 1e9)
+    while True:
+        now = time.monotonic_ns()
+        if now >= end:
+            break
+        sim.step(1)
+        ticks.append(now)
+        if on_tick is not None:
+            on_tick(sim)
+        t_next += period
+        delay = t_next - time.monotonic_ns()
+        if delay > 0:
+            time.sleep(delay / 1e9)
+    p = np.diff(np.asarray(ticks, dtype=np.int64))
+    return {'rate_hz': float(1e9 / p.mean()),
+            'period_err_p99_ms': float(np.percentile(np.abs(p - period), 99) / 1e6)}
+
+
+#: the render-process alternative: renders the shipped camera at its rate for argv[1] s
+_RENDER_PROCESS = """
+import sys, time
+from simreal_ros.core.robot import load_robot
+from simreal_ros.sim.camera import CameraRenderer
+from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.scene import load_scene
+robot = load_robot('simreal_arm')
+sim = SimRobot(robot, scene=load_scene('tabletop'))
+renderer = CameraRenderer(sim.model, robot.cameras)
+print('ready', flush=True)
+period, n = robot.cameras[0].period_ns, 0
+t0 = next_t = time.monotonic_ns()
+while time.monotonic_ns() - t0 < float(sys.argv[1]) * 1e9:
+    renderer.render(sim.data.qpos)
+    n += 1
+    next_t = max(next_t + period, time.monotonic_ns())
+    time.sleep(max(0.0, (next_t - time.monotonic_ns()) / 1e9))
+print(n / float(sys.argv[1]), flush=True)
+"""
+
+
+def bench_sim(seconds: float) -> dict[str, Any]:
+    from simreal_ros.sim.camera import RenderThread
+    robot = load_robot('simreal_arm')
+    sim = SimRobot(robot, scene=load_scene('tabletop'))
+    cam = robot.cameras[0]
+    offered: dict[int, int] = {}
+    latency: list[int] = []
+    frames: list[int] = []
+
+    def on_frame(stamp: int, _images: list) -> None:
+        now = time.monotonic_ns()
+        latency.append(now - offered.pop(stamp, now))
+        frames.append(now)
+
+    rt = RenderThread(sim.model, robot.cameras, on_frame, lambda exc: None)
+    rt.ready.wait(30)
+
+    def offer(s: SimRobot) -> None:
+        if rt.offer(s.time_ns, s.data.qpos):
+            offered[s.time_ns] = time.monotonic_ns()
+
+    alone = _physics_loop(sim, seconds)
+    with_thread = _physics_loop(sim, seconds, offer)
+    rt.close()
+    proc = subprocess.Popen([sys.executable, '-c', _RENDER_PROCESS, str(seconds + 1.0)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()  # 'ready': imported and the renderer built
+    with_process = _physics_loop(sim, seconds)
+    process_fps = float(proc.stdout.readline() or 'nan')
+    proc.wait(30)
+    span = (frames[-1] - frames[0]) / 1e9 if len(frames) > 1 else float('nan')
+    return {
+        'sim': {'camera': f'{cam.width}x{cam.height} at {cam.fps_hz:g} Hz',
+                'render_ms': _stats_ms(rt.render_ns),
+                'achieved_fps': (len(frames) - 1) / span if len(frames) > 1 else 0.0,
+                'snapshots_dropped': rt.dropped,
+                'capture_to_publish': _stats_ms(latency)},
+        'physics_loop': {
+            'alone': alone, 'render_thread': with_thread,
+            'render_process': {**with_process, 'render_fps': process_fps},
+            'period_err_p99_ratio_thread_over_alone':
+                with_thread['period_err_p99_ms'] / max(alone['period_err_p99_ms'], 1e-6),
+            'period_err_p99_ratio_process_over_alone':
+                with_process['period_err_p99_ms'] / max(alone['period_err_p99_ms'], 1e-6),
+            'rate_ratio_thread_over_alone': with_thread['rate_hz'] / alone['rate_hz'],
+            'rate_ratio_process_over_alone': with_process['rate_hz'] / alone['rate_hz']},
+    }
+
+
+def bench_real(seconds: float) -> dict[str, Any]:
+    import cv2
+
+    from simreal_ros.core.camera import OpticalReality
+    from simreal_ros.hardware.reality import VirtualArm
+    from simreal_ros.hardware.virtual_camera import VirtualCamera, read_barcode
+    robot = load_robot('simreal_arm')
+    arm = VirtualArm(robot)
+    vc = VirtualCamera(arm, robot.cameras[0], OpticalReality(noise_std=2.0), barcode=True)
+    vc.ready.wait(30)
+    stop = threading.Event()
+
+    def physics() -> None:  # the emulator's arm keeps moving meanwhile (1 kHz steps)
+        while not stop.is_set():
+            arm.step(5)
+            time.sleep(0.005)
+
+    threading.Thread(target=physics, daemon=True).start()
+    cap = cv2.VideoCapture(vc.url, cv2.CAP_FFMPEG,
+                           [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, 10000,
+                            cv2.CAP_PROP_READ_TIMEOUT_MSEC, 10000])
+    latency: list[int] = []
+    reads: list[int] = []
+    end = time.monotonic_ns() + int(seconds * 1e9)
+    while cap.isOpened() and time.monotonic_ns() < end:
+        ok, frame = cap.read()
+        now = time.monotonic_ns()
+        if not ok:
+            break
+        reads.append(now)
+        captured = vc.capture_ns.get(read_barcode(frame))
+        if captured is not None:
+            latency.append(now - captured)
+    cap.release()
+    stop.set()
+    vc.close()
+    span = (reads[-1] - reads[0]) / 1e9 if len(reads) > 1 else float('nan')
+    return {'camera': f'{robot.cameras[0].width}x{robot.cameras[0].height} MJPEG over HTTP',
+            'render_optics_jpeg_ms': _stats_ms(vc.render_ns),
+            'achieved_fps': (len(reads) - 1) / span if len(reads) > 1 else 0.0,
+            'capture_to_read': _stats_ms(latency)}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Run every part and return the figures."""
+    seconds = 3.0 if quick else 10.0
+    out = bench_sim(seconds)
+    out['real'] = bench_real(seconds)
+    return out
+
+
+if __name__ == '__main__':
+    import json
+    print(json.dumps(run(), indent=2))
