@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from simreal_ros.core.robot import load_robot
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.backend import SimBackend
+from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.scene import load_scene
 
 
@@ -37,7 +38,7 @@ def _stats_ms(values_ns: list[int]) -> dict[str, float]:
             'n': int(a.size)}
 
 
-def _physics_loop(sim: SimRobot, seconds: float, on_tick: Any = None) -> dict[str, float]:
+def _physics_loop(sim: SimBackend, seconds: float, on_tick: Any = None) -> dict[str, float]:
     """A 1 kHz sleep-paced mj_step loop; returns its rate and p99 period error."""
     period = 1_000_000
     ticks: list[int] = []
@@ -64,17 +65,16 @@ def _physics_loop(sim: SimRobot, seconds: float, on_tick: Any = None) -> dict[st
 _RENDER_PROCESS = """
 import sys, time
 from simreal_ros.core.robot import load_robot
-from simreal_ros.sim.camera import CameraRenderer
-from simreal_ros.sim.physics import SimRobot
+from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.scene import load_scene
 robot = load_robot('simreal_arm')
-sim = SimRobot(robot, scene=load_scene('tabletop'))
-renderer = CameraRenderer(sim.model, robot.cameras)
+sim = make_sim(robot, scene=load_scene('tabletop'))
+renderer = sim.camera_renderer(robot.cameras)
 print('ready', flush=True)
 period, n = robot.cameras[0].period_ns, 0
 t0 = next_t = time.monotonic_ns()
 while time.monotonic_ns() - t0 < float(sys.argv[1]) * 1e9:
-    renderer.render(sim.data.qpos)
+    renderer.render(sim.render_state())
     n += 1
     next_t = max(next_t + period, time.monotonic_ns())
     time.sleep(max(0.0, (next_t - time.monotonic_ns()) / 1e9))
@@ -85,7 +85,7 @@ print(n / float(sys.argv[1]), flush=True)
 def bench_sim(seconds: float) -> dict[str, Any]:
     from simreal_ros.sim.camera import RenderThread
     robot = load_robot('simreal_arm')
-    sim = SimRobot(robot, scene=load_scene('tabletop'))
+    sim = make_sim(robot, scene=load_scene('tabletop'))
     cam = robot.cameras[0]
     offered: dict[int, int] = {}
     latency: list[int] = []
@@ -96,11 +96,12 @@ def bench_sim(seconds: float) -> dict[str, Any]:
         latency.append(now - offered.pop(stamp, now))
         frames.append(now)
 
-    rt = RenderThread(sim.model, robot.cameras, on_frame, lambda exc: None)
+    rt = RenderThread(lambda: sim.camera_renderer(robot.cameras), robot.cameras, on_frame,
+                      lambda exc: None)
     rt.ready.wait(30)
 
-    def offer(s: SimRobot) -> None:
-        if rt.offer(s.time_ns, s.data.qpos):
+    def offer(s: SimBackend) -> None:
+        if rt.offer(s.time_ns, s.render_state()):
             offered[s.time_ns] = time.monotonic_ns()
 
     alone = _physics_loop(sim, seconds)

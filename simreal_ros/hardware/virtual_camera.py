@@ -36,7 +36,6 @@ import numpy.typing as npt
 from simreal_ros.core.camera import OpticalReality
 from simreal_ros.core.robot import CameraSpec
 from simreal_ros.errors import ConfigError
-from simreal_ros.sim.camera import CameraRenderer
 
 Image = npt.NDArray[np.uint8]
 BOUNDARY = 'simrealframe'
@@ -227,7 +226,7 @@ class VirtualCamera:
 
     def _run(self) -> None:
         try:
-            renderer = CameraRenderer(self.arm.model, [self._render_spec])
+            renderer = self.arm.sim.camera_renderer([self._render_spec])
             fx, fy, cx, cy = self.true_intrinsics
             optics = Optics(self.reality, self.spec.width, self.spec.height, (fx, fy, cx, cy))
         except Exception as exc:  # noqa: BLE001 - reported by the emulator, the bus goes on
@@ -258,7 +257,7 @@ class VirtualCamera:
                 if now >= next_capture and self.clients == 0:
                     next_capture = now + period
                 elif now >= next_capture:
-                    qpos = np.array(self.arm.data.qpos)  # the instant this frame shows
+                    qpos = np.array(self.arm.sim.render_state())  # the instant this frame shows
                     captured = time.monotonic_ns()
                     rgb = renderer.render(qpos)[0]
                     assert rgb is not None

@@ -30,7 +30,7 @@ from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
-from simreal_ros.errors import CommandError
+from simreal_ros.errors import CommandError, ConfigError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.camera import SimCameras
 from simreal_ros.ros.params import declare_dataclass
@@ -108,7 +108,10 @@ class SimBridge(Node):
                                      qos.STATE)
             self.create_timer(cfg.resync_period_s, self._resync)
 
-        self.cameras = (SimCameras(self, self.sim.model, self.robot.cameras)
+        if cfg.cameras and self.robot.cameras and not self.sim.capabilities.cameras:
+            raise ConfigError('sim_bridge', 'cameras', f'false: the {self.sim.engine} engine '
+                              f'does not render cameras', cfg.cameras)
+        self.cameras = (SimCameras(self, self.sim, self.robot.cameras)
                         if cfg.cameras and self.robot.cameras else None)
         self.thread = threading.Thread(target=self._physics_thread, name='physics',
                                        daemon=True)
@@ -350,7 +353,7 @@ class SimBridge(Node):
             self.pub_imu.publish(imu)
         if not resend:
             if self.cameras is not None:  # a qpos copy when a frame is due; never blocks
-                self.cameras.offer(stamp, self.sim.data.qpos)
+                self.cameras.offer(stamp, self.sim.render_state())
             self.publish_stats.tick(time.monotonic_ns())
             self.stats['published'] += 1
 

@@ -85,11 +85,12 @@ class SimCameras:
 
     SUBSCRIBER_CHECK_S = 0.2
 
-    def __init__(self, node: Any, model: Any, cameras: tuple[CameraSpec, ...]) -> None:
+    def __init__(self, node: Any, sim: Any, cameras: tuple[CameraSpec, ...]) -> None:
         from simreal_ros.sim.camera import RenderThread
         self.node = node
         self.pubs = [CameraPublisher(node, c, CameraInfoData.ideal(c)) for c in cameras]
-        self.render = RenderThread(model, cameras, self._on_frame, self._on_error)
+        self.render = RenderThread(lambda: sim.camera_renderer(cameras), cameras,
+                                   self._on_frame, self._on_error)
         self.watched = False
         node.create_timer(self.SUBSCRIBER_CHECK_S, self._check_subscribers)
 
@@ -97,10 +98,10 @@ class SimCameras:
         self.watched = any(p.pub_image.get_subscription_count()
                            or p.pub_info.get_subscription_count() for p in self.pubs)
 
-    def offer(self, stamp_ns: int, qpos: Any) -> None:
+    def offer(self, stamp_ns: int, state: Any) -> None:
         """Offer the state just published (physics thread; returns at once)."""
         if self.watched:
-            self.render.offer(stamp_ns, qpos)
+            self.render.offer(stamp_ns, state)
 
     def _on_frame(self, stamp_ns: int, images: list[Any]) -> None:
         if not self.node.context.ok():  # shutting down: the publishers are gone

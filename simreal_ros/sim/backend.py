@@ -28,14 +28,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
-from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.robot import CameraSpec, RobotSpec
+
+if TYPE_CHECKING:
+    from simreal_ros.sim.camera import CameraRenderer
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -62,6 +65,7 @@ class Capabilities:
     scene_objects: bool     # scene primitives, free bodies included
     native_rollout: bool    # :meth:`SimBackend.rollout` runs batched in native threads
     divergence_reset: bool  # a NaN/diverged state is reset and counted (``divergences``)
+    cameras: bool = False   # :meth:`SimBackend.camera_renderer` renders the spec's cameras
 
 
 @dataclass(frozen=True)
@@ -229,3 +233,20 @@ class SimBackend(ABC):
     @abstractmethod
     def raw_step_rate(self, steps: int = 5000) -> float:
         """Measure the engine's bare steps/s on a copy of the state (benchmarks)."""
+
+    # -- cameras (optional: ``capabilities.cameras``) -----------------------------------------
+
+    def render_state(self) -> FloatArray:
+        """Return what a camera renderer needs of the current state.
+
+        A view, valid until the next step: the render thread copies it when a frame is due.
+        """
+        raise NotImplementedError(f'the {self.engine} engine does not render cameras')
+
+    def camera_renderer(self, cameras: Sequence[CameraSpec]) -> CameraRenderer:
+        """Return a renderer of ``cameras`` for :meth:`render_state` snapshots.
+
+        It has its own engine data; call this on the thread that will render (GL contexts are
+        per thread).
+        """
+        raise NotImplementedError(f'the {self.engine} engine does not render cameras')

@@ -19,7 +19,7 @@ from mujoco import rollout as mj_rollout
 import numpy as np
 
 from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
-from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.robot import CameraSpec, RobotSpec
 from simreal_ros.sim.backend import (
     Capabilities,
     FloatArray,
@@ -28,6 +28,7 @@ from simreal_ros.sim.backend import (
     RolloutJob,
     SimBackend,
 )
+from simreal_ros.sim.mujoco.camera import MujocoCameraRenderer
 from simreal_ros.sim.mujoco.model import BuiltModel, build_model
 from simreal_ros.sim.scene import Scene
 
@@ -42,7 +43,7 @@ class MujocoSim(SimBackend):
 
     engine = 'mujoco'
     capabilities = Capabilities(armature=True, imu=True, scene_objects=True,
-                                native_rollout=True, divergence_reset=True)
+                                native_rollout=True, divergence_reset=True, cameras=True)
 
     def __init__(self, robot: RobotSpec, scene: Scene | None = None,
                  overlay: Overlay | None = None, randomization: Randomization | None = None,
@@ -182,3 +183,11 @@ class MujocoSim(SimBackend):
         for _ in range(steps):
             mujoco.mj_step(self.model, d)
         return steps / (time.perf_counter() - t0)
+
+    def render_state(self) -> FloatArray:
+        """Return ``qpos`` (a view)."""
+        return self.data.qpos  # a view: RenderThread.offer copies it when a frame is due
+
+    def camera_renderer(self, cameras: Sequence[CameraSpec]) -> MujocoCameraRenderer:
+        """Return an offscreen MuJoCo renderer of ``cameras`` with its own ``MjData``."""
+        return MujocoCameraRenderer(self.model, cameras)
