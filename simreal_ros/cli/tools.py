@@ -13,7 +13,7 @@ from simreal_ros.errors import SimrealError
 
 def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
-    from simreal_ros.hardware import emulator
+    from simreal_ros.hardware.emulator import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity)
 

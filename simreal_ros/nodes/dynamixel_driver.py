@@ -41,8 +41,8 @@ from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, CommandError, PortLostError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import (
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.bus import (
     BusState,
     DynamixelBus,
     byte_time_limit_hz,

@@ -14,9 +14,9 @@ import yaml
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import DynamixelBus, open_error_message
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus, open_error_message
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 
 ROBOT = load_robot('simreal_arm')
 VELOCITY_LIMIT_REG = math.ceil(4.5 / ct.VELOCITY_UNIT_RAD_S)  # 188: 4.5 rad/s in 0.229 rpm

@@ -13,10 +13,10 @@ import pytest
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import protocol as p
-from simreal_ros.hardware.emulator import BusEmulator, Faults
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.emulator import BusEmulator, Faults
+from simreal_ros.hardware.emulator.reality import VirtualArm
 
 ROBOT = load_robot('simreal_arm')
 SDK = sdk.PacketHandler(2.0)

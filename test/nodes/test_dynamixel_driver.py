@@ -13,7 +13,7 @@ from startup import start_up_error
 from std_srvs.srv import Trigger
 
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 
 pytestmark = pytest.mark.ros

@@ -4,12 +4,14 @@
 slave side (what a driver opens like ``/dev/ttyUSB0``), prints ``ready <link>`` and serves
 until SIGINT/SIGTERM. One event loop does three things:
 
-* physics: :class:`~simreal_ros.hardware.reality.VirtualArm` advanced in real time (1 kHz);
-* protocol: bytes from the host go through :class:`~simreal_ros.hardware.protocol.PacketParser`;
-  each instruction is answered by every addressed servo in order, each status packet written
-  when it would have finished on the wire: the request's bytes at 10 bits/byte at the baud
-  rate, then the servo's Return Delay Time (register 9, 2 us units), then its own bytes. A
-  servo only hears the host when the host's baud rate (termios of the pty) equals its own
+* physics: :class:`~simreal_ros.hardware.emulator.reality.VirtualArm` advanced in real time
+  (1 kHz);
+* protocol: bytes from the host go through
+  :class:`~simreal_ros.hardware.dynamixel.protocol.PacketParser`; each instruction is answered
+  by every addressed servo in order, each status packet written when it would have finished on
+  the wire: the request's bytes at 10 bits/byte at the baud rate, then the servo's Return Delay
+  Time (register 9, 2 us units), then its own bytes. A servo only hears the host when the
+  host's baud rate (termios of the pty) equals its own
   (register 8), as on a real bus;
 * faults (``--faults``): ``crc=P`` corrupts a status packet with probability P, ``timeout=P``
   drops all answers to a request with probability P, ``unplug_at=T``/``replug_at=T`` (seconds
@@ -45,9 +47,9 @@ from typing import Callable
 import numpy as np
 
 from simreal_ros.errors import ConfigError, SimrealError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import protocol as p
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.reality import VirtualArm
 
 MAX_CATCH_UP_STEPS = 50
 

@@ -6,7 +6,7 @@ mode, Return Delay Time, position PID gains from the spec's kp/kd, current limit
 effort limit, no profile), then cycle: :meth:`read_state` (one group sync read of present
 current, velocity and position) and :meth:`write_goal` (one group sync write of goal position).
 All values in and out are SI in robot (joint) order; the register conversions follow
-:mod:`simreal_ros.hardware.control_table` and the spec's ``zero_tick``/``direction``/
+:mod:`simreal_ros.hardware.dynamixel.control_table` and the spec's ``zero_tick``/``direction``/
 ``offset_rad``/``torque_per_amp``. The register values derived from the spec (gains, goal
 current, profile velocity) are checked against the registers' ranges when the bus is created,
 so a spec the servos would refuse fails early with a :class:`~simreal_ros.errors.ConfigError`
@@ -40,7 +40,7 @@ import serial
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, ConfigError, PortLostError
-from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware.dynamixel import control_table as ct
 
 FloatArray = npt.NDArray[np.float64]
 
