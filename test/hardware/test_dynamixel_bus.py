@@ -15,7 +15,14 @@ import yaml
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
-from simreal_ros.hardware.dynamixel.bus import DynamixelBus, open_error_message
+from simreal_ros.hardware.dynamixel.bus import (
+    POSITION_OFF,
+    STATE_ADDR,
+    STATE_LEN,
+    DynamixelBus,
+    is_stale,
+    open_error_message,
+)
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 
 ROBOT = load_robot('simreal_arm')
@@ -171,3 +178,72 @@ def test_hardware_error_fails_configure_until_rebooted(tmp_path):
         finally:
             bus.set_torque(False)
             bus.close()
+
+
+@pytest.mark.parametrize('tick, last, since_s, stale', [
+    (100, None, 0.0, False),     # the first answer of a servo
+    (105, 100, 0.005, False),    # 5 ms later: fresh
+    (101, 100, 0.001, False),    # one ms later: fresh
+    (100, 100, 0.004, True),     # the same measurement again
+    (99, 100, 0.004, True),      # an answer to an earlier request
+    (100 - 1999, 100, 0.5, True),  # up to STALE_WINDOW_MS behind: stale
+    (100 - 2000, 100, 0.5, False),  # further behind reads as a wrap forward: fresh
+    (3, 32765, 0.006, False),    # across the wrap at 32768, forward: fresh
+    (32765, 3, 0.006, True),     # across the wrap, backward: stale
+    (100, 100, 1.0, False),      # the last accepted state is 1 s old: not compared
+    (100, 100, 0.999, True),
+])
+def test_the_realtime_tick_stale_filter(tick, last, since_s, stale):
+    assert is_stale(tick, last, since_s) is stale
+
+
+def read_trace(path: Path) -> list[tuple[int, ...]]:
+    """The positions (ticks, robot order) of every full-state SYNC READ the emulator answered."""
+    out = []
+    ids = [j.servo.servo_id for j in ROBOT.joints]
+    for line in path.read_text(encoding='utf-8').splitlines():
+        kind, addr, length, *answers = line.split(' ')
+        if kind != 'sync_read' or (int(addr), int(length)) != (STATE_ADDR, STATE_LEN):
+            continue
+        data = {int(sid): bytes.fromhex(hexdata)
+                for sid, hexdata in (a.split(':') for a in answers)}
+        out.append(tuple(ct.to_signed(int.from_bytes(
+            data[sid][POSITION_OFF:POSITION_OFF + 4], 'little'), 4) for sid in ids))
+    return out
+
+
+def test_late_answers_are_never_read_as_fresh_states(tmp_path):
+    """With 20 % of the answers 30 ms late, every state read is the servos' newest one."""
+    trace = tmp_path / 'trace.txt'
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', faults='late=0.2,late_s=0.03,seed=4',
+                         trace=trace) as emu:
+        bus = DynamixelBus(ROBOT, emu.port, 1_000_000)
+        bus.open()
+        try:
+            sdk_port.LATENCY_TIMER = 2  # a 6 ms answer timeout: 30 ms late is past it
+            bus.check_servos(5.0)
+            bus.configure()
+            goal = bus.read_state().position
+            goal[0] = 1.5 if goal[0] < 0 else -1.5  # base_yaw moves: every state differs
+            bus.write_goal(goal)
+            states = []
+            while len(states) < 150:
+                try:
+                    states.append(bus.read_state().ticks)
+                except BusError:
+                    continue
+                time.sleep(0.002)
+            stale = bus.comm_errors['stale']
+        finally:
+            bus.set_torque(False)
+            bus.close()
+    assert stale > 0, 'no late answer was caught: the filter was not exercised'
+    answered = read_trace(trace)
+    # every state read is one of the sync reads the emulator answered, in order, never one
+    # older than (or the same as) the previous state read
+    k = 0
+    for ticks in states:
+        while k < len(answered) and answered[k] != ticks:
+            k += 1
+        assert k < len(answered), f'state {ticks} was never measured after the last one'
+        k += 1

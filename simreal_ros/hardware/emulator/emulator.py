@@ -14,9 +14,15 @@ until SIGINT/SIGTERM. One event loop does three things:
   host's baud rate (termios of the pty) equals its own
   (register 8), as on a real bus;
 * faults (``--faults``): ``crc=P`` corrupts a status packet with probability P, ``timeout=P``
-  drops all answers to a request with probability P, ``unplug_at=T``/``replug_at=T`` (seconds
-  after ready) remove the pty and the link and bring a new one back, as when a USB adapter is
-  pulled and plugged in again; ``seed=N`` seeds the fault draws.
+  drops all answers to a request with probability P, ``late=P`` sends all answers to a request
+  ``late_s`` (default 0.03 s) late with probability P, without holding up the answers to later
+  requests (so they reach the host after its timeout, in the middle of a later transaction, as
+  answers stuck in an adapter's buffer do), ``unplug_at=T``/``replug_at=T`` (seconds after
+  ready) remove the pty and the link and bring a new one back, as when a USB adapter is pulled
+  and plugged in again; ``seed=N`` seeds the fault draws;
+* trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
+  ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
+  can compare what the host published with what the servos really measured.
 
 Answers follow the e-Manual: a bad CRC to one servo gets a CRC error status, an unknown
 instruction an Instruction Error, a bad address an Access Error, a short parameter block a
@@ -68,13 +74,15 @@ class Faults:
     unplug_at: float | None = None
     replug_at: float | None = None
     seed: int = 0
+    late: float = 0.0
+    late_s: float = 0.03
 
     @classmethod
     def parse(cls, text: str) -> 'Faults':
-        """Parse ``crc=0.01,timeout=0.005,unplug_at=5.0,replug_at=6.0,seed=1``."""
+        """Parse ``crc=0.01,timeout=0.005,late=0.01,late_s=0.03,unplug_at=5,seed=1`` etc."""
         src = '--faults'
         values: dict[str, float] = {}
-        known = ('crc', 'timeout', 'unplug_at', 'replug_at', 'seed')
+        known = ('crc', 'timeout', 'late', 'late_s', 'unplug_at', 'replug_at', 'seed')
         for part in filter(None, (s.strip() for s in text.split(','))):
             key, sep, raw = part.partition('=')
             if not sep or key not in known:
@@ -84,16 +92,19 @@ class Faults:
                 values[key] = float(raw)
             except ValueError:
                 raise ConfigError(src, key, 'a number', raw) from None
-        for key in ('crc', 'timeout'):
+        for key in ('crc', 'timeout', 'late'):
             if not 0.0 <= values.get(key, 0.0) <= 1.0:
                 raise ConfigError(src, key, 'a probability in [0, 1]', values[key])
+        if not 0.0 < values.get('late_s', 0.03) <= 10.0:
+            raise ConfigError(src, 'late_s', 'a delay in (0, 10] s', values['late_s'])
         unplug, replug = values.get('unplug_at'), values.get('replug_at')
         if unplug is not None and unplug < 0:
             raise ConfigError(src, 'unplug_at', 'a time >= 0 (s after ready)', unplug)
         if replug is not None and (unplug is None or replug <= unplug):
             raise ConfigError(src, 'replug_at', 'a time after unplug_at', replug)
         return cls(values.get('crc', 0.0), values.get('timeout', 0.0), unplug, replug,
-                   int(values.get('seed', 0)))
+                   int(values.get('seed', 0)), values.get('late', 0.0),
+                   values.get('late_s', 0.03))
 
 
 class BusEmulator:
@@ -101,7 +112,8 @@ class BusEmulator:
 
     def __init__(self, arm: VirtualArm, link: str | Path, baud: int = 1_000_000,
                  faults: Faults | None = None,
-                 echo: Callable[[str], None] | None = None) -> None:
+                 echo: Callable[[str], None] | None = None,
+                 trace: Callable[[str], None] | None = None) -> None:
         code = {v: k for k, v in ct.BAUD_RATES.items()}.get(baud)
         if code is None:
             raise ConfigError('--baud', 'baud', f'one of the XM430 rates '
@@ -114,6 +126,7 @@ class BusEmulator:
         self.faults = faults or Faults()
         self.rng = np.random.default_rng(self.faults.seed)
         self.echo = echo or (lambda line: print(line, flush=True))
+        self.trace = trace
         self.parser = p.PacketParser()
         self.master: int | None = None
         self.slave: int | None = None
@@ -123,7 +136,7 @@ class BusEmulator:
         self._seq = 0
         self._registered: dict[int, tuple[int, bytes]] = {}
         self.stats = {'packets': 0, 'rejected_crc': 0, 'rejected_length': 0,
-                      'answers': 0, 'corrupted': 0, 'dropped': 0}
+                      'answers': 0, 'corrupted': 0, 'dropped': 0, 'late': 0}
 
     # ---- the port -----------------------------------------------------------------------------
     def plug(self) -> None:
@@ -276,10 +289,14 @@ class BusEmulator:
             length = int.from_bytes(prm[2:4], 'little')
             rest = prm[4:]
             if inst == p.INST_SYNC_READ:
+                line = [f'sync_read {addr} {length}']
                 for sid in rest:
                     if sid in arm.by_id:
                         err, data = arm.servos[arm.by_id[sid]].read(addr, length)
                         answer(sid, err, data)
+                        line.append(f'{sid}:{data.hex()}')
+                if self.trace is not None:
+                    self.trace(' '.join(line))
             else:
                 stride = 1 + length
                 if length == 0 or len(rest) % stride:
@@ -318,6 +335,17 @@ class BusEmulator:
         if answers and self.rng.random() < self.faults.timeout:
             self.stats['dropped'] += 1
             self.bus_free = t
+            return
+        # drawn only when asked for, so the other faults' draws of a seed stay as they were
+        if answers and self.faults.late and self.rng.random() < self.faults.late:
+            self.stats['late'] += 1
+            self.bus_free = t  # the bus is free for the next request at once
+            t += self.faults.late_s
+            for _sid, pkt in answers:
+                t += len(pkt) * bt
+                self._seq += 1
+                heapq.heappush(self._out, (t, self._seq, pkt))
+                self.stats['answers'] += 1
             return
         for sid, pkt in answers:
             reg = self.arm.servos[self.arm.by_id[sid]]
@@ -413,8 +441,9 @@ class BusEmulator:
 
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
-         duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '') -> int:
-    """Run the emulator in this process (``simreal emulate``)."""
+         duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
+         trace: str = '') -> int:
+    """Run the emulator in this process (``simreal emulate``); ``trace``: see the module."""
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
                                                      '--rt-priority'),
@@ -431,7 +460,13 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     if link_path.exists() and not link_path.is_symlink():
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
     arm = VirtualArm(spec, overlay, seed=seed)
-    emu = BusEmulator(arm, link_path, baud, fault_cfg)
+    try:
+        # line-buffered: a reader sees every sync read that was answered, up to the last
+        trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None
+    except OSError as exc:
+        raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
+    emu = BusEmulator(arm, link_path, baud, fault_cfg,
+                      trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
     signal.signal(signal.SIGTERM, emu.stop)
     signal.signal(signal.SIGINT, emu.stop)
     sys.setswitchinterval(0.0002)
@@ -440,5 +475,9 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         print(f'warning: {applied.warning}', file=sys.stderr, flush=True)
     elif rt.enabled:
         print(f'emulator loop: {applied.policy} priority {applied.priority}', flush=True)
-    emu.serve(duration_s)
+    try:
+        emu.serve(duration_s)
+    finally:
+        if trace_file is not None:
+            trace_file.close()
     return 0
