@@ -19,6 +19,7 @@ States and transitions (``now`` is monotonic ns)::
         doubling to reconnect_max_s; torque stays off on reconnect if it was off or the
         watchdog would switch it off now (stale commands): only a command sent after the
         reconnect enables it
+    any --no state read for give_up_after_s (> 0)--> dead: the node stops (fatal)
     (torque_off confirmed) --servo reconfigured (REBOOT / power loss)--> torque on, tracking
 
 With ``goal_rate_limit`` every goal moves at most ``velocity limit * dt`` from the last goal
@@ -60,7 +61,8 @@ class DriverControl:
 
     def __init__(self, robot: RobotSpec, position: FloatArray, *, dt_s: float,
                  command_timeout_s: float, watchdog: str, goal_rate_limit: bool,
-                 reset_speed: float, reconnect_min_s: float, reconnect_max_s: float) -> None:
+                 reset_speed: float, reconnect_min_s: float, reconnect_max_s: float,
+                 give_up_after_s: float = 0.0, now_ns: int = 0) -> None:
         if watchdog not in (WATCHDOG_HOLD, WATCHDOG_TORQUE_OFF):
             raise ValueError(f'watchdog must be {WATCHDOG_HOLD!r} or {WATCHDOG_TORQUE_OFF!r}, '
                              f'got {watchdog!r}')
@@ -85,6 +87,17 @@ class DriverControl:
         self.connected = True
         self.backoff_ns = self.reconnect_min_ns
         self.next_attempt_ns = 0
+        self.give_up_ns = int(give_up_after_s * 1e9)
+        self.last_read_ns = now_ns  # the last successful state read (start-up read one)
+
+    # ---- liveness -----------------------------------------------------------------------------
+    def state_read(self, now_ns: int) -> None:
+        """Record a successful state read."""
+        self.last_read_ns = now_ns
+
+    def dead(self, now_ns: int) -> bool:
+        """Return whether no state was read for ``give_up_after_s`` (never, when it is 0)."""
+        return self.give_up_ns > 0 and now_ns - self.last_read_ns > self.give_up_ns
 
     # ---- commands (the executor's side) -------------------------------------------------------
     def merge_base(self) -> JointTarget:

@@ -26,6 +26,7 @@ the bytes on the wire allow.
 
 from __future__ import annotations
 
+from pathlib import Path
 import sys
 import threading
 import time
@@ -91,7 +92,8 @@ class DynamixelDriver(Node):
             self.robot, state.position, dt_s=self.dt, command_timeout_s=cfg.command_timeout_s,
             watchdog=cfg.watchdog, goal_rate_limit=cfg.goal_rate_limit,
             reset_speed=cfg.reset_speed, reconnect_min_s=cfg.reconnect_min_s,
-            reconnect_max_s=cfg.reconnect_max_s)
+            reconnect_max_s=cfg.reconnect_max_s, give_up_after_s=cfg.give_up_after_s,
+            now_ns=time.monotonic_ns())
         self.running = True
         self.health: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         self.torque_read: tuple[int, ...] | None = None  # torque enable as read back
@@ -229,6 +231,10 @@ class DynamixelDriver(Node):
             while self.running:
                 rate.sleep()
                 self.heartbeat.beat()
+                if self.control.dead(time.monotonic_ns()):
+                    raise BusError(f'no state read from {self.cfg.port} for '
+                                   f'{self.cfg.give_up_after_s:g} s (give_up_after_s), '
+                                   f'giving up: {self.stats["last_error"]}')
                 if not self.control.connected:
                     self._try_reconnect()
                     if self.reset_request.is_set():
@@ -243,12 +249,22 @@ class DynamixelDriver(Node):
         except Exception as exc:  # noqa: BLE001 - fatal: torque off, report, exit non-zero
             if not self.running or not self.context.ok():
                 return
-            self.stats['fatal'] = repr(exc)
-            self.get_logger().fatal(f'bus thread failed: {exc!r}; disabling torque\n'
-                                    f'{traceback.format_exc()}')
-            self._torque_off_best_effort()
-            self.exit_code = 2
-            self.finished = True
+            self._fatal(exc)
+
+    def _fatal(self, exc: Exception) -> None:
+        """Attempt torque off, log one FATAL line (traceback at DEBUG), make the node exit 2."""
+        if isinstance(exc, BusError):
+            what = str(exc)
+        else:  # a bug: where it happened is what the reader needs
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            what = f'{exc!r} at {Path(frame.filename).name}:{frame.lineno}'
+        self.stats['fatal'] = what
+        off = self._torque_off_best_effort()
+        self.get_logger().debug(traceback.format_exc())
+        self.get_logger().fatal(f'bus thread failed: {what}; ' + (
+            'torque disabled' if off else 'torque could not be disabled (bus not answering)'))
+        self.exit_code = 2
+        self.finished = True
 
     def _cycle(self) -> None:
         st = self.stats
@@ -266,6 +282,7 @@ class DynamixelDriver(Node):
                 self._publish_diagnostics()
             return
         stamp = self.get_clock().now().nanoseconds
+        self.control.state_read(time.monotonic_ns())
         recovered = st['consecutive_failures'] >= FAILED_READS_ERROR
         st['consecutive_failures'] = 0
         self._publish(state, stamp)

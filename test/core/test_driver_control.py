@@ -233,3 +233,15 @@ def test_an_unknown_watchdog_action_is_refused(robot: RobotSpec) -> None:
 def test_clamp_step() -> None:
     out = clamp_step(np.zeros(3), np.array([1.0, -1.0, 0.05]), np.full(3, 0.1))
     np.testing.assert_allclose(out, [0.1, -0.1, 0.05])
+
+
+def test_the_bus_is_dead_after_give_up_after_s_without_a_read(robot: RobotSpec) -> None:
+    ctl = DriverControl(robot, robot.home, dt_s=DT, command_timeout_s=0.5, watchdog='hold',
+                        goal_rate_limit=True, reset_speed=0.5, reconnect_min_s=0.05,
+                        reconnect_max_s=0.4, give_up_after_s=2.0, now_ns=10 * S)
+    assert not ctl.dead(12 * S)
+    assert ctl.dead(12 * S + 1)
+    ctl.state_read(12 * S)
+    assert not ctl.dead(14 * S) and ctl.dead(14 * S + 1)
+    never = make(robot)  # give_up_after_s = 0: keep trying forever
+    assert not never.dead(10**6 * S)
