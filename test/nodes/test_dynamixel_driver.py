@@ -343,6 +343,18 @@ def test_watchdog_torque_off_stays_off_across_unplug_and_replug(ros_env, tmp_pat
         assert read_register(emu.port, 112, 4) == [188] * ROBOT.n  # 4.5 rad/s in 0.229 rpm
 
 
+def test_the_driver_loads_neither_the_emulator_nor_mujoco(ros_env):
+    import subprocess
+    import sys
+    code = ('import sys, simreal_ros.nodes.dynamixel_driver; '
+            'print(sorted(m for m in sys.modules if m == "mujoco" or '
+            'm.startswith("simreal_ros.hardware.emulator")))')
+    r = subprocess.run([sys.executable, '-c', code], env=ros_env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '[]'
+
+
 def spec_with(tmp_path, edit) -> str:
     """A copy of simreal_arm.yaml changed by ``edit(data)``."""
     import yaml
