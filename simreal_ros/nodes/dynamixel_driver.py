@@ -206,8 +206,9 @@ class DynamixelDriver(Node):
                 # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
                 # goal are gone, so configure afresh; torque comes on where the arm is
                 self.bus.configure()
-                self.control.reconfigured(self.bus.read_state().position)
+                position = self.bus.read_state().position
                 with self.lock:
+                    self.control.reconfigured(position)
                     self.torque_read = (1,) * self.robot.n
                     self.health = None
             with self.lock:
@@ -322,8 +323,8 @@ class DynamixelDriver(Node):
             if cycle.torque:
                 self.bus.hold_present()
             self.bus.set_torque(cycle.torque)  # verifies every servo
-            self.control.torque_switched(cycle.torque, state.position)
             with self.lock:
+                self.control.torque_switched(cycle.torque, state.position)
                 self.torque_read = (int(cycle.torque),) * self.robot.n
         if cycle.goal is not None:
             self.bus.write_goal(cycle.goal)
