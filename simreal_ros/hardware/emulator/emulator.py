@@ -289,13 +289,14 @@ class BusEmulator:
             length = int.from_bytes(prm[2:4], 'little')
             rest = prm[4:]
             if inst == p.INST_SYNC_READ:
-                line = [f'sync_read {addr} {length}']
+                line = [f'sync_read {addr} {length}'] if self.trace is not None else None
                 for sid in rest:
                     if sid in arm.by_id:
                         err, data = arm.servos[arm.by_id[sid]].read(addr, length)
                         answer(sid, err, data)
-                        line.append(f'{sid}:{data.hex()}')
-                if self.trace is not None:
+                        if line is not None:
+                            line.append(f'{sid}:{data.hex()}')
+                if self.trace is not None and line is not None:  # (both: for the type checker)
                     self.trace(' '.join(line))
             else:
                 stride = 1 + length
