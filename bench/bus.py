@@ -25,8 +25,8 @@ from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import EMULATOR_RT_PRIORITY, plan
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.dynamixel_bus import DynamixelBus, byte_time_limit_hz
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus, byte_time_limit_hz
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
 
@@ -106,11 +106,14 @@ def recovery(client: RosClient, tmp: Path, env: dict[str, str]) -> dict[str, flo
         try:
             client.wait_for(lambda: len(states) > 20, 60, 'replug joint_states')
             emu.wait_for_line('replugged', 20)
-            t_replug = time.monotonic_ns()
-            n = len(states)
-            client.wait_for(lambda: len(states) > n and states[-1][0] > t_replug, 20,
-                            'joint_states after replug')
-            first = next(t for t, _m in states[n:] if t > t_replug)
+            # event times on one clock: the emulator's line as read, the state's stamp
+            t_replug = emu.line_time_ns('replugged')
+
+            def stamps() -> list[int]:
+                return [messages.stamp_to_ns(m.header.stamp) for _t, m in list(states)]
+
+            client.wait_for(lambda: stamps()[-1] > t_replug, 20, 'joint_states after replug')
+            first = next(t for t in stamps() if t > t_replug)
         finally:
             node.stop()
     return {'recovery_after_replug_s': (first - t_replug) / 1e9, 'target_s': 1.0}

@@ -137,8 +137,8 @@ def bench_real(seconds: float) -> dict[str, Any]:
     import cv2
 
     from simreal_ros.core.camera import OpticalReality
-    from simreal_ros.hardware.reality import VirtualArm
-    from simreal_ros.hardware.virtual_camera import VirtualCamera, read_barcode
+    from simreal_ros.hardware.emulator.reality import VirtualArm
+    from simreal_ros.hardware.emulator.virtual_camera import VirtualCamera, read_barcode
     robot = load_robot('simreal_arm')
     arm = VirtualArm(robot)
     vc = VirtualCamera(arm, robot.cameras[0], OpticalReality(noise_std=2.0), barcode=True)

@@ -74,7 +74,7 @@ def bus_case(tmp: Path, seconds: float) -> dict[str, Any]:
     from simreal_ros.bringup.launcher import Launcher
     from simreal_ros.bringup.planner import plan
     from simreal_ros.core.netenv import ros_env
-    from simreal_ros.hardware.virtual_bus import EmulatorProcess
+    from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     bag = tmp / 'bus_bag'
     with EmulatorProcess(link=tmp / 'ttyDXL', reality=REALITY, env=env) as emu:

@@ -6,7 +6,9 @@ layer      may import (besides the standard library and third-party packages)
 errors     nothing of simreal_ros
 core       errors; never rclpy, mujoco, torch or cv2 (pure Python + numpy, testable anywhere)
 sim        core; the physics engines live here
-hardware   sim, core (the virtual servo bus runs a simulated arm as its reality)
+hardware   sim, core (the virtual servo bus runs a simulated arm as its reality); inside it,
+           ``hardware.dynamixel`` (the real bus) never imports ``hardware.emulator``, which
+           may import it (it speaks the real wire protocol)
 policy     sim, core (training runs in the simulation)
 sysid      policy, hardware, sim, core (fits replay the simulation)
 ros        core; shared ROS glue (messages, QoS, clients), never the planner or nodes
@@ -42,6 +44,9 @@ FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'torch', 'cv2')
 #: modules (relative to the package) that may import mujoco: the engine and the documented
 #: exception
 MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
+#: sub-package -> the sub-packages of the same layer it must not import: the real driver side
+#: must work on a machine where the emulator (and its MuJoCo reality) is never loaded
+FORBIDDEN_WITHIN = {'hardware.dynamixel': ('hardware.emulator',)}
 
 
 def layer_of(path: Path, root: Path) -> str:
@@ -49,13 +54,14 @@ def layer_of(path: Path, root: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, the names imported from it: empty for ``import module``)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
+            out += [(node.lineno, a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module))
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
     return out
 
 
@@ -63,7 +69,7 @@ def violations(root: Path = PKG) -> list[str]:
     bad = []
     for path in sorted(root.rglob('*.py')):
         src = layer_of(path, root)
-        for line, mod in imports(path):
+        for line, mod, names in imports(path):
             top = mod.split('.')[0]
             where = f'{path.relative_to(root.parent)}:{line}'
             if src == 'core' and top in FORBIDDEN_IN_CORE:
@@ -74,6 +80,13 @@ def violations(root: Path = PKG) -> list[str]:
                            f'protocol, sim/backend.py)')
             if top != 'simreal_ros' or mod == 'simreal_ros':
                 continue
+            sub = '.'.join(path.relative_to(root).parts[:2])
+            for banned in FORBIDDEN_WITHIN.get(sub, ()):
+                for full in [mod, *(f'{mod}.{n}' for n in names)]:
+                    if f'{full}.'.startswith(f'simreal_ros.{banned}.'):
+                        bad.append(f'{where}: {sub} imports {full} '
+                                   f'({banned} is not below {sub})')
+                        break
             dst = mod.split('.')[1]
             if dst == src or dst not in RANK:
                 continue
@@ -170,6 +183,15 @@ def test_every_package_has_a_layer():
      'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
     ('sim/goals.py', 'from mujoco import MjData\n',
      'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
+    ('hardware/dynamixel/x.py', 'def f():\n    from simreal_ros.hardware.emulator import e\n',
+     'hardware.dynamixel imports simreal_ros.hardware.emulator '
+     '(hardware.emulator is not below hardware.dynamixel)'),
+    ('hardware/dynamixel/x.py', 'from simreal_ros.hardware import emulator\n',
+     'hardware.dynamixel imports simreal_ros.hardware.emulator '
+     '(hardware.emulator is not below hardware.dynamixel)'),
+    ('hardware/dynamixel/x.py', 'import simreal_ros.hardware.emulator.reality\n',
+     'hardware.dynamixel imports simreal_ros.hardware.emulator.reality '
+     '(hardware.emulator is not below hardware.dynamixel)'),
 ])
 def test_an_upward_import_is_caught(tmp_path, module, src, line):
     root = tmp_path / 'simreal_ros'
@@ -177,3 +199,11 @@ def test_an_upward_import_is_caught(tmp_path, module, src, line):
     (root / module).write_text(src, encoding='utf-8')
     found = violations(root)
     assert len(found) == 1 and found[0].endswith(line), found
+
+
+def test_the_emulator_may_import_the_real_side(tmp_path):
+    root = tmp_path / 'simreal_ros'
+    (root / 'hardware' / 'emulator').mkdir(parents=True)
+    (root / 'hardware' / 'emulator' / 'x.py').write_text(
+        'from simreal_ros.hardware.dynamixel import protocol\n', encoding='utf-8')
+    assert violations(root) == []

@@ -134,7 +134,7 @@ def run_live_demo(args: dict[str, str], out: Path, reality: str, env: Mapping[st
         args.setdefault('bag', str(out / 'bag'))
     with contextlib.ExitStack() as stack:
         if args['backend'] in ('real', 'twin') and not args.get('port'):
-            from simreal_ros.hardware.virtual_bus import EmulatorProcess
+            from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
             out.mkdir(parents=True, exist_ok=True)
             emu = stack.enter_context(EmulatorProcess(link=out / 'ttyDXL', reality=reality,
                                                       seed=int(args.get('seed', 0))))

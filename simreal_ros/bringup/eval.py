@@ -242,7 +242,7 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
     nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
     with contextlib.ExitStack() as resources:  # everything started is stopped on any error
         if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
-            from simreal_ros.hardware.virtual_bus import EmulatorProcess
+            from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
             emulator = resources.enter_context(EmulatorProcess())
             nodes = plan(plan_args(s, port=emulator.port))
         spec = load_policy_spec(s.policy)

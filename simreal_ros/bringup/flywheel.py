@@ -334,7 +334,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
     log = log or (lambda line: print(line, file=stdout, flush=True))
 
     from simreal_ros.bringup import flywheel_report as report
-    from simreal_ros.hardware.virtual_bus import EmulatorProcess
+    from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
     check_out_dir(out)
     _check_inputs(s)
     os.environ.update(env)

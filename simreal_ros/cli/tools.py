@@ -13,10 +13,10 @@ from simreal_ros.errors import SimrealError
 
 def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
-    from simreal_ros.hardware import emulator
+    from simreal_ros.hardware.emulator import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
-                         ns.camera_port, ns.camera_faults)
+                         ns.camera_port, ns.camera_faults, ns.trace)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -53,8 +53,10 @@ def add_commands(sub: Any) -> None:
                    'path; default: the nominal model)')
     p.add_argument('--link', required=True, help='symlink to create to the pty (the port)')
     p.add_argument('--baud', type=int, default=1_000_000, help='bus baud rate')
-    p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,unplug_at=5,'
-                   'replug_at=6,seed=1')
+    p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,late=0.01,'
+                   'late_s=0.03,unplug_at=5,replug_at=6,seed=1')
+    p.add_argument('--trace', default='', help='write every SYNC READ answered (the true '
+                   'register data) to this file')
     p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')
     p.add_argument('--duration', type=float, default=None, help='stop after this many s')
     p.add_argument('--rt-priority', type=int, default=0, help='SCHED_FIFO priority of the '

@@ -4,12 +4,17 @@ A command names a subset of the robot's joints (or all of them, in order, when n
 empty). It is rejected as a whole when it names an unknown joint, repeats a joint, has arrays
 of the wrong length, or carries NaN/inf: the caller then holds the last valid target. Finite
 positions outside the joint limits are clamped, and the clamp is reported.
+
+:class:`CommandIntake` is the one command intake of every backend (sim bridge, Dynamixel
+driver, external adapter): it merges each command onto the target the backend holds, and
+counts what came in, what was rejected (with the last reason, and per diagnostics window)
+and what was clamped, for ``/diagnostics``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -94,3 +99,57 @@ class CommandValidator:
         clamped = bool(np.any(clamped_pos != pos) or np.any(clamped_vel != vel)
                        or np.any(clamped_eff != eff))
         return JointTarget(clamped_pos, clamped_vel, clamped_eff, stamp_ns, clamped)
+
+
+class CommandIntake:
+    """Validate and merge a backend's commands, and count the outcomes.
+
+    Not thread-safe: the node calls it under the lock that guards its target.
+    """
+
+    def __init__(self, robot: RobotSpec,
+                 on_reject: Callable[[CommandError], None] | None = None) -> None:
+        self.validator = CommandValidator(robot)
+        self.on_reject = on_reject
+        self.received = 0
+        self.rejected = 0
+        self.clamped = 0
+        self.last_rejection = ''
+        self._rejected_window = 0
+
+    def merge(self, previous: JointTarget | Callable[[], JointTarget], names: Sequence[str],
+              position: Sequence[float], velocity: Sequence[float] = (),
+              effort: Sequence[float] = (), stamp_ns: int = 0) -> JointTarget | None:
+        """Count a command and return ``previous`` updated with it, or None if rejected.
+
+        ``previous`` is the target the command is merged onto, or a function returning it,
+        called once; a CommandError it raises is a rejection like a malformed command's.
+        The caller passes the target it applies to :meth:`accept` (which counts a clamp).
+        """
+        self.received += 1
+        try:
+            base = previous() if callable(previous) else previous
+            return self.validator.merge(base, names, position, velocity, effort, stamp_ns)
+        except CommandError as exc:
+            self.rejected += 1
+            self._rejected_window += 1
+            self.last_rejection = str(exc)
+            if self.on_reject is not None:
+                self.on_reject(exc)
+            return None
+
+    def accept(self, target: JointTarget) -> JointTarget:
+        """Count ``target`` as applied (a clamped one as clamped) and return it."""
+        if target.clamped:
+            self.clamped += 1
+        return target
+
+    def take_rejected_window(self) -> int:
+        """Return the rejections since the last call (one diagnostics period) and restart."""
+        n, self._rejected_window = self._rejected_window, 0
+        return n
+
+    def values(self) -> dict[str, object]:
+        """Return the counters as every backend's ``/diagnostics`` names them."""
+        return {'commands_received': self.received, 'commands_rejected': self.rejected,
+                'commands_clamped': self.clamped, 'last_rejection': self.last_rejection}

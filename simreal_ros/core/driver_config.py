@@ -39,6 +39,9 @@ class DriverConfig:
     * ``return_delay_us``: Return Delay Time written at configure (0 = answer at once).
     * ``latency_timer_ms``: the adapter's latency timer, used by the SDK's packet timeout.
     * ``reconnect_min_s``/``reconnect_max_s``: back-off between reconnection attempts.
+    * ``give_up_after_s``: with no state read for this long (port gone, servos silent), the
+      bus is taken as dead for good: FATAL, torque off attempted, exit 2, so a supervisor can
+      act (0 = keep reconnecting forever, the default).
     * ``startup_timeout_s``: how long start-up pings servos that did not answer yet.
     * ``reboot_on_error``: servos in a hardware-error state (overload, overheating, voltage)
       are sent REBOOT at configure and on ``~/reset`` instead of failing start-up (or the
@@ -62,6 +65,7 @@ class DriverConfig:
     latency_timer_ms: float = 16.0
     reconnect_min_s: float = 0.05
     reconnect_max_s: float = 0.4
+    give_up_after_s: float = 0.0
     diagnostics_period_s: float = 1.0
     startup_timeout_s: float = 2.0
     reboot_on_error: bool = False
@@ -86,6 +90,9 @@ class DriverConfig:
         if self.reconnect_max_s < self.reconnect_min_s:
             raise ConfigError(src, 'reconnect_max_s', f'>= reconnect_min_s '
                               f'({self.reconnect_min_s})', self.reconnect_max_s)
+        if not (math.isfinite(self.give_up_after_s) and self.give_up_after_s >= 0):
+            raise ConfigError(src, 'give_up_after_s', 'a time >= 0 s (0 = never give up)',
+                              self.give_up_after_s)
         if self.health_every < 1:
             raise ConfigError(src, 'health_every', 'an integer >= 1', self.health_every)
         if not 0 <= self.return_delay_us <= 508:

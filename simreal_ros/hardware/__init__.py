@@ -1,1 +1,1 @@
-"""Servo bus drivers and the virtual servo bus (Dynamixel Protocol 2.0)."""
+"""Servo buses: the real Dynamixel side (``dynamixel/``) and the virtual bus (``emulator/``)."""

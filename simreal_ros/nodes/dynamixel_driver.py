@@ -12,6 +12,11 @@ stale state is ever published as fresh); a vanished port is reported as ERROR on
 ``/diagnostics`` and reopened with back-off, keeping torque off if the watchdog had switched it
 off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
 
+The watchdog / torque / reset / reconnect decisions are
+:class:`simreal_ros.core.driver_control.DriverControl` (ROS-free, unit-tested); command intake
+is :class:`simreal_ros.core.commands.CommandIntake`, as in every backend. This node owns the
+bus, runs the transactions those decide, and publishes.
+
 The bus thread may run under SCHED_FIFO (``rt_priority``, ``cpu_affinity``) and beats a
 heartbeat that ``/diagnostics`` turns into ERROR when it stops. At start the driver reads the
 USB adapter's latency timer from sysfs (:mod:`simreal_ros.core.usb_latency`), warns above 1 ms
@@ -21,6 +26,7 @@ the bytes on the wire allow.
 
 from __future__ import annotations
 
+from pathlib import Path
 import sys
 import threading
 import time
@@ -28,26 +34,21 @@ import traceback
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from simreal_ros.core import usb_latency
-from simreal_ros.core.commands import CommandValidator, JointTarget
+from simreal_ros.core.commands import CommandIntake
 from simreal_ros.core.driver_config import DriverConfig
+from simreal_ros.core.driver_control import Cycle, DriverControl
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
-from simreal_ros.errors import BusError, CommandError, PortLostError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import (
-    BusState,
-    DynamixelBus,
-    byte_time_limit_hz,
-    clamp_step,
-)
+from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus, byte_time_limit_hz
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
@@ -70,8 +71,7 @@ class DynamixelDriver(Node):
         self.names = self.robot.joint_names
         self.baud = cfg.baud or self.robot.bus_baud
         self.dt = 1.0 / cfg.rate_hz
-        self.max_step = self.robot.velocity_limit * self.dt
-        self.validator = CommandValidator(self.robot)
+        self.intake = CommandIntake(self.robot, self._log_rejection)
         self.bus = DynamixelBus(self.robot, cfg.port, self.baud,
                                 return_delay_us=cfg.return_delay_us,
                                 latency_timer_ms=cfg.latency_timer_ms,
@@ -87,31 +87,23 @@ class DynamixelDriver(Node):
         self.rt_state: ThreadRt | None = None
         self._cycle_mark = (time.monotonic_ns(), 0)
         state = self._start_bus()
-        self.lock = threading.Lock()
-        self.goal = state.position.copy()
-        self.command: JointTarget | None = None
-        self.command_mono = 0.0
-        self.command_seq = 0
-        self.used_seq = 0
-        self.reset_active = False
-        self.watchdog_active = False
-        self.hold_target: np.ndarray | None = None
-        self.torque_on = True
-        self.connected = True
+        self.lock = threading.Lock()  # guards control's command side, intake, health, stats
+        self.control = DriverControl(
+            self.robot, state.position, dt_s=self.dt, command_timeout_s=cfg.command_timeout_s,
+            watchdog=cfg.watchdog, goal_rate_limit=cfg.goal_rate_limit,
+            reset_speed=cfg.reset_speed, reconnect_min_s=cfg.reconnect_min_s,
+            reconnect_max_s=cfg.reconnect_max_s, give_up_after_s=cfg.give_up_after_s,
+            now_ns=time.monotonic_ns())
         self.running = True
-        self.backoff = cfg.reconnect_min_s
-        self.next_attempt = 0.0
         self.health: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         self.torque_read: tuple[int, ...] | None = None  # torque enable as read back
-        self.rejected_window = 0  # rejections since the last /diagnostics
         self.reset_request = threading.Event()  # ~/reset asks, the bus thread answers
         self.reset_done = threading.Event()
         self.reset_result = (False, '')
         self.stats: dict[str, Any] = {
             'cycles': 0, 'published': 0, 'read_failures': 0, 'write_failures': 0,
             'consecutive_failures': 0, 'port_lost': 0, 'reconnects': 0, 'last_error': '',
-            'received': 0, 'rejected': 0, 'clamped': 0, 'last_rejection': '',
-            'watchdog_trips': 0, 'fatal': ''}
+            'fatal': ''}
         self.publish_stats = PeriodStats(int(self.dt * 1e9))
 
         self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
@@ -163,26 +155,15 @@ class DynamixelDriver(Node):
     def _accept(self, names: list[str], position: Any, velocity: Any, effort: Any,
                 stamp_ns: int) -> None:
         with self.lock:
-            self.stats['received'] += 1
-            previous = self.command or JointTarget.hold(self.goal)
-            try:
-                target = self.validator.merge(previous, names, position, velocity, effort,
-                                              stamp_ns)
-            except CommandError as exc:
-                self.stats['rejected'] += 1
-                self.rejected_window += 1
-                self.stats['last_rejection'] = str(exc)
-                self.get_logger().warning(
-                    f'rejected joint command, holding last target: {exc}',
-                    throttle_duration_sec=1.0)
-                return
-            if self.reset_active:
-                return  # the move to home runs to its end
-            if target.clamped:
-                self.stats['clamped'] += 1
-            self.command = target
-            self.command_mono = time.monotonic()
-            self.command_seq += 1
+            target = self.intake.merge(self.control.merge_base, names, position, velocity,
+                                       effort, stamp_ns)
+            # during ~/reset the move to home runs to its end: the command is dropped
+            if target is not None and self.control.take_command(target, time.monotonic_ns()):
+                self.intake.accept(target)
+
+    def _log_rejection(self, exc: Exception) -> None:
+        self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
+                                  throttle_duration_sec=1.0)
 
     def _on_command(self, msg: JointState) -> None:
         self._accept(list(msg.name), msg.position, msg.velocity, msg.effort,
@@ -193,7 +174,7 @@ class DynamixelDriver(Node):
 
     def _on_reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
         with self.lock:
-            if not self.connected:
+            if not self.control.connected:
                 res.success = False
                 res.message = f'the bus is not connected ({self.stats["last_error"]})'
                 return res
@@ -225,15 +206,13 @@ class DynamixelDriver(Node):
                 # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
                 # goal are gone, so configure afresh; torque comes on where the arm is
                 self.bus.configure()
-                self.goal = self.bus.read_state().position.copy()
-                self._set_torque_state(True)
-                self.watchdog_active = False
-                self.hold_target = None
+                position = self.bus.read_state().position
                 with self.lock:
+                    self.control.reconfigured(position)
+                    self.torque_read = (1,) * self.robot.n
                     self.health = None
             with self.lock:
-                self.reset_active = True
-                self.command = None
+                self.control.start_reset()
             result = (True, f'moving to home at {self.cfg.reset_speed:g} rad/s'
                             + (' (after REBOOT of the servos in error)' if rebooted else ''))
         except PortLostError as exc:
@@ -253,7 +232,11 @@ class DynamixelDriver(Node):
             while self.running:
                 rate.sleep()
                 self.heartbeat.beat()
-                if not self.connected:
+                if self.control.dead(time.monotonic_ns()):
+                    raise BusError(f'no state read from {self.cfg.port} for '
+                                   f'{self.cfg.give_up_after_s:g} s (give_up_after_s), '
+                                   f'giving up: {self.stats["last_error"]}')
+                if not self.control.connected:
                     self._try_reconnect()
                     if self.reset_request.is_set():
                         self.reset_request.clear()
@@ -267,12 +250,22 @@ class DynamixelDriver(Node):
         except Exception as exc:  # noqa: BLE001 - fatal: torque off, report, exit non-zero
             if not self.running or not self.context.ok():
                 return
-            self.stats['fatal'] = repr(exc)
-            self.get_logger().fatal(f'bus thread failed: {exc!r}; disabling torque\n'
-                                    f'{traceback.format_exc()}')
-            self._torque_off_best_effort()
-            self.exit_code = 2
-            self.finished = True
+            self._fatal(exc)
+
+    def _fatal(self, exc: Exception) -> None:
+        """Attempt torque off, log one FATAL line (traceback at DEBUG), make the node exit 2."""
+        if isinstance(exc, BusError):
+            what = str(exc)
+        else:  # a bug: where it happened is what the reader needs
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            what = f'{exc!r} at {Path(frame.filename).name}:{frame.lineno}'
+        self.stats['fatal'] = what
+        off = self._torque_off_best_effort()
+        self.get_logger().debug(traceback.format_exc())
+        self.get_logger().fatal(f'bus thread failed: {what}; ' + (
+            'torque disabled' if off else 'torque could not be disabled (bus not answering)'))
+        self.exit_code = 2
+        self.finished = True
 
     def _cycle(self) -> None:
         st = self.stats
@@ -290,16 +283,16 @@ class DynamixelDriver(Node):
                 self._publish_diagnostics()
             return
         stamp = self.get_clock().now().nanoseconds
+        self.control.state_read(time.monotonic_ns())
         recovered = st['consecutive_failures'] >= FAILED_READS_ERROR
         st['consecutive_failures'] = 0
         self._publish(state, stamp)
         if recovered:
             self._publish_diagnostics()
         try:
-            goal = self._next_goal(state)
-            if goal is not None:
-                self.bus.write_goal(goal)
-                self.goal = goal
+            with self.lock:
+                cycle = self.control.step(state.position, time.monotonic_ns())
+            self._perform(cycle, state)
             if st['cycles'] % self.cfg.health_every == 0:
                 h = self.bus.read_health()
                 with self.lock:
@@ -317,61 +310,28 @@ class DynamixelDriver(Node):
                 st['last_error'] = str(exc)
         st['cycles'] += 1
 
-    def _next_goal(self, state: BusState) -> np.ndarray | None:
-        now = time.monotonic()
-        with self.lock:
-            cmd, seq, cmd_t = self.command, self.command_seq, self.command_mono
-            reset = self.reset_active
-        fresh = seq != self.used_seq
-        self.used_seq = seq
-        if not self.torque_on:
-            if not (reset or (fresh and cmd is not None)):
-                return None
-            self.bus.hold_present()  # re-enable where the arm is, then track the command
-            self.bus.set_torque(True)
-            self._set_torque_state(True)
-            self.watchdog_active = False
-            self.goal = state.position.copy()
-            self.get_logger().info(f'{"reset" if reset else "command"}: torque enabled again')
-        if reset:
-            home = self.robot.home
-            goal = clamp_step(self.goal, home, np.full(self.robot.n,
-                                                       self.cfg.reset_speed * self.dt))
-            if np.allclose(goal, home, atol=1e-9):
-                with self.lock:
-                    self.reset_active = False
-                self.get_logger().info('reset: at home')
-            return goal
-        if cmd is not None and now - cmd_t > self.cfg.command_timeout_s:
-            if not self.watchdog_active:
-                self.watchdog_active = True
-                self.stats['watchdog_trips'] += 1
-                self.get_logger().warning(
-                    f'no joint command for {self.cfg.command_timeout_s:g} s: '
-                    f'{self.cfg.watchdog}')
-                if self.cfg.watchdog == 'torque_off':
-                    self.bus.set_torque(False)
-                    self._set_torque_state(False)
-                    return None
-                self.hold_target = self.goal.copy()  # freeze the goal: no sag-on-hold drift
-            target = self.hold_target if self.hold_target is not None else self.goal
-        elif cmd is not None:
-            if self.watchdog_active:
-                self.get_logger().info('joint commands resumed')
-            self.watchdog_active = False
-            self.hold_target = None
-            target = cmd.position
-        else:
-            target = self.goal
-        if self.cfg.goal_rate_limit:
-            return clamp_step(self.goal, target, self.max_step)
-        return np.array(target, dtype=np.float64)
-
-    def _set_torque_state(self, on: bool) -> None:
-        """Record a confirmed torque change (set_torque verifies every servo)."""
-        self.torque_on = on
-        with self.lock:
-            self.torque_read = (int(on),) * self.robot.n
+    def _perform(self, cycle: Cycle, state: BusState) -> None:
+        """Run one cycle's decision on the bus; each confirmed step is reported back."""
+        log = self.get_logger()
+        for level, message in cycle.events:
+            # one call site per severity: rclpy refuses a site whose severity changes
+            if level == 'warning':
+                log.warning(message)
+            else:
+                log.info(message)
+        if cycle.torque is not None:
+            if cycle.torque:
+                self.bus.hold_present()
+            self.bus.set_torque(cycle.torque)  # verifies every servo
+            with self.lock:
+                self.control.torque_switched(cycle.torque, state.position)
+                self.torque_read = (int(cycle.torque),) * self.robot.n
+        if cycle.goal is not None:
+            self.bus.write_goal(cycle.goal)
+            with self.lock:
+                events = self.control.goal_written(cycle.goal)
+            for _, message in events:
+                log.info(message)
 
     def _publish(self, state: BusState, stamp: int) -> None:
         js = self._state_msg
@@ -387,26 +347,20 @@ class DynamixelDriver(Node):
     def _port_lost(self, exc: Exception) -> None:
         self.bus.close()
         with self.lock:
-            self.connected = False
+            self.control.port_lost(time.monotonic_ns())
             self.stats['port_lost'] += 1
             self.stats['last_error'] = str(exc)
-        self.backoff = self.cfg.reconnect_min_s
-        self.next_attempt = time.monotonic() + self.backoff
         self.get_logger().error(f'bus lost: {exc}; reconnecting')
         self._publish_diagnostics()
 
     def _try_reconnect(self) -> None:
-        now = time.monotonic()
-        if now < self.next_attempt:
-            time.sleep(min(0.01, self.next_attempt - now))
+        wait_ns = self.control.wait_ns(time.monotonic_ns())
+        if wait_ns:
+            time.sleep(min(0.01, wait_ns / 1e9))
             return
-        # Torque stays off if the watchdog switched it off (or would now: the commands are as
-        # stale as before the port went): only a command sent after the reconnect enables it.
         with self.lock:
-            stale = self.command is not None and \
-                now - self.command_mono > self.cfg.command_timeout_s
-            seq = self.command_seq
-        keep_off = not self.torque_on or (self.cfg.watchdog == 'torque_off' and stale)
+            keep_off = self.control.keep_torque_off(time.monotonic_ns())
+            seq = self.control.command_seq
         try:
             self.bus.open()
             self.bus.check_servos(timeout_s=0.2)
@@ -416,18 +370,11 @@ class DynamixelDriver(Node):
             self.bus.close()
             with self.lock:
                 self.stats['last_error'] = str(exc)
-            self.backoff = min(self.backoff * 2, self.cfg.reconnect_max_s)
-            self.next_attempt = time.monotonic() + self.backoff
+            self.control.reconnect_failed(time.monotonic_ns())
             return
-        self.goal = state.position.copy()
-        self.hold_target = None if self.hold_target is None else self.goal.copy()
-        self.used_seq = seq  # commands from before (or during) the outage are not fresh
-        if keep_off and not self.watchdog_active:
-            self.watchdog_active = True
-            self.stats['watchdog_trips'] += 1
-        self._set_torque_state(not keep_off)
         with self.lock:
-            self.connected = True
+            self.control.reconnected(state.position, keep_off, seq)
+            self.torque_read = (int(not keep_off),) * self.robot.n
             self.stats['reconnects'] += 1
             self.stats['consecutive_failures'] = 0
         self.get_logger().info(f'bus reconnected on {self.cfg.port}'
@@ -438,13 +385,17 @@ class DynamixelDriver(Node):
     def _publish_diagnostics(self) -> None:
         with self.lock:
             st = dict(self.stats)
-            connected, health, torque_read = self.connected, self.health, self.torque_read
-            rejected_window, self.rejected_window = self.rejected_window, 0
+            ctl = self.control
+            connected, health, torque_read = ctl.connected, self.health, self.torque_read
+            torque_commanded, watchdog_active = ctl.torque_on, ctl.watchdog_active
+            watchdog_trips = ctl.watchdog_trips
+            rejected_window = self.intake.take_rejected_window()
+            intake = self.intake.values()
         level, message = 'ok', 'running'
         if rejected_window:
             level, message = 'warn', (f'{rejected_window} joint commands rejected: '
-                                      f'{st["last_rejection"]}')
-        if self.watchdog_active:
+                                      f'{intake["last_rejection"]}')
+        if watchdog_active:
             level, message = 'warn', f'no joint command: watchdog {self.cfg.watchdog}'
         hw: dict[str, object] = {}
         if health is not None:
@@ -457,7 +408,7 @@ class DynamixelDriver(Node):
                                   f'{ct.describe_hardware_error(bits)}')
             if faults:
                 level, message = 'error', 'hardware error: ' + '; '.join(faults)
-        if self.torque_on and torque_read and not all(torque_read) and level != 'error':
+        if torque_commanded and torque_read and not all(torque_read) and level != 'error':
             off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
             level, message = 'error', (f'torque off at {", ".join(off)} although enabled '
                                        f'(servo power lost or reset?): call ~/reset to '
@@ -476,22 +427,20 @@ class DynamixelDriver(Node):
         cycle_hz = (st['cycles'] - c0) * 1e9 / max(1, now - t0)
         # torque_on: what the servos' Torque Enable registers said at the last health read
         # (or the last confirmed switch); torque_commanded: what the driver wants
-        torque_on: object = self.torque_on
+        torque_on: object = torque_commanded
         if torque_read:
             off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
             torque_on = (not off if len(off) in (0, self.robot.n)
                          else f'partial (off: {", ".join(off)})')
         values: dict[str, object] = {
             'port': self.cfg.port, 'baud': self.baud, 'connected': connected,
-            'torque_on': torque_on, 'torque_commanded': self.torque_on,
-            'watchdog_active': self.watchdog_active,
+            'torque_on': torque_on, 'torque_commanded': torque_commanded,
+            'watchdog_active': watchdog_active,
             'cycles': st['cycles'], 'states_published': st['published'],
             'read_failures': st['read_failures'], 'write_failures': st['write_failures'],
             'port_lost': st['port_lost'], 'reconnects': st['reconnects'],
-            'last_error': st['last_error'], 'watchdog_trips': st['watchdog_trips'],
-            'commands_received': st['received'], 'commands_rejected': st['rejected'],
-            'commands_clamped': st['clamped'], 'last_rejection': st['last_rejection'],
-            'commands_rejected_period': rejected_window,
+            'last_error': st['last_error'], 'watchdog_trips': watchdog_trips,
+            **intake, 'commands_rejected_period': rejected_window,
             'reboot_on_error': self.cfg.reboot_on_error,
             # the adapter's latency timer (-1: the port has none, e.g. a pty) and what the bus
             # can do: min(1000 / timer, the byte-time limit of one sync read + write)

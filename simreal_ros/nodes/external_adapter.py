@@ -34,7 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from simreal_ros.core.commands import CommandValidator, JointTarget
+from simreal_ros.core.commands import CommandIntake, JointTarget
 from simreal_ros.core.driver_config import ExternalAdapterConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats
@@ -65,15 +65,13 @@ class ExternalAdapter(Node):
                               f'a comma-separated list of distinct joints of '
                               f'{self.robot.name} {self.names}', cfg.command_joints)
         self.command_index = [self.names.index(n) for n in self.command_joints]
-        self.validator = CommandValidator(self.robot)
+        self.intake = CommandIntake(self.robot, self._log_rejection)
         self.lock = threading.Lock()
         self.last_target: JointTarget | None = None
         self.last_position: np.ndarray | None = None  # the last complete source state
         self.last_state_mono = 0.0
         self.stats: dict[str, Any] = {'states_in': 0, 'states_incomplete': 0,
-                                      'last_incomplete': '', 'commands_in': 0,
-                                      'commands_rejected': 0, 'last_rejection': '',
-                                      'commands_out': 0}
+                                      'last_incomplete': '', 'commands_out': 0}
         self.state_stats = PeriodStats(5_000_000)
         self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
@@ -114,32 +112,27 @@ class ExternalAdapter(Node):
         self.state_stats.tick(time.monotonic_ns())
 
     def _on_command(self, msg: JointState) -> None:
+        names = list(msg.name)
+
+        def previous() -> JointTarget:
+            if self.last_target is not None:
+                return self.last_target
+            if self.last_position is not None:
+                return JointTarget.hold(self.last_position)
+            if not names or set(names) >= set(self.names):
+                return JointTarget.hold(self.robot.home)  # every joint is overwritten
+            raise CommandError(
+                f'partial command for {names} before the first complete state on '
+                f'{self.cfg.source_states}: the positions of the other joints are '
+                f'unknown; send every joint of {self.robot.name} or wait for the joint '
+                f'states of the existing driver')
+
         with self.lock:
-            self.stats['commands_in'] += 1
-            try:
-                names = list(msg.name)
-                if self.last_target is not None:
-                    previous = self.last_target
-                elif self.last_position is not None:
-                    previous = JointTarget.hold(self.last_position)
-                elif not names or set(names) >= set(self.names):
-                    previous = JointTarget.hold(self.robot.home)  # every joint is overwritten
-                else:
-                    raise CommandError(
-                        f'partial command for {names} before the first complete state on '
-                        f'{self.cfg.source_states}: the positions of the other joints are '
-                        f'unknown; send every joint of {self.robot.name} or wait for the joint '
-                        f'states of the existing driver')
-                target = self.validator.merge(previous, names, msg.position,
-                                              msg.velocity, msg.effort,
-                                              messages.stamp_to_ns(msg.header.stamp))
-            except CommandError as exc:
-                self.stats['commands_rejected'] += 1
-                self.stats['last_rejection'] = str(exc)
-                self.get_logger().warning(f'rejected joint command: {exc}',
-                                          throttle_duration_sec=1.0)
+            target = self.intake.merge(previous, names, msg.position, msg.velocity,
+                                       msg.effort, messages.stamp_to_ns(msg.header.stamp))
+            if target is None:
                 return
-            self.last_target = target
+            self.last_target = self.intake.accept(target)
         positions = [float(target.position[i]) for i in self.command_index]
         if self.cfg.command_mode == 'forward_position':
             self.pub_cmd.publish(Float64MultiArray(data=positions))
@@ -158,9 +151,17 @@ class ExternalAdapter(Node):
         with self.lock:
             self.stats['commands_out'] += 1
 
+    def _log_rejection(self, exc: Exception) -> None:
+        self.get_logger().warning(f'rejected joint command: {exc}', throttle_duration_sec=1.0)
+
     def _publish_diagnostics(self) -> None:
         with self.lock:
+            # the adapter's own names for the intake's counters (it clamps, but reports no
+            # clamp count, and has no rejection window)
             st = dict(self.stats)
+            st['commands_in'] = self.intake.received
+            st['commands_rejected'] = self.intake.rejected
+            st['last_rejection'] = self.intake.last_rejection
             age = time.monotonic() - self.last_state_mono if self.last_state_mono else None
         level, message = 'ok', 'relaying'
         if st['states_incomplete'] and not st['states_in']:

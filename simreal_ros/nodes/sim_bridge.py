@@ -25,12 +25,12 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from simreal_ros.core.bridge_config import SimBridgeConfig
-from simreal_ros.core.commands import CommandValidator, JointTarget
+from simreal_ros.core.commands import CommandIntake, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
-from simreal_ros.errors import CommandError, ConfigError
+from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.camera import SimCameras
 from simreal_ros.ros.params import declare_dataclass
@@ -58,7 +58,7 @@ class SimBridge(Node):
             overlay=load_overlay(cfg.overlay) if cfg.overlay else None,
             randomization=load_randomization(cfg.randomization) if cfg.randomization else None,
             seed=cfg.seed)
-        self.validator = CommandValidator(self.robot)
+        self.intake = CommandIntake(self.robot, self._log_rejection)
         self.names = self.robot.joint_names
         self.steps_per_publish = cfg.steps_per_publish(self.robot.timestep_s)
         self.period_ns = self.steps_per_publish * self.sim.dt_ns
@@ -70,10 +70,7 @@ class SimBridge(Node):
         self.paused = cfg.start_paused
         self.step_requests = 0
         self.running = True
-        self.stats: dict[str, Any] = {'received': 0, 'rejected': 0, 'clamped': 0,
-                                      'last_rejection': '', 'missed_ticks': 0,
-                                      'published': 0, 'physics_error': ''}
-        self.rejected_window = 0
+        self.stats: dict[str, Any] = {'missed_ticks': 0, 'published': 0, 'physics_error': ''}
         self.publish_stats = PeriodStats(self.period_ns)
         self._rtf_mark = (time.monotonic_ns(), self.sim.time_ns, self.sim.step_count)
         self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
@@ -126,22 +123,17 @@ class SimBridge(Node):
     def _accept(self, names: list[str], position: Any, velocity: Any, effort: Any,
                 stamp_ns: int) -> None:
         with self.lock:
-            self.stats['received'] += 1
-            try:
-                target = self.validator.merge(self.last_command, names, position, velocity,
-                                              effort, stamp_ns)
-            except CommandError as exc:
-                self.stats['rejected'] += 1
-                self.rejected_window += 1
-                self.stats['last_rejection'] = str(exc)
-                self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
-                                          throttle_duration_sec=1.0)
+            target = self.intake.merge(self.last_command, names, position, velocity, effort,
+                                       stamp_ns)
+            if target is None:
                 return
-            if target.clamped:
-                self.stats['clamped'] += 1
-            self.last_command = target
+            self.last_command = self.intake.accept(target)
             self.sim.set_target(target)
         self.command_event.set()
+
+    def _log_rejection(self, exc: Exception) -> None:
+        self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
+                                  throttle_duration_sec=1.0)
 
     def _on_command(self, msg: JointState) -> None:
         self._accept(list(msg.name), msg.position, msg.velocity, msg.effort,
@@ -364,7 +356,8 @@ class SimBridge(Node):
             sim_ns, steps = self.sim.time_ns, self.sim.step_count
             params = self.sim.params.flat()
             warnings = self.sim.divergences()
-            rejected_window, self.rejected_window = self.rejected_window, 0
+            rejected_window = self.intake.take_rejected_window()
+            intake = self.intake.values()
         wall0, sim0, steps0 = self._rtf_mark
         self._rtf_mark = (now, sim_ns, steps)
         dt_wall = max(1, now - wall0)
@@ -373,7 +366,7 @@ class SimBridge(Node):
             message = 'paused'
         if rejected_window:
             level, message = 'warn', f'{rejected_window} commands rejected: ' \
-                                     f'{self.stats["last_rejection"]}'
+                                     f'{intake["last_rejection"]}'
         if warnings:
             level, message = 'warn', f'simulation unstable ({warnings} divergence resets)'
         stalled = self.heartbeat.stalled_ns()
@@ -387,10 +380,7 @@ class SimBridge(Node):
             'sim_time_s': sim_ns / 1e9, 'real_time_factor': (sim_ns - sim0) / dt_wall,
             'step_rate_hz': (steps - steps0) * 1e9 / dt_wall, 'paused': self.paused,
             'overruns': self.rate.overruns, 'command_delay_steps': self.sim.delay_steps,
-            'commands_received': self.stats['received'],
-            'commands_rejected': self.stats['rejected'],
-            'commands_clamped': self.stats['clamped'],
-            'last_rejection': self.stats['last_rejection'],
+            **intake,
             'lockstep_missed_ticks': self.stats['missed_ticks'],
             'states_published': self.stats['published'],
             **({'resyncs': self.resync_stats['count'],

@@ -6,6 +6,7 @@ import gc
 import logging
 import sys
 import threading
+import traceback
 from typing import Callable, Sequence
 
 from simreal_ros.core.netenv import apply_to_current_process
@@ -80,10 +81,19 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     job (``node.finished`` set), 1 on a configuration error (one-line reason on stderr),
     2 on any other failure. Nodes may define ``close()`` for cleanup and ``exit_code``.
     ``executor_factory`` replaces the default SingleThreadedExecutor.
+
+    Only the errors a shutdown itself causes count as a clean stop: rclpy's
+    ExternalShutdownException, KeyboardInterrupt, and an RCLError / InvalidHandle raised after
+    the context was shut down (Ctrl-C or SIGTERM during start-up invalidates it under the
+    node being built). Any other exception propagates (traceback, non-zero exit) even when it
+    happens while shutting down, and one raised by ``close()`` or ``destroy_node()`` prints
+    ``error: shutdown failed`` with its traceback and makes the exit code 2.
     """
     apply_to_current_process()
     import rclpy
+    from rclpy.exceptions import InvalidHandle
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.impl.implementation_singleton import rclpy_implementation
 
     rclpy.init(args=list(args) if args is not None else sys.argv)
     node = None
@@ -106,15 +116,21 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     except SimrealError as exc:
         print(f'error: {exc}', file=sys.stderr, flush=True)
         code = 1
-    except Exception:
+    except (rclpy_implementation.RCLError, InvalidHandle):
         if rclpy.ok():
             raise
         code = 0  # Ctrl-C/SIGTERM arrived during start-up and invalidated the context
     finally:
-        if node is not None:
-            close = getattr(node, 'close', None)
-            if callable(close):
-                close()
-            node.destroy_node()  # type: ignore[attr-defined]
-        rclpy.try_shutdown()
+        try:
+            if node is not None:
+                close = getattr(node, 'close', None)
+                if callable(close):
+                    close()
+                node.destroy_node()  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - reported; the exit code says it failed
+            print(f'error: shutdown failed: {exc!r}\n{traceback.format_exc()}',
+                  file=sys.stderr, flush=True)
+            code = 2
+        finally:
+            rclpy.try_shutdown()
     return code

@@ -120,7 +120,7 @@ def test_train_and_eval_have_help(ros_env):
 
 def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
     import simreal_ros.bringup.eval as ev
-    from simreal_ros.hardware import virtual_bus
+    from simreal_ros.hardware.emulator import virtual_bus
     started: list = []
 
     class Recorded(virtual_bus.EmulatorProcess):

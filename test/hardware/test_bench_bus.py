@@ -20,4 +20,6 @@ def test_bus_benchmark_reports_its_figures(ros_env):
     for key in ('bus_1mbps', 'bus_4mbps'):
         assert 0 < figures[key]['ratio_to_limit'] <= 1.0  # nothing beats the wire
     assert figures['driver_250hz']['achieved_hz'] > 0
-    assert figures['replug']['recovery_after_replug_s'] > 0
+    replug = figures['replug']
+    # the target (the node test asserts it too, with the margin measured there)
+    assert 0 < replug['recovery_after_replug_s'] <= replug['target_s'] == 1.0, replug

@@ -8,15 +8,17 @@ from pathlib import Path
 import tempfile
 import time
 
+from bus_trace import measured_positions, unmeasured
 import dynamixel_sdk.port_handler as sdk_port
+import numpy as np
 import pytest
 import yaml
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import DynamixelBus, open_error_message
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus, is_stale, open_error_message
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 
 ROBOT = load_robot('simreal_arm')
 VELOCITY_LIMIT_REG = math.ceil(4.5 / ct.VELOCITY_UNIT_RAD_S)  # 188: 4.5 rad/s in 0.229 rpm
@@ -171,3 +173,56 @@ def test_hardware_error_fails_configure_until_rebooted(tmp_path):
         finally:
             bus.set_torque(False)
             bus.close()
+
+
+@pytest.mark.parametrize('tick, last, since_s, stale', [
+    (100, None, 0.0, False),     # the first answer of a servo
+    (105, 100, 0.005, False),    # 5 ms later: fresh
+    (101, 100, 0.001, False),    # one ms later: fresh
+    (100, 100, 0.004, True),     # the same measurement again
+    (99, 100, 0.004, True),      # an answer to an earlier request
+    (100 - 1999, 100, 0.5, True),  # up to STALE_WINDOW_MS behind: stale
+    (100 - 2000, 100, 0.5, False),  # further behind reads as a wrap forward: fresh
+    (3, 32765, 0.006, False),    # across the wrap at 32768, forward: fresh
+    (32765, 3, 0.006, True),     # across the wrap, backward: stale
+    (100, 100, 1.0, False),      # the last accepted state is 1 s old: not compared
+    (100, 100, 0.999, True),
+])
+def test_the_realtime_tick_stale_filter(tick, last, since_s, stale):
+    assert is_stale(tick, last, since_s) is stale
+
+
+def test_late_answers_are_never_read_as_fresh_states(tmp_path):
+    """With 20 % of the answers 30 ms late, every state read is the servos' newest one."""
+    trace = tmp_path / 'trace.txt'
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', faults='late=0.2,late_s=0.03,seed=4',
+                         trace=trace) as emu:
+        # set-up with a patient timeout (100 ms: late answers are only slow), then the reads
+        # with a 6 ms one (2 ms latency timer), which answers 30 ms late miss
+        bus = DynamixelBus(ROBOT, emu.port, 1_000_000, latency_timer_ms=100)
+        bus.open()
+        try:
+            bus.check_servos(5.0)
+            bus.configure()
+            sdk_port.LATENCY_TIMER = 2
+            states = []
+            while len(states) < 150:
+                try:
+                    states.append(bus.read_state().ticks)
+                except BusError:  # timeouts and stale answers, as expected
+                    continue
+                if len(states) == 1:  # base_yaw moves: every state after this one differs
+                    goal = np.array([ROBOT.joints[k].servo.ticks_to_rad(t)
+                                     for k, t in enumerate(states[0])])
+                    goal[0] = 1.5 if goal[0] < 0 else -1.5
+                    bus.write_goal(goal)
+                time.sleep(0.002)
+            stale = bus.comm_errors.get('stale', 0)
+        finally:
+            sdk_port.LATENCY_TIMER = 100
+            bus.set_torque(False)
+            bus.close()
+    assert stale > 0, 'no late answer was caught: the filter was not exercised'
+    # every state read is one of the sync reads the emulator answered, in order, never one
+    # older than (or the same as) the previous state read
+    assert unmeasured(states, measured_positions(trace, ROBOT)) == []

@@ -10,9 +10,9 @@ import pytest
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import EmulatorError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import protocol as p
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 
 ROBOT = load_robot('simreal_arm')
 IDS = [j.servo.servo_id for j in ROBOT.joints]

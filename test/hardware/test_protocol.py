@@ -13,10 +13,10 @@ import pytest
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import protocol as p
-from simreal_ros.hardware.emulator import BusEmulator, Faults
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.emulator import BusEmulator, Faults
+from simreal_ros.hardware.emulator.reality import VirtualArm
 
 ROBOT = load_robot('simreal_arm')
 SDK = sdk.PacketHandler(2.0)
@@ -165,9 +165,27 @@ def test_gain_conversion_round_trips() -> None:
 @pytest.mark.parametrize('text, key', [('crc=2', 'crc'), ('timeout=-0.1', 'timeout'),
                                        ('crc=abc', 'crc'), ('bogus=1', 'bogus=1'),
                                        ('replug_at=3', 'replug_at'),
-                                       ('unplug_at=5,replug_at=4', 'replug_at')])
+                                       ('unplug_at=5,replug_at=4', 'replug_at'),
+                                       ('late=1.5', 'late'), ('late_s=0', 'late_s')])
 def test_bad_fault_specs(text: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key):
         Faults.parse(text)
     assert Faults.parse('crc=0.01,timeout=0.005,unplug_at=5.0,replug_at=6.0') == Faults(
         0.01, 0.005, 5.0, 6.0, 0)
+    assert Faults.parse('late=0.02,late_s=0.05,seed=2') == Faults(seed=2, late=0.02,
+                                                                  late_s=0.05)
+
+
+def test_late_answers_leave_the_bus_free_for_the_next_request() -> None:
+    """late=1: a request's answers go out late_s later; the next request's answers on time."""
+    emu = BusEmulator(VirtualArm(ROBOT), '/nonexistent/link',
+                      faults=Faults(late=1.0, late_s=0.03))
+    first = [(1, p.status(1, 0, b'\x01')), (2, p.status(2, 0, b'\x02'))]
+    emu._schedule(14, first, now=10.0)
+    assert emu.stats['late'] == 1 and emu.bus_free == pytest.approx(10.0 + 14 * 1e-5)
+    times = sorted(t for t, _s, _pkt in emu._out)
+    assert times[0] > 10.03 and len(times) == 2
+    emu.faults = Faults()  # the next request is answered on time, before the late ones
+    emu._schedule(14, [(3, p.status(3, 0, b'\x03'))], now=10.001)
+    order = [pkt[4] for _t, _s, pkt in sorted(emu._out)]  # the ID byte of each packet
+    assert order == [3, 1, 2]

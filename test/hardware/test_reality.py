@@ -9,9 +9,9 @@ from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import Overlay, load_overlay
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware.dynamixel_bus import DynamixelBus
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.hardware.emulator.reality import VirtualArm
 from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 
 ROBOT = load_robot('simreal_arm')

@@ -16,7 +16,7 @@ from sensor_msgs.msg import JointState
 from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import plan
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 
 pytestmark = pytest.mark.ros

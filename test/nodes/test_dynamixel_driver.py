@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from bus_trace import measured_positions, to_ticks, unmeasured
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import dynamixel_sdk as sdk
 import numpy as np
@@ -13,7 +14,7 @@ from startup import start_up_error
 from std_srvs.srv import Trigger
 
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 
 pytestmark = pytest.mark.ros
@@ -101,34 +102,29 @@ def test_driver_tracks_commands_on_the_contract(emulator, start_node, ros_client
 
 def test_crc_errors_and_timeouts_never_publish_a_wrong_or_stale_position(
         ros_env, tmp_path, start_node, ros_client):
-    """Under CRC errors and timeouts a ramp on one joint is published as a clean ramp.
+    """Under 1 % CRC errors, timeouts and late answers every published state is a true one.
 
-    A stale answer (an earlier position published as fresh) would step backwards in the
-    middle of the ramp; an answer from the wrong servo would leave the ramp's envelope or move
-    a held joint; every stamp is the time of its own read, so stamps never repeat.
+    The emulator traces what each servo really measured for every SYNC READ it answered; each
+    published position must be one of those, a later one than the previous message's: 0
+    wrong (a corrupted or another servo's value matches none) and 0 stale (a late or repeated
+    answer matches only an earlier one). base_yaw ramps meanwhile, so measurements differ.
     """
     states = ros_client.collect(JointState, 'joint_states')
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    with EmulatorProcess(link=tmp_path / 'ttyDXL', env=ros_env,
-                         faults='crc=0.02,timeout=0.01,seed=3') as emu:
+    trace = tmp_path / 'trace.txt'
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', env=ros_env, trace=trace,
+                         faults='crc=0.01,timeout=0.01,late=0.01,seed=3') as emu:
         drv = start_node('dynamixel_driver', port=emu.port, rate_hz=200.0,
                          latency_timer_ms=2.0, command_timeout_s=1.0,
                          diagnostics_period_s=0.3)
         wait_for_states(ros_client, states, drv, 50)
-        time.sleep(1.0)  # the arm settles where torque came on
         pub = ros_client.publisher(JointState, 'joint_commands')
-        # hold where the arm is (within the limits: it may have sagged past one)
         start = np.clip(latest(states).position, ROBOT.lower, ROBOT.upper)
-        for _ in range(100):
-            pub.publish(command(start))
-            time.sleep(0.01)
-        start[1:] = np.array(latest(states).position)[1:]  # where the held joints settled
         sign = -1.0 if start[0] > 0 else 1.0
         speed, span = 1.0, 1.2  # base_yaw (no gravity load): 1.2 rad at 1 rad/s
-        end = start[0] + sign * span
         n0 = len(states)
         t0 = time.monotonic()
-        while (elapsed := time.monotonic() - t0) < span / speed + 1.0:
+        while (elapsed := time.monotonic() - t0) < span / speed + 0.5:
             q = start.copy()
             q[0] = start[0] + sign * min(elapsed * speed, span)
             pub.publish(command(q))
@@ -139,41 +135,16 @@ def test_crc_errors_and_timeouts_never_publish_a_wrong_or_stale_position(
             return int(v.get('comm.corrupt (CRC)', 0)) > 0 and int(v.get('comm.timeout', 0)) > 0
 
         ros_client.wait_for(errors_counted, 10, 'CRC errors and timeouts on /diagnostics')
-        run = states[n0:]
-        pos = np.array([m.position for _t, m in run])
-        stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in run])
-        assert len(run) > 50  # ~250 on an idle machine
-        assert np.all(np.diff(stamps) > 0), 'a stamp repeated or went back'
-        # the held joints (slowly settling, nudged by the ramp's reaction): no jump between
-        # two reads beyond a few ticks; another servo's value would jump by a wide margin
-        others = pos[:, 1:]
-        assert np.abs(np.diff(others, axis=0)).max() <= 6 * TICK + 1e-9
-        assert np.ptp(others, axis=0).max() < 0.05
-        # the ramping joint: inside the envelope of the commands ...
-        lo, hi = sorted((start[0], end))
-        assert lo - 0.05 <= pos[:, 0].min() and pos[:, 0].max() <= hi + 0.05
-        assert abs(pos[-1, 0] - end) < 0.05, 'the ramp was not followed to its end'
-        # ... and, in the middle of the ramp, never a step back (a stale position)
-        along = sign * (pos[:, 0] - start[0])
-        middle = np.flatnonzero((along > 0.1) & (along < span - 0.1))
-        assert middle.size > 20, middle.size
-        steps = np.diff(along[middle[0]:middle[-1] + 1])
-        assert steps.min() >= -1.5 * TICK, f'stepped back {-steps.min() / TICK:.1f} ticks'
-        # ... nor a jump (a foreign value ahead of the ramp is followed by a step back, too);
-        # the bound is loose: stamps jitter against the emulator's own sampling
-        dt = np.diff(stamps[middle[0]:middle[-1] + 1]) / 1e9
-        jump = steps - (3 * speed * dt + 6 * TICK)
-        assert jump.max() <= 0, f'jumped {steps[jump.argmax()]:.3f} rad in {dt[jump.argmax()]} s'
-        # ... nor a repeat: at ~1 rad/s two reads 4 ms apart (>= 4 emulator steps, ~2.6
-        # ticks) never agree in every position, velocity and current, so an identical state
-        # is an old one published again (two reads within a ms may agree: same physics step)
-        full = np.array([[*m.position, *m.velocity, *m.effort] for _t, m in run])
-        window = slice(middle[0], middle[-1] + 1)
-        same = np.all(np.diff(full[window], axis=0) == 0, axis=1)
-        gaps_ms = np.diff(stamps[window]) / 1e6
-        stale = gaps_ms[same & (gaps_ms >= 4.0)]
-        assert stale.size == 0, f'states repeated after {np.round(stale, 1)} ms'
+        run = list(states)
         assert drv.proc.poll() is None, drv.output()
+    assert len(states[n0:]) > 50  # ~300 on an idle machine
+    stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in run])
+    assert np.all(np.diff(stamps) > 0), 'a stamp repeated or went back'
+    published = [to_ticks(ROBOT, m.position) for _t, m in run]
+    measured = measured_positions(trace, ROBOT)
+    assert unmeasured(published, measured) == [], f'of {len(published)} published'
+    moved = abs(published[-1][0] - published[n0][0]) * TICK
+    assert moved > 1.0, f'base_yaw moved {moved:.2f} rad: the ramp did not run'
 
 
 def test_unplug_and_replug_recovers_with_diagnostics_error_then_ok(ros_env, tmp_path,
@@ -191,22 +162,58 @@ def test_unplug_and_replug_recovers_with_diagnostics_error_then_ok(ros_env, tmp_
                                         st.message for st in driver_statuses(diags)), 5,
                             'diagnostics ERROR for the lost port')
         emu.wait_for_line('replugged', 5)
-        t_replug = time.time_ns()
+        t_replug = emu.line_time_ns('replugged')  # when the emulator said it (event time)
         n = len(states)
         ros_client.wait_for(lambda: len(states) > n + 10, 10, 'joint_states after replug')
-        first_after = messages.stamp_to_ns(states[n][1].header.stamp)
         ros_client.wait_for(lambda: driver_statuses(diags)[-1].level == DiagnosticStatus.OK,
                             5, 'diagnostics OK again')
         stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in states])
         gap = stamps[(stamps > t_unplug + 200_000_000) & (stamps < t_replug)]
         assert gap.size == 0, 'no state may be published while the port is gone'
+        first_after = stamps[stamps > t_unplug + 200_000_000].min()
         assert first_after >= t_replug - 50_000_000
+        # replug -> first fresh joint_states (its stamp: when that read completed) within 1 s,
+        # the target: the back-off caps the wait for the next attempt at reconnect_max_s
+        # (0.4 s), and re-ping + configure + the first read are ~70 round trips: measured
+        # 0.25-0.28 s in 4 runs at a load average of 7 on the 2 cores (3.5x margin); at a load
+        # average of 12 and more (other sessions' FIFO emulators running) once 2.4 s, the
+        # starved emulator answering late
+        recovery_s = (first_after - t_replug) / 1e9
+        assert recovery_s <= 1.0, f'{recovery_s:.3f} s from the replug to fresh joint_states'
         levels = [st.level for st in driver_statuses(diags)]
         first_error = levels.index(DiagnosticStatus.ERROR)
         assert DiagnosticStatus.OK in levels[first_error:]
         v = values(driver_statuses(diags)[-1])
         assert int(v['port_lost']) == 1 and int(v['reconnects']) == 1
         assert drv.proc.poll() is None, drv.output()
+
+
+def test_a_bus_that_stays_gone_is_fatal_with_one_clear_line(ros_env, tmp_path, start_node,
+                                                            ros_client):
+    """give_up_after_s: a port that never comes back ends the driver with exit 2.
+
+    One FATAL line names the port, the parameter and the last error, and says torque off was
+    attempted (it cannot succeed: the adapter is gone); no traceback.
+    """
+    states = ros_client.collect(JointState, 'joint_states')
+    # unplugged 8 s after the emulator is ready: the driver's start took > 4 s at a load
+    # average of 12
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', env=ros_env, faults='unplug_at=8.0') as emu:
+        drv = start_node('dynamixel_driver', port=emu.port, rate_hz=200.0,
+                         give_up_after_s=1.0)
+        wait_for_states(ros_client, states, drv, 20)
+        emu.wait_for_line('unplugged', 10)
+        code = drv.wait(15)
+        out = drv.output()
+    assert code == 2, out
+    fatal = [line for line in out.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1, out
+    assert 'Traceback' not in out, out
+    assert f'no state read from {emu.port} for 1 s (give_up_after_s), giving up' in fatal[0]
+    assert 'torque could not be disabled (bus not answering)' in fatal[0]
+    t_unplug = emu.line_time_ns('unplugged')
+    stamps = [messages.stamp_to_ns(m.header.stamp) for _t, m in states]
+    assert max(stamps) < t_unplug + 200_000_000  # nothing published once the port was gone
 
 
 def test_watchdog_holds_position_when_commands_stop(emulator, start_node, ros_client):
@@ -338,6 +345,18 @@ def test_watchdog_torque_off_stays_off_across_unplug_and_replug(ros_env, tmp_pat
         drv.wait(10)
         assert read_register(emu.port, 64, 1) == [0] * ROBOT.n  # Torque Enable
         assert read_register(emu.port, 112, 4) == [188] * ROBOT.n  # 4.5 rad/s in 0.229 rpm
+
+
+def test_the_driver_loads_neither_the_emulator_nor_mujoco(ros_env):
+    import subprocess
+    import sys
+    code = ('import sys, simreal_ros.nodes.dynamixel_driver; '
+            'print(sorted(m for m in sys.modules if m == "mujoco" or '
+            'm.startswith("simreal_ros.hardware.emulator")))')
+    r = subprocess.run([sys.executable, '-c', code], env=ros_env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '[]'
 
 
 def spec_with(tmp_path, edit) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.emulator.reality import VirtualArm
 from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 from simreal_ros.sysid.api import validate
 

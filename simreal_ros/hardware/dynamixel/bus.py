@@ -6,7 +6,7 @@ mode, Return Delay Time, position PID gains from the spec's kp/kd, current limit
 effort limit, no profile), then cycle: :meth:`read_state` (one group sync read of present
 current, velocity and position) and :meth:`write_goal` (one group sync write of goal position).
 All values in and out are SI in robot (joint) order; the register conversions follow
-:mod:`simreal_ros.hardware.control_table` and the spec's ``zero_tick``/``direction``/
+:mod:`simreal_ros.hardware.dynamixel.control_table` and the spec's ``zero_tick``/``direction``/
 ``offset_rad``/``torque_per_amp``. The register values derived from the spec (gains, goal
 current, profile velocity) are checked against the registers' ranges when the bus is created,
 so a spec the servos would refuse fails early with a :class:`~simreal_ros.errors.ConfigError`
@@ -40,7 +40,7 @@ import serial
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, ConfigError, PortLostError
-from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware.dynamixel import control_table as ct
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -429,7 +429,7 @@ class DynamixelBus:
         ticks = []
         clock: dict[int, int] = {}
         now = time.monotonic()
-        check = now - self._last_tick_mono < STALE_WINDOW_MS / 2000.0  # else: too long ago
+        since = now - self._last_tick_mono
         for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
             if not gsr.isAvailable(sid, STATE_ADDR, STATE_LEN):
                 raise BusError(f'sync read: no data from servo {sid}')
@@ -438,8 +438,7 @@ class DynamixelBus:
                 raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid}')
             clock[sid] = gsr.getData(sid, STATE_ADDR + TICK_OFF, 2)
             last = self._last_tick.get(sid)
-            if check and last is not None and \
-                    (last - clock[sid]) % REALTIME_TICK_WRAP < STALE_WINDOW_MS:
+            if is_stale(clock[sid], last, since):
                 raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid} '
                                f'(realtime tick {clock[sid]}, last {last})')
             c = ct.to_signed(gsr.getData(sid, STATE_ADDR + CURRENT_OFF, 2), 2)
@@ -515,6 +514,21 @@ class DynamixelBus:
         return ServoHealth(bits, temps, torque)
 
 
+def is_stale(tick: int, last: int | None, since_last_s: float) -> bool:
+    """Whether an answer with Realtime Tick ``tick`` is stale: not newer than ``last``.
+
+    ``last`` is the tick of the servo's last accepted state, ``since_last_s`` how long ago
+    that was. The tick is the servo's ms clock, wrapping at 32768: a tick equal to ``last``
+    or up to ``STALE_WINDOW_MS`` behind it (modulo the wrap) is an answer to an earlier
+    request, or the same measurement again. After ``STALE_WINDOW_MS / 2`` without an accepted
+    state the comparison is skipped: ticks that far apart cannot be ordered across the wrap
+    (32.8 s), and no late answer is that late.
+    """
+    if last is None or since_last_s >= STALE_WINDOW_MS / 2000.0:
+        return False
+    return (last - tick) % REALTIME_TICK_WRAP < STALE_WINDOW_MS
+
+
 def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
                        goal_len: int = 4, return_delay_s: float = 0.0) -> float:
     """Upper bound of read+write cycles/s from the bytes on the wire (8N1) at ``baud``.
@@ -529,10 +543,5 @@ def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
     return 1.0 / seconds
 
 
-def clamp_step(previous: FloatArray, target: FloatArray, max_step: FloatArray) -> FloatArray:
-    """Move from ``previous`` toward ``target`` by at most ``max_step`` per joint."""
-    return previous + np.clip(target - previous, -max_step, max_step)
-
-
-__all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'byte_time_limit_hz', 'clamp_step',
-           'describe_servo_errors', 'open_error_message']
+__all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'byte_time_limit_hz',
+           'describe_servo_errors', 'is_stale', 'open_error_message']

@@ -4,17 +4,25 @@
 slave side (what a driver opens like ``/dev/ttyUSB0``), prints ``ready <link>`` and serves
 until SIGINT/SIGTERM. One event loop does three things:
 
-* physics: :class:`~simreal_ros.hardware.reality.VirtualArm` advanced in real time (1 kHz);
-* protocol: bytes from the host go through :class:`~simreal_ros.hardware.protocol.PacketParser`;
-  each instruction is answered by every addressed servo in order, each status packet written
-  when it would have finished on the wire: the request's bytes at 10 bits/byte at the baud
-  rate, then the servo's Return Delay Time (register 9, 2 us units), then its own bytes. A
-  servo only hears the host when the host's baud rate (termios of the pty) equals its own
+* physics: :class:`~simreal_ros.hardware.emulator.reality.VirtualArm` advanced in real time
+  (1 kHz);
+* protocol: bytes from the host go through
+  :class:`~simreal_ros.hardware.dynamixel.protocol.PacketParser`; each instruction is answered
+  by every addressed servo in order, each status packet written when it would have finished on
+  the wire: the request's bytes at 10 bits/byte at the baud rate, then the servo's Return Delay
+  Time (register 9, 2 us units), then its own bytes. A servo only hears the host when the
+  host's baud rate (termios of the pty) equals its own
   (register 8), as on a real bus;
 * faults (``--faults``): ``crc=P`` corrupts a status packet with probability P, ``timeout=P``
-  drops all answers to a request with probability P, ``unplug_at=T``/``replug_at=T`` (seconds
-  after ready) remove the pty and the link and bring a new one back, as when a USB adapter is
-  pulled and plugged in again; ``seed=N`` seeds the fault draws.
+  drops all answers to a request with probability P, ``late=P`` sends all answers to a request
+  ``late_s`` (default 0.03 s) late with probability P, without holding up the answers to later
+  requests (so they reach the host after its timeout, in the middle of a later transaction, as
+  answers stuck in an adapter's buffer do), ``unplug_at=T``/``replug_at=T`` (seconds after
+  ready) remove the pty and the link and bring a new one back, as when a USB adapter is pulled
+  and plugged in again; ``seed=N`` seeds the fault draws;
+* trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
+  ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
+  can compare what the host published with what the servos really measured.
 
 Answers follow the e-Manual: a bad CRC to one servo gets a CRC error status, an unknown
 instruction an Instruction Error, a bad address an Access Error, a short parameter block a
@@ -45,9 +53,9 @@ from typing import Callable
 import numpy as np
 
 from simreal_ros.errors import ConfigError, SimrealError
-from simreal_ros.hardware import control_table as ct
-from simreal_ros.hardware import protocol as p
-from simreal_ros.hardware.reality import VirtualArm
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.reality import VirtualArm
 
 MAX_CATCH_UP_STEPS = 50
 
@@ -66,13 +74,15 @@ class Faults:
     unplug_at: float | None = None
     replug_at: float | None = None
     seed: int = 0
+    late: float = 0.0
+    late_s: float = 0.03
 
     @classmethod
     def parse(cls, text: str) -> 'Faults':
-        """Parse ``crc=0.01,timeout=0.005,unplug_at=5.0,replug_at=6.0,seed=1``."""
+        """Parse ``crc=0.01,timeout=0.005,late=0.01,late_s=0.03,unplug_at=5,seed=1`` etc."""
         src = '--faults'
         values: dict[str, float] = {}
-        known = ('crc', 'timeout', 'unplug_at', 'replug_at', 'seed')
+        known = ('crc', 'timeout', 'late', 'late_s', 'unplug_at', 'replug_at', 'seed')
         for part in filter(None, (s.strip() for s in text.split(','))):
             key, sep, raw = part.partition('=')
             if not sep or key not in known:
@@ -82,16 +92,19 @@ class Faults:
                 values[key] = float(raw)
             except ValueError:
                 raise ConfigError(src, key, 'a number', raw) from None
-        for key in ('crc', 'timeout'):
+        for key in ('crc', 'timeout', 'late'):
             if not 0.0 <= values.get(key, 0.0) <= 1.0:
                 raise ConfigError(src, key, 'a probability in [0, 1]', values[key])
+        if not 0.0 < values.get('late_s', 0.03) <= 10.0:
+            raise ConfigError(src, 'late_s', 'a delay in (0, 10] s', values['late_s'])
         unplug, replug = values.get('unplug_at'), values.get('replug_at')
         if unplug is not None and unplug < 0:
             raise ConfigError(src, 'unplug_at', 'a time >= 0 (s after ready)', unplug)
         if replug is not None and (unplug is None or replug <= unplug):
             raise ConfigError(src, 'replug_at', 'a time after unplug_at', replug)
         return cls(values.get('crc', 0.0), values.get('timeout', 0.0), unplug, replug,
-                   int(values.get('seed', 0)))
+                   int(values.get('seed', 0)), values.get('late', 0.0),
+                   values.get('late_s', 0.03))
 
 
 class BusEmulator:
@@ -99,7 +112,8 @@ class BusEmulator:
 
     def __init__(self, arm: VirtualArm, link: str | Path, baud: int = 1_000_000,
                  faults: Faults | None = None,
-                 echo: Callable[[str], None] | None = None) -> None:
+                 echo: Callable[[str], None] | None = None,
+                 trace: Callable[[str], None] | None = None) -> None:
         code = {v: k for k, v in ct.BAUD_RATES.items()}.get(baud)
         if code is None:
             raise ConfigError('--baud', 'baud', f'one of the XM430 rates '
@@ -112,6 +126,7 @@ class BusEmulator:
         self.faults = faults or Faults()
         self.rng = np.random.default_rng(self.faults.seed)
         self.echo = echo or (lambda line: print(line, flush=True))
+        self.trace = trace
         self.parser = p.PacketParser()
         self.master: int | None = None
         self.slave: int | None = None
@@ -121,7 +136,7 @@ class BusEmulator:
         self._seq = 0
         self._registered: dict[int, tuple[int, bytes]] = {}
         self.stats = {'packets': 0, 'rejected_crc': 0, 'rejected_length': 0,
-                      'answers': 0, 'corrupted': 0, 'dropped': 0}
+                      'answers': 0, 'corrupted': 0, 'dropped': 0, 'late': 0}
 
     # ---- the port -----------------------------------------------------------------------------
     def plug(self) -> None:
@@ -274,10 +289,15 @@ class BusEmulator:
             length = int.from_bytes(prm[2:4], 'little')
             rest = prm[4:]
             if inst == p.INST_SYNC_READ:
+                line = [f'sync_read {addr} {length}'] if self.trace is not None else None
                 for sid in rest:
                     if sid in arm.by_id:
                         err, data = arm.servos[arm.by_id[sid]].read(addr, length)
                         answer(sid, err, data)
+                        if line is not None:
+                            line.append(f'{sid}:{data.hex()}')
+                if self.trace is not None and line is not None:  # (both: for the type checker)
+                    self.trace(' '.join(line))
             else:
                 stride = 1 + length
                 if length == 0 or len(rest) % stride:
@@ -316,6 +336,17 @@ class BusEmulator:
         if answers and self.rng.random() < self.faults.timeout:
             self.stats['dropped'] += 1
             self.bus_free = t
+            return
+        # drawn only when asked for, so the other faults' draws of a seed stay as they were
+        if answers and self.faults.late and self.rng.random() < self.faults.late:
+            self.stats['late'] += 1
+            self.bus_free = t  # the bus is free for the next request at once
+            t += self.faults.late_s
+            for _sid, pkt in answers:
+                t += len(pkt) * bt
+                self._seq += 1
+                heapq.heappush(self._out, (t, self._seq, pkt))
+                self.stats['answers'] += 1
             return
         for sid, pkt in answers:
             reg = self.arm.servos[self.arm.by_id[sid]]
@@ -412,8 +443,12 @@ class BusEmulator:
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
-         camera: bool = False, camera_port: int = 0, camera_faults: str = '') -> int:
-    """Run the emulator in this process (``simreal emulate``; ``camera``: the virtual camera)."""
+         camera: bool = False, camera_port: int = 0, camera_faults: str = '',
+         trace: str = '') -> int:
+    """Run the emulator in this process (``simreal emulate``).
+
+    ``camera``: serve the virtual camera; ``trace``: see the module.
+    """
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
                                                      '--rt-priority'),
@@ -430,10 +465,16 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     if link_path.exists() and not link_path.is_symlink():
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
     arm = VirtualArm(spec, overlay, seed=seed)
-    emu = BusEmulator(arm, link_path, baud, fault_cfg)
+    try:
+        # line-buffered: a reader sees every sync read that was answered, up to the last
+        trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None
+    except OSError as exc:
+        raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
+    emu = BusEmulator(arm, link_path, baud, fault_cfg,
+                      trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
     cameras: list = []
-    if camera:  # hardware/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
-        from simreal_ros.hardware.virtual_camera import start_cameras
+    if camera:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
+        from simreal_ros.hardware.emulator.virtual_camera import start_cameras
         cameras = start_cameras(arm, reality, camera_port, camera_faults, emu.echo)
     signal.signal(signal.SIGTERM, emu.stop)
     signal.signal(signal.SIGINT, emu.stop)
@@ -448,4 +489,6 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     finally:
         for cam in cameras:
             cam.close()
+        if trace_file is not None:
+            trace_file.close()
     return 0

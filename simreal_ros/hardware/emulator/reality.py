@@ -1,8 +1,9 @@
 """The physics behind the virtual servo bus: a simulated arm driven by servos with registers.
 
 Each joint of the robot spec is one XM430-W350 (its ``servo_id``), with its own control table
-(:mod:`simreal_ros.hardware.control_table`). Every physics step (the robot's ``timestep_s``,
-1 kHz for simreal_arm) each servo with torque on runs its position controller on ticks::
+(:mod:`simreal_ros.hardware.dynamixel.control_table`). Every physics step (the robot's
+``timestep_s``, 1 kHz for simreal_arm) each servo with torque on runs its position controller
+on ticks::
 
     current = P/128 * E + I/65536 * sum(E) - D/16 * W       (mA; E error ticks, W ticks/ms)
 
@@ -40,7 +41,7 @@ import numpy.typing as npt
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ConfigError
-from simreal_ros.hardware import control_table as ct
+from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.sim.engines import make_sim
 
 FloatArray = npt.NDArray[np.float64]
@@ -139,7 +140,7 @@ class ServoRegisters:
 
 def ct_err(kind: str) -> int:
     """Protocol error number for an access problem."""
-    from simreal_ros.hardware import protocol as p
+    from simreal_ros.hardware.dynamixel import protocol as p
     return {'access': p.ERR_ACCESS, 'length': p.ERR_DATA_LENGTH, 'limit': p.ERR_DATA_LIMIT,
             'fail': p.ERR_RESULT_FAIL}[kind]
 

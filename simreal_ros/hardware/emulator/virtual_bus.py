@@ -7,7 +7,10 @@
 
 The process is started, ``ready <link>`` is awaited (with the emulator's output in the error
 if it fails), and on exit it gets SIGINT (SIGKILL after a grace period). Every line it prints
-is kept in :attr:`EmulatorProcess.lines` (``unplugged``, ``replugged <link>`` ...).
+is kept in :attr:`EmulatorProcess.lines` (``unplugged``, ``replugged <link>`` ...), with the
+wall-clock time (``time.time_ns()``, the clock of ROS stamps) it was read at in
+:attr:`EmulatorProcess.line_times_ns`: the emulator prints with a flush and a thread reads
+at once, so that is the event's time to within the pipe's latency.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class EmulatorProcess:
     def __init__(self, link: str | Path | None = None, robot: str = 'simreal_arm',
                  reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
-                 rt_priority: int = 0) -> None:
+                 rt_priority: int = 0, trace: str | Path = '') -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -45,9 +48,12 @@ class EmulatorProcess:
             self.cmd += ['--faults', faults]
         if rt_priority:
             self.cmd += ['--rt-priority', str(rt_priority)]
+        if trace:
+            self.cmd += ['--trace', str(trace)]
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []
+        self.line_times_ns: list[int] = []
         self.proc: subprocess.Popen[str] | None = None
         self._ready = threading.Event()
         self._reader: threading.Thread | None = None
@@ -76,6 +82,7 @@ class EmulatorProcess:
         assert self.proc is not None and self.proc.stdout is not None
         for line in self.proc.stdout:
             line = line.rstrip()
+            self.line_times_ns.append(time.time_ns())
             self.lines.append(line)
             if line == f'ready {self.link}':
                 self._ready.set()
@@ -89,6 +96,14 @@ class EmulatorProcess:
             time.sleep(0.01)
         raise EmulatorError(f'emulator did not print {text!r} within {timeout} s: '
                             f'{self.lines[-5:]}')
+
+    def line_time_ns(self, text: str) -> int:
+        """Return when the first line starting with ``text`` was read (``time.time_ns()``)."""
+        # the two snapshots may differ in length (a line arriving): index k is one line
+        for t, line in zip(list(self.line_times_ns), list(self.lines), strict=False):
+            if line.startswith(text):
+                return t
+        raise EmulatorError(f'emulator did not print {text!r}: {self.lines[-5:]}')
 
     def stop(self) -> int:
         """SIGINT the emulator (SIGKILL after 5 s); return its exit code."""

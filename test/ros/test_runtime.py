@@ -1,0 +1,110 @@
+"""run_node's exit codes: only a shutdown's own errors are a clean stop (real rclpy)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.ros
+REPO = Path(__file__).resolve().parents[2]
+
+PRELUDE = """
+import sys
+from rclpy.node import Node
+from simreal_ros.errors import ConfigError
+from simreal_ros.ros.runtime import run_node
+"""
+
+
+def run(ros_env: dict[str, str], body: str) -> subprocess.CompletedProcess[str]:
+    """Run ``PRELUDE + body`` (which ends by exiting with run_node's code) in a subprocess."""
+    env = {**ros_env, 'PYTHONPATH': str(REPO)}
+    return subprocess.run([sys.executable, '-c', PRELUDE + textwrap.dedent(body)], env=env,
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_a_node_that_finishes_exits_0(ros_env):
+    r = run(ros_env, """
+        class Done(Node):
+            def __init__(self):
+                super().__init__('done')
+                self.create_timer(0.01, self.finish)
+
+            def finish(self):
+                self.finished = True
+
+        sys.exit(run_node(Done, []))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
+
+
+def test_an_error_raised_after_the_context_was_shut_down_is_not_a_clean_stop(ros_env):
+    r = run(ros_env, """
+        class Buggy(Node):
+            def __init__(self):
+                super().__init__('buggy')
+                self.create_timer(0.01, self.fail)
+
+            def fail(self):
+                self.context.shutdown()  # as Ctrl-C does, then a bug in the same callback
+                raise ZeroDivisionError('a bug during shutdown')
+
+        sys.exit(run_node(Buggy, []))
+    """)
+    assert r.returncode != 0, r.stderr
+    assert 'ZeroDivisionError: a bug during shutdown' in r.stderr
+
+
+def test_an_error_in_close_makes_the_exit_code_2(ros_env):
+    r = run(ros_env, """
+        class BadClose(Node):
+            def __init__(self):
+                super().__init__('bad_close')
+                self.create_timer(0.01, self.finish)
+
+            def finish(self):
+                self.finished = True
+
+            def close(self):
+                raise OSError('port already closed')
+
+        sys.exit(run_node(BadClose, []))
+    """)
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith('error: ')]
+    assert errors == ["error: shutdown failed: OSError('port already closed')"], r.stderr
+
+
+def test_a_context_shut_down_under_a_node_being_built_is_a_clean_stop(ros_env):
+    """Ctrl-C/SIGTERM during start-up: rclpy's errors about the invalid context exit 0."""
+    r = run(ros_env, """
+        from std_msgs.msg import String
+
+        class Interrupted(Node):
+            def __init__(self):
+                super().__init__('interrupted')
+                self.context.shutdown()  # what rclpy's signal handler does
+                self.create_publisher(String, 'x', 10)
+
+        sys.exit(run_node(Interrupted, []))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert 'Traceback' not in r.stderr
+
+
+def test_a_config_error_is_one_line_and_exit_1(ros_env):
+    r = run(ros_env, """
+        def refuse():
+            raise ConfigError('params.yaml', 'rate_hz', 'a number > 0', -1)
+
+        sys.exit(run_node(refuse, []))
+    """)
+    assert r.returncode == 1, r.stderr
+    assert [line for line in r.stderr.splitlines() if line.startswith('error: ')] == \
+        r.stderr.strip().splitlines()
+    assert 'Traceback' not in r.stderr
