@@ -19,6 +19,7 @@ NODES: dict[str, tuple[str, str]] = {
     'recorder': ('simreal_recorder', 'simreal_ros.nodes.recorder'),
     'dynamixel_driver': ('simreal_dynamixel_driver', 'simreal_ros.nodes.dynamixel_driver'),
     'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
+    'state_publisher': ('simreal_state_publisher', 'simreal_ros.nodes.state_publisher'),
 }
 
 
