@@ -167,3 +167,98 @@ def pair_by_stamp(a: Sequence[int], b: Sequence[int], max_lag_ns: int
         if lag <= max_lag_ns and (j not in best or lag < best[j][1]):
             best[j] = (i, lag)
     return sorted((i, j) for j, (i, _lag) in best.items())
+
+
+def camera_pairs(image_topics: Sequence[str], primary: str, secondary: str
+                 ) -> list[tuple[str, str]]:
+    """Image topics of the primary robot and the secondary's same camera.
+
+    ``primary``/``secondary`` are the paired joint_states topics (``/sim_a/joint_states``,
+    ``/sim_b/joint_states``): their namespaces map ``/sim_a/camera/image_raw`` to
+    ``/sim_b/camera/image_raw`` (and ``/camera/image_raw`` to ``/twin/camera/image_raw``).
+    """
+    pa, sa = primary.rpartition('/')[0], secondary.rpartition('/')[0]
+    topics = set(image_topics)
+    out = []
+    for t in sorted(topics):
+        if t.startswith(pa + '/') and not t.startswith(sa + '/'):
+            partner = sa + t[len(pa):]
+            if partner in topics:
+                out.append((t, partner))
+    return out
+
+
+@dataclass
+class CameraGap:
+    """Image metrics of one camera's paired frames (primary vs secondary)."""
+
+    primary: str
+    secondary: str
+    frames: tuple[int, int]
+    psnr_db: list[float] = field(default_factory=list)
+    ssim: list[float] = field(default_factory=list)
+    mean_intensity: list[tuple[float, float]] = field(default_factory=list)
+    histogram_intersection: list[list[float]] = field(default_factory=list)
+    strip: list[tuple[UInt8Array, UInt8Array]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (PSNR of identical pairs counts as ``null`` = infinite)."""
+        def stats(v: list[float]) -> dict[str, float | None]:
+            a = np.asarray(v, dtype=np.float64)
+            finite = a[np.isfinite(a)]
+            if not a.size:
+                return {'mean': None, 'min': None, 'max': None}
+            return {'mean': float(finite.mean()) if finite.size else None,
+                    'min': float(a.min()) if np.isfinite(a.min()) else None,
+                    'max': float(finite.max()) if finite.size else None}
+        mi = np.asarray(self.mean_intensity, dtype=np.float64).reshape(-1, 2)
+        hist = np.asarray(self.histogram_intersection, dtype=np.float64)
+        return {'primary': self.primary, 'secondary': self.secondary,
+                'frames': list(self.frames), 'pairs': len(self.ssim),
+                'identical_pairs': int(sum(1 for p in self.psnr_db if math.isinf(p))),
+                'psnr_db': stats(self.psnr_db), 'ssim': stats(self.ssim),
+                'mean_intensity_primary': float(mi[:, 0].mean()) if mi.size else None,
+                'mean_intensity_secondary': float(mi[:, 1].mean()) if mi.size else None,
+                'histogram_intersection_per_channel': (hist.mean(axis=0).tolist()
+                                                       if hist.size else None)}
+
+
+def camera_gap(path: str, primary: str, secondary: str, stamps: tuple[Sequence[int],
+               Sequence[int]], max_lag_ns: int, strip_frames: int = 4) -> CameraGap:
+    """Compare the frames of two image topics of a bag, paired by header stamp.
+
+    ``stamps`` are the two topics' frame stamps in arrival order (from
+    :class:`ImageStream`); frames are decoded once, in a second pass, and dropped as soon as
+    their pair is compared. ``strip_frames`` evenly spaced pairs are kept for the report.
+    """
+    from simreal_ros.core.bag import BagReader
+    pairs = pair_by_stamp(stamps[0], stamps[1], max_lag_ns)
+    gap = CameraGap(primary, secondary, (len(stamps[0]), len(stamps[1])))
+    partner_of_a = dict(pairs)
+    partner_of_b = {j: i for i, j in pairs}
+    keep = {pairs[k][0] for k in np.linspace(0, len(pairs) - 1, min(strip_frames, len(pairs)),
+                                               dtype=int)} if pairs else set()
+    pending: dict[tuple[int, int], UInt8Array] = {}  # (side, index) -> frame
+    count = [0, 0]
+    with BagReader(path) as reader:
+        for m in reader.messages([primary, secondary]):
+            side = 0 if m.topic == primary else 1
+            k = count[side]
+            count[side] += 1
+            i, j = (k, partner_of_a.get(k)) if side == 0 else (partner_of_b.get(k), k)
+            if i is None or j is None:
+                continue
+            pending[(side, k)] = to_array(reader.deserialize(m))
+            if (0, i) in pending and (1, j) in pending:
+                a, b = pending.pop((0, i)), pending.pop((1, j))
+                if a.shape != b.shape:
+                    raise BagError(f'{primary} frames are {a.shape}, {secondary} frames '
+                                   f'{b.shape}: the cameras differ')
+                gap.psnr_db.append(psnr(a, b))
+                gap.ssim.append(ssim(a, b))
+                gap.mean_intensity.append((mean_intensity(a), mean_intensity(b)))
+                gap.histogram_intersection.append(
+                    histogram_intersection(colour_histogram(a), colour_histogram(b)).tolist())
+                if i in keep:
+                    gap.strip.append((a, b))
+    return gap
