@@ -41,6 +41,7 @@ from sensor_msgs.msg import JointState
 
 from simreal_ros import __version__
 from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec, TypeRegistry
+from simreal_ros.core.bag.process_writer import ProcessBagWriter
 from simreal_ros.core.live_gap import LiveGap
 from simreal_ros.core.provenance import embed_files, git_revision
 from simreal_ros.core.stream_stats import StreamStats
@@ -53,7 +54,7 @@ PARAMETERS: dict[str, Any] = {
     'storage': 'mcap', 'compression': 'none', 'split_size_mb': 0.0, 'split_duration_s': 0.0,
     'flush_period_s': 0.05, 'discovery_period_s': 0.5, 'queue_limit': 200_000,
     'duration_s': 0.0, 'gap_primary': '', 'gap_secondary': '', 'gap_window_s': 5.0,
-    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0,
+    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0, 'writer_process': True,
 }
 STRING_ARRAYS = ('embed', 'custom_data')
 #: Messages written per lock hold of the writer thread.
@@ -77,6 +78,7 @@ DESCRIPTIONS = {
     'custom_data': 'key=value entries added to custom_data',
     'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
              'publishers), N = keep the last N',
+    'writer_process': 'write the bag in a child process (true) or a thread of this one',
 }
 
 
@@ -205,7 +207,9 @@ class Recorder(Node):
             'bags', datetime.datetime.now().strftime('simreal_%Y%m%d_%H%M%S'))
         if not p['bag']:
             Path('bags').mkdir(exist_ok=True)
-        self.writer = BagWriter(bag, options, custom, TypeRegistry())
+        self.writer: BagWriter | ProcessBagWriter = (
+            ProcessBagWriter(bag, options, custom) if p['writer_process']
+            else BagWriter(bag, options, custom, TypeRegistry()))
         self.use_sim_time = bool(self.get_parameter('use_sim_time').value)
 
         self.topics: dict[str, _Topic] = {}
