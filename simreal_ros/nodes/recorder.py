@@ -54,7 +54,7 @@ PARAMETERS: dict[str, Any] = {
     'storage': 'mcap', 'compression': 'none', 'split_size_mb': 0.0, 'split_duration_s': 0.0,
     'flush_period_s': 0.05, 'discovery_period_s': 0.5, 'queue_limit': 200_000,
     'duration_s': 0.0, 'gap_primary': '', 'gap_secondary': '', 'gap_window_s': 5.0,
-    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0, 'writer_process': True,
+    'gap_max_lag_s': 0.2, 'diagnostics_period_s': 1.0, 'depth': 0, 'writer_process': False,
 }
 STRING_ARRAYS = ('embed', 'custom_data')
 #: Messages written per lock hold of the writer thread.
@@ -78,7 +78,8 @@ DESCRIPTIONS = {
     'custom_data': 'key=value entries added to custom_data',
     'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
              'publishers), N = keep the last N',
-    'writer_process': 'write the bag in a child process (true) or a thread of this one',
+    'writer_process': 'write the bag in a child process (true; measured slower on 2 loaded '
+                      'cores, see docs/recording.md) or a thread of this one (false)',
 }
 
 

@@ -299,14 +299,11 @@ def test_a_best_effort_publisher_joining_later_is_recorded_too(start_node, ros_c
     assert weakened == 'best_effort,volatile'
 
 
-@pytest.mark.parametrize('writer_process', [True, False])
-def test_camera_load_is_recorded_lossless(start_node, ros_env, ros_client, tmp_path,
-                                          writer_process):
+def test_camera_load_is_recorded_lossless(start_node, ros_env, ros_client, tmp_path):
     """One 640x480 rgb8 camera at 30 Hz next to four 1 kHz joint topics (timing: bench)."""
     bag = tmp_path / 'bag'
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    rec = start_node('recorder', bag=str(bag), topics=['/load/*'], diagnostics_period_s=0.5,
-                     writer_process=writer_process)
+    rec = start_node('recorder', bag=str(bag), topics=['/load/*'], diagnostics_period_s=0.5)
     gen = loadgen(ros_env, '--topics', '4', '--rate', '1000', '--image', '--image-rate', '30',
                   '--duration', '2', '--settle', '0.5')
     out, err = gen.communicate(timeout=120)
