@@ -41,7 +41,7 @@ setup(
     install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco[sysid]>=3.2',
                       'rosbags>=0.11,<0.12', 'zstandard', 'matplotlib>=3.7',
                       'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime',
-                      'dynamixel-sdk>=3.7'],
+                      'dynamixel-sdk>=3.7', 'transforms3d>=0.4'],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
@@ -65,6 +65,7 @@ setup(
             'simreal_recorder = simreal_ros.nodes.recorder:main',
             'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
             'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
+            'simreal_state_publisher = simreal_ros.nodes.state_publisher:main',
         ],
     },
 )

@@ -8,10 +8,12 @@
   every waiting message in each callback as the recorder does (draining). Target ratio
   recorder / bare >= 0.8 against both. Rounds alternate, median reported.
 * **image_30hz**: four 1 kHz JointState topics plus a 640x480 rgb8 image stream at 30 Hz
-  into the recorder: MB/s offered (bytes / publishing time) and recorded (bytes / span of bag
-  receive times), MB/s written to disk, whether every message arrived, and how long after the
-  publisher's last message the last one was received (how far the recorder fell behind); the
-  same load into the bare subscriber for comparison.
+  into the recorder, once with the bag written by a thread of the recorder (the default) and
+  once by a child process (``writer_process:=true``), alternating (``image_30hz_backlog_s``
+  lists every round's backlog per mode): MB/s offered (bytes / publishing time) and recorded
+  (bytes / span of bag receive times), MB/s written to disk, whether every message arrived,
+  and how long after the publisher's last message the last one was received (how far the
+  recorder fell behind); the same load into the bare subscriber for comparison.
 """
 
 from __future__ import annotations
@@ -99,8 +101,10 @@ def _bare_round(env: dict[str, str], count: int, mode: str = 'plain') -> float:
     return (count - 1) / ((res['last_ns'] - res['first_ns']) / 1e9)
 
 
-def _recorder(tmp: Path, env: dict[str, str], name: str, topics: list[str]) -> NodeProcess:
-    spec = NodeSpec('recorder', 'recorder', '', {'bag': str(tmp / name), 'topics': topics})
+def _recorder(tmp: Path, env: dict[str, str], name: str, topics: list[str],
+              writer_process: bool = False) -> NodeProcess:
+    spec = NodeSpec('recorder', 'recorder', '', {'bag': str(tmp / name), 'topics': topics,
+                                                 'writer_process': writer_process})
     return NodeProcess(spec, env, tmp)
 
 
@@ -182,24 +186,24 @@ def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
             'last_receive_after_publisher_s': (res['last_ns'] - load['last_ns']) / 1e9}
 
 
-def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float
-           ) -> dict[str, Any]:
+def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float,
+           writer_process: bool = False, name: str = 'images') -> dict[str, Any]:
     bare = _bare_images(env, seconds)
-    rec = _recorder(tmp, env, 'images', ['/load/*'])
+    rec = _recorder(tmp, env, name, ['/load/*'], writer_process)
     try:
         load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
         sent = load['sent']
         _stop_when_written(client, rec, sum(sent.values()))
     finally:
         rec.stop()
-    with BagReader(tmp / 'images') as b:
+    with BagReader(tmp / name) as b:
         counts = {t.lstrip('/'): n for t, (_ty, n) in b.info.topics.items()}
         first, last, size = None, 0, 0
         for m in b.messages():
             first = m.timestamp if first is None else first
             last = m.timestamp
             size += len(m.data)
-    on_disk = sum(p.stat().st_size for p in (tmp / 'images').glob('*.mcap'))
+    on_disk = sum(p.stat().st_size for p in (tmp / name).glob('*.mcap'))
     published_s = (load['last_ns'] - load['first_ns']) / 1e9
     span = (last - (first or last)) / 1e9
     return {'published_s': published_s, 'sent': sent, 'recorded': counts,
@@ -216,9 +220,23 @@ def run(quick: bool = False) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory(prefix='simreal_bench_recorder_') as d:
             tmp = Path(d)
-            return {'ingest': ingest(tmp, env, client, 10_000 if quick else 20_000,
-                                     1 if quick else 5),
-                    'image_30hz': images(tmp, env, client, 2.0 if quick else 8.0)}
+            seconds = 2.0 if quick else 8.0
+            rounds = 1 if quick else 2
+            out = {'ingest': ingest(tmp, env, client, 10_000 if quick else 20_000,
+                                    1 if quick else 5)}
+            runs: dict[str, list[dict[str, Any]]] = {'process': [], 'thread': []}
+            for k in range(rounds):  # alternating, so both see the same machine load
+                for mode in ('thread', 'process'):
+                    runs[mode].append(images(tmp, env, client, seconds, mode == 'process',
+                                             f'images_{mode}_{k}'))
+            out['image_30hz'] = runs['thread'][-1]
+            out['image_30hz_writer_process'] = runs['process'][-1]
+            out['image_30hz_backlog_s'] = {
+                mode: [r['last_receive_after_publisher_s'] for r in rs]
+                for mode, rs in runs.items()}
+            out['image_30hz_lossless'] = {mode: [r['lossless'] for r in rs]
+                                          for mode, rs in runs.items()}
+            return out
     finally:
         client.close()
 

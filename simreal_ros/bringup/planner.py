@@ -38,6 +38,7 @@ from simreal_ros.bringup.plan_realtime import (
     RT_PRIORITIES,
     with_rt_priorities,
 )
+from simreal_ros.bringup.plan_tf import state_publishers
 from simreal_ros.bringup.record_plan import recorder_spec
 from simreal_ros.bringup.spec import NODES, PACKAGE, NodeSpec, require
 
@@ -89,6 +90,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
             nodes.append(twin)
         if profile is not None:
             nodes.append(injector(a, root, '', with_imu))
+    nodes += state_publishers(a, nodes)
     if a['policy']:
         nodes.append(policy_node(a, backend, root))
     if a['excite']:

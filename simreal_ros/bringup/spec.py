@@ -20,6 +20,7 @@ NODES: dict[str, tuple[str, str]] = {
     'dynamixel_driver': ('simreal_dynamixel_driver', 'simreal_ros.nodes.dynamixel_driver'),
     'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
     'camera_driver': ('simreal_camera_driver', 'simreal_ros.nodes.camera_driver'),
+    'state_publisher': ('simreal_state_publisher', 'simreal_ros.nodes.state_publisher'),
 }
 
 

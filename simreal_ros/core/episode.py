@@ -1,6 +1,8 @@
 """A recorded episode in arrays: one pass over a bag for ``simreal gap`` and ``simreal check``.
 
 Collects every JointState topic as a :class:`~simreal_ros.core.gap.Series` (plus efforts),
+every Image topic as an :class:`~simreal_ros.core.image_metrics.ImageStream` (per-frame mean
+and digest, not the pixels),
 per-topic :class:`~simreal_ros.core.stream_stats.StreamStats` (header stamps read straight from
 the CDR bytes, receive time = bag timestamp), and the latency injector's ground truth from
 ``<namespace>/injector/events`` (``std_msgs/msg/Int64MultiArray``, format in
@@ -19,6 +21,7 @@ from rosbags.interfaces import Nodetype
 
 from simreal_ros.core.bag import BagInfo, BagReader
 from simreal_ros.core.gap import Series
+from simreal_ros.core.image_metrics import IMAGE, ImageStream, to_array
 from simreal_ros.core.stream_stats import StreamStats, StreamSummary
 from simreal_ros.errors import BagError
 
@@ -94,6 +97,7 @@ class Episode:
     stamps: dict[str, npt.NDArray[np.int64]]
     injector: InjectorEvents | None
     commands_topic: str = ''
+    images: dict[str, ImageStream] = field(default_factory=dict)
 
 
 def parse_injector_message(msg: Any, events: InjectorEvents) -> None:
@@ -155,6 +159,7 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
         receive: dict[str, list[int]] = {t: [] for t in wanted}
         stamps: dict[str, list[int]] = {t: [] for t in wanted if header[t]}
         joints: dict[str, JointStream] = {}
+        images: dict[str, ImageStream] = {}
         injector: InjectorEvents | None = None
         total = sum(info.topics[t][1] for t in wanted)
         done = 0
@@ -193,6 +198,11 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
                 js.position.append(pos)
                 js.velocity.append(vel)
                 js.effort.append(eff)
+            elif m.msgtype == IMAGE:
+                img = reader.deserialize(m)
+                images.setdefault(m.topic, ImageStream()).add(
+                    int(img.header.stamp.sec) * 1_000_000_000 + int(img.header.stamp.nanosec),
+                    to_array(img))
             elif m.topic.endswith(INJECTOR_TOPIC) and m.msgtype == INJECTOR_TYPE:
                 injector = injector or InjectorEvents()
                 parse_injector_message(reader.deserialize(m), injector)
@@ -203,7 +213,7 @@ def load_episode(path: str, topics: Sequence[str] | None = None,
     return Episode(info, joints, {t: s.summary() for t, s in stats.items()},
                    {t: np.asarray(v, dtype=np.int64) for t, v in receive.items()},
                    {t: np.asarray(v, dtype=np.int64) for t, v in stamps.items()}, injector,
-                   commands)
+                   commands, images)
 
 
 def default_pairing(info: BagInfo) -> tuple[str, str] | None:

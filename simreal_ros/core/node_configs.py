@@ -152,6 +152,8 @@ class RecorderConfig(_FromMapping):
       publishers; N = keep the last N).
     * ``embed``: ``key=path`` files embedded in the bag's custom_data; ``custom_data``:
       ``key=value`` entries added to it.
+    * ``writer_process``: write the bag in a child process instead of a thread of the node
+      (see docs/recording.md for what each measured).
     """
 
     SOURCE = 'recorder'
@@ -175,6 +177,7 @@ class RecorderConfig(_FromMapping):
     depth: int = 0
     embed: tuple[str, ...] = ()
     custom_data: tuple[str, ...] = ()
+    writer_process: bool = False
 
     def __post_init__(self) -> None:
         src = self.SOURCE

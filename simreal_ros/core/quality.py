@@ -17,7 +17,13 @@ check                     what it measures (per stamped topic unless said otherw
                           (per joint, fraction of samples)
 ``saturated_effort``      joint_states efforts at the robot spec's effort limit (per joint;
                           for servo buses that report current, effort = current x torque/amp)
+``frozen_frames``         image topics: frames byte-identical to the previous frame (a camera
+                          driver re-sending its last buffer, a renderer that stopped)
+``black_frames``          image topics: frames whose mean luma is below 8 of 255 (lens cap, an
+                          exposure failure, a renderer without a light)
 ========================  =======================================================================
+
+Dropped image frames are the ``dropped`` check of the image topic, as for any stamped stream.
 
 Topics that many nodes publish to by design (``/diagnostics``, ``/rosout``, ``/tf``, ...) are no
 one publisher's stream: their merged stamps interleave several rates (a sim2sim run's
@@ -58,6 +64,8 @@ class Thresholds:
     max_saturated_fraction: float = 0.01
     saturation_level: float = 0.98
     min_messages: int = 10
+    max_frozen_fraction: float = 0.0
+    max_black_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         for k, v in asdict(self).items():
@@ -161,6 +169,7 @@ def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = 
             f'longest interval {worst:.1f} ms'))
         medians[topic] = s.skew_mean_ms
     _check_recorder(ep, v)
+    _check_images(ep, th, v)
     if len(medians) >= 2:
         lo = min(medians, key=lambda t: medians[t])
         hi = max(medians, key=lambda t: medians[t])
@@ -177,6 +186,23 @@ def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = 
         return v
     _check_limits(ep, robot, th, v)
     return v
+
+
+def _check_images(ep: Episode, th: Thresholds, v: Verdict) -> None:
+    """Frozen and black frames of every image topic."""
+    for topic, img in sorted(ep.images.items()):
+        n = len(img.stamps)
+        if n < th.min_messages:
+            v.skipped.append(f'frozen_frames, black_frames: {topic}: only {n} frames')
+            continue
+        for check, count, limit in (('frozen_frames', img.frozen, th.max_frozen_fraction),
+                                    ('black_frames', img.black, th.max_black_fraction)):
+            frac = count / n
+            what = 'identical to the previous one' if check == 'frozen_frames' else (
+                f'with mean luma < {img.black_level:g}')
+            v.findings.append(Finding(check, topic, frac, limit, frac <= limit,
+                                      f'{count} of {n} frames {what} ({100 * frac:.2f} %, '
+                                      f'limit {100 * limit:.2f} %)'))
 
 
 def _check_recorder(ep: Episode, v: Verdict) -> None:

@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 
 from simreal_ros import __version__
 from simreal_ros.core.bag import BagWriter, QosSpec, TypeRegistry
+from simreal_ros.core.bag.process_writer import ProcessBagWriter
 from simreal_ros.core.live_gap import LiveGap
 from simreal_ros.core.node_configs import RecorderConfig
 from simreal_ros.core.provenance import embed_files, git_revision
@@ -151,6 +152,8 @@ DESCRIPTIONS = {
     'custom_data': 'key=value entries added to custom_data',
     'depth': 'subscription history: 0 = keep all (lossless, back-pressure on reliable '
              'publishers), N = keep the last N',
+    'writer_process': 'write the bag in a child process (true; measured slower on 2 loaded '
+                      'cores, see docs/recording.md) or a thread of this one (false)',
 }
 
 
@@ -174,7 +177,9 @@ class Recorder(Node):
             'bags', datetime.datetime.now().strftime('simreal_%Y%m%d_%H%M%S'))
         if not p.bag:
             Path('bags').mkdir(exist_ok=True)
-        self.writer = BagWriter(bag, p.bag_options, custom, TypeRegistry())
+        self.writer: BagWriter | ProcessBagWriter = (
+            ProcessBagWriter(bag, p.bag_options, custom) if p.writer_process
+            else BagWriter(bag, p.bag_options, custom, TypeRegistry()))
         self.use_sim_time = bool(self.get_parameter('use_sim_time').value)
 
         self.topics: dict[str, _Topic] = {}

@@ -1,7 +1,9 @@
 """``simreal gap BAG --out DIR``: gap metrics as JSON and a self-contained HTML report.
 
 ``DIR/gap.json`` holds the metrics (per-joint RMSE, max and mean error, lag, k-step error
-after twin re-syncs, per-topic stream statistics, injector latency statistics); ``DIR/
+after twin re-syncs, per-topic stream statistics, injector latency statistics, and per camera
+of the pair PSNR, SSIM, mean intensity and colour-histogram intersection of the frames paired
+by stamp, with a strip of paired frames, ``camera_<name>.png``); ``DIR/
 report.html`` embeds every plot as a base64 PNG (no other files needed); the PNGs are also
 written next to it.
 """
@@ -21,6 +23,7 @@ import numpy as np
 
 from simreal_ros.core.episode import Episode, default_pairing, load_episode
 from simreal_ros.core.gap import GapSummary, pair, summarize
+from simreal_ros.core.image_metrics import CameraGap, camera_gap, camera_pairs
 from simreal_ros.errors import BagError, SimrealError
 from simreal_ros.report.figures import pyplot, to_png
 
@@ -180,6 +183,20 @@ def _plots(ep: Episode, primary: str | None, secondary: str | None,
     return figs
 
 
+def _strip(gap: CameraGap) -> bytes:
+    """PNG of the kept pairs side by side: primary frames on top, secondary below."""
+    import cv2
+    top = np.hstack([a for a, _b in gap.strip])
+    bottom = np.hstack([b for _a, b in gap.strip])
+    both = np.vstack([top, bottom])
+    if both.ndim == 3 and both.shape[2] >= 3:
+        both = both[:, :, 2::-1]  # RGB -> OpenCV's BGR
+    ok, png = cv2.imencode('.png', both)
+    if not ok:
+        raise SimrealError('could not encode the camera strip as PNG')
+    return bytes(png.tobytes())
+
+
 def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
     def cell(x: Any) -> str:
         if isinstance(x, float):
@@ -222,6 +239,15 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
                                                   if v)]
              for r, s in inj['routes'].items()],
             ['route', 'events', 'delivered', 'p50 [ms]', 'p99 [ms]', 'max [ms]', 'fates']))
+    cams = metrics.get('cameras')
+    if cams:
+        parts.append('<h2>Cameras (frames paired by stamp)</h2>' + _table(
+            [[c, g['pairs'], g['psnr_db']['mean'], g['psnr_db']['min'], g['ssim']['mean'],
+              g['ssim']['min'], g['mean_intensity_primary'], g['mean_intensity_secondary'],
+              ', '.join(f'{h:.3f}' for h in g['histogram_intersection_per_channel'] or [])]
+             for c, g in cams.items()],
+            ['camera', 'pairs', 'PSNR mean [dB]', 'PSNR min [dB]', 'SSIM mean', 'SSIM min',
+             'mean I primary', 'mean I secondary', 'histogram intersection R, G, B']))
     parts.append('<h2>Topics</h2>' + _table(
         [[t, s['type'], s['count'], s['rate_hz'], s['gaps'], s['out_of_order'],
           s['duplicates'], s['skew_mean_ms']] for t, s in metrics['topics'].items()],
@@ -258,6 +284,16 @@ def write_report(bag: str, out_dir: str, primary: str | None = None,
     except OSError as exc:
         raise SimrealError(f'cannot create the report directory {out}: {exc}') from None
     figs = _plots(ep, primary, secondary, metrics)
+    metrics['cameras'] = {}
+    if primary and secondary:
+        for pa, sb in camera_pairs(list(ep.images), primary, secondary):
+            gap = camera_gap(bag, pa, sb, (ep.images[pa].stamps, ep.images[sb].stamps),
+                             int(max_lag_s * 1e9))
+            camera = pa[len(primary.rpartition('/')[0]):].strip('/').rpartition('/')[0]
+            metrics['cameras'][camera or pa] = gap.as_dict()
+            if gap.strip:
+                figs.append((f'camera_{(camera or "image").replace("/", "_")}.png',
+                             f'Camera {camera}: {pa} (top) vs {sb} (bottom)', _strip(gap)))
     for name, _title, png in figs:
         (out / name).write_bytes(png)
     metrics['images'] = [name for name, _t, _p in figs]

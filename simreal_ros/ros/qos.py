@@ -11,3 +11,11 @@ CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                    reliability=ReliabilityPolicy.RELIABLE)
 #: /diagnostics, as diagnostic_updater publishes it.
 DIAGNOSTICS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: /robot_description and /tf_static: latched (transient local, depth 1), as
+#: robot_state_publisher and tf2's static broadcaster offer them.
+LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: /tf: tf2's dynamic broadcaster profile (reliable, volatile, depth 100).
+TF = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
+                reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

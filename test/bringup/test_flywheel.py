@@ -128,11 +128,11 @@ def test_ctrl_c_stops_every_process_the_demo_started(ros_env, tmp_path):
         while time.monotonic() < deadline:  # every node of the fit recording started
             text = log.read_text() if log.exists() else ''
             started = [int(x) for x in re.findall(r'started \S+ \(pid (\d+)\)', text)]
-            if len(started) == 4:
+            if len(started) == 5:
                 pids += started
                 break
             time.sleep(0.2)
-        assert len(pids) == 5, ''.join(lines)
+        assert len(pids) == 6, ''.join(lines)
         time.sleep(1.0)
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         rest, _ = proc.communicate(timeout=60)

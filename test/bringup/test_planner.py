@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from plans import plan_without_tf as plan
 import pytest
 
 from simreal_ros.bringup.planner import (
@@ -12,7 +13,6 @@ from simreal_ros.bringup.planner import (
     BACKENDS,
     NodeSpec,
     parse_cli_args,
-    plan,
 )
 from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.errors import PlanError, SimrealError

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from plans import plan_without_tf as plan
 import pytest
 import yaml
 
-from simreal_ros.bringup.planner import plan
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.errors import PlanError
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import numpy as np
+from plans import plan_without_tf as plan
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -17,7 +18,6 @@ from startup import start_up_error
 from std_msgs.msg import Int64MultiArray, String
 import yaml
 
-from simreal_ros.bringup.planner import plan
 from simreal_ros.core.injection import (
     DELIVERED,
     DUPLICATE,
