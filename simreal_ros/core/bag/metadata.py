@@ -41,8 +41,8 @@ def metadata_dict(storage: str, compression: str, topics: Sequence[TopicRecord],
                   ros_distro: str) -> dict[str, Any]:
     """Return the ``rosbag2_bagfile_information`` mapping of a bag.
 
-    ``ros_distro`` is the recording's (rosbag2 writes its own); readers of every distribution
-    open the bag whatever it says.
+    ``ros_distro`` is the distribution the bag was recorded on, as rosbag2 notes it; readers
+    on any distribution open the bag whatever it says.
     """
     start = min((f.start for f in files if f.count), default=0)
     end = max((f.end for f in files if f.count), default=0)
