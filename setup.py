@@ -18,11 +18,17 @@ def tree(directory: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-ROS_WHEELS = [  # ROS 2 Kilted from PyPI; left out of install_requires for system-ROS installs
-    'ros-rclpy', 'ros-rmw-fastrtps-cpp', 'ros-std-msgs', 'ros-std-srvs', 'ros-sensor-msgs',
-    'ros-geometry-msgs', 'ros-trajectory-msgs', 'ros-diagnostic-msgs', 'ros-rosgraph-msgs',
-    'ros-builtin-interfaces',
-]
+ROS_MESSAGES = ['std-msgs', 'std-srvs', 'sensor-msgs', 'geometry-msgs', 'trajectory-msgs',
+                'diagnostic-msgs', 'rosgraph-msgs', 'builtin-interfaces']
+
+
+def ros_wheels(distro: str) -> list[str]:
+    """Return the PyPI wheels of one ROS 2 distribution (``ros-<distro>-*`` pins its versions).
+
+    Left out of install_requires, so a system (apt) ROS install builds with colcon unchanged.
+    """
+    return [f'ros-{distro}-{name}' for name in ['rclpy', 'rmw-fastrtps-cpp', *ROS_MESSAGES]]
+
 
 setup(
     name=PACKAGE,
@@ -43,7 +49,9 @@ setup(
                       'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime',
                       'dynamixel-sdk>=3.7', 'transforms3d>=0.4'],
     extras_require={
-        'ros': ROS_WHEELS,
+        'ros': ros_wheels('kilted'),  # the default: the distribution the project is developed on
+        'ros-kilted': ros_wheels('kilted'),
+        'ros-jazzy': ros_wheels('jazzy'),  # the LTS (May 2029); see docs/ros_distributions.md
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
                  'mcap-ros2-support>=0.5'],

@@ -26,9 +26,9 @@ from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.errors import LaunchError
 
 
-def node_command(spec: NodeSpec, params_file: Path) -> list[str]:
-    """Return the argv that starts ``spec``."""
-    cmd = [sys.executable, '-u', '-m', 'simreal_ros.bringup.node_main', spec.module,
+def node_command(spec: NodeSpec, params_file: Path, python: str | None = None) -> list[str]:
+    """Return the argv that starts ``spec`` (with this interpreter, or ``python``)."""
+    cmd = [python or sys.executable, '-u', '-m', 'simreal_ros.bringup.node_main', spec.module,
            '--ros-args', '-r', f'__node:={spec.name}']
     if spec.namespace:
         cmd += ['-r', f'__ns:={spec.namespace}']
@@ -178,11 +178,12 @@ class Launcher:
 class NodeProcess:
     """A node started as a subprocess from a NodeSpec; output kept in a log file."""
 
-    def __init__(self, spec: NodeSpec, env: dict[str, str], directory: Path) -> None:
+    def __init__(self, spec: NodeSpec, env: dict[str, str], directory: Path,
+                 python: str | None = None) -> None:
         self.spec = spec
         self.log_path = directory / f'{spec.fqn.strip("/").replace("/", "__")}_{id(self)}.log'
         self._log = open(self.log_path, 'wb')  # noqa: SIM115 - closed in stop()
-        cmd = node_command(spec, write_params_file(spec, directory))
+        cmd = node_command(spec, write_params_file(spec, directory), python)
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
 

@@ -3,7 +3,8 @@
 DDS discovery multicasts on every interface unless told otherwise. The stack defaults to
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``; a multi-machine robot opts in to ``SUBNET``.
 ``ROS_STATIC_PEERS`` names hosts that discovery contacts whatever the range, so it is removed
-wherever the range is LOCALHOST.
+wherever the range is LOCALHOST. Humble (a system install, ``ROS_DISTRO=humble``) predates the
+range and gets ``ROS_LOCALHOST_ONLY=1`` instead; Jazzy and Kilted honour the range.
 
 Domain ids: tests take theirs from ``TEST_DOMAINS`` (``SIMREAL_TEST_DOMAINS`` narrows it for
 concurrent runs), benchmarks from ``BENCH_DOMAINS``, so a benchmark never joins a test's graph.
@@ -48,6 +49,8 @@ def ros_env(base: Mapping[str, str] | None = None, *, discovery: str | None = No
         env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     if env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST':
         env.pop('ROS_STATIC_PEERS', None)  # static peers are contacted whatever the range
+        if env.get('ROS_DISTRO') == 'humble':  # no discovery range before Iron: only this
+            env['ROS_LOCALHOST_ONLY'] = '1'
     if domain_id is not None:
         if not 0 <= domain_id <= 232:
             raise LaunchError(f'ROS_DOMAIN_ID must be in [0, 232], got {domain_id}')

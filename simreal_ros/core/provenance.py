@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import os
 from pathlib import Path
 import subprocess
 from typing import Mapping
@@ -12,6 +14,25 @@ from simreal_ros.errors import ConfigError
 
 #: Files larger than this are hashed but not embedded (custom_data lives in metadata.yaml).
 MAX_EMBED_BYTES = 1_000_000
+
+#: The ROS 2 distribution of each major version of the ``ros-rclpy`` PyPI wheel: the wheels
+#: carry no distribution name (``ros-jazzy-rclpy`` pins ``ros-rclpy==7.1.6``, ``ros-kilted-rclpy``
+#: ``ros-rclpy==9.1.2``).
+RCLPY_MAJOR_DISTRO = {7: 'jazzy', 9: 'kilted'}
+
+
+def ros_distro() -> str:
+    """Return the ROS 2 distribution this interpreter's rclpy belongs to, without importing it.
+
+    The PyPI wheels are named by the ``ros-rclpy`` version; a system (apt) install by the
+    ``ROS_DISTRO`` its setup script exports; otherwise ``unknown``.
+    """
+    try:
+        version = importlib.metadata.version('ros-rclpy')
+    except importlib.metadata.PackageNotFoundError:
+        return os.environ.get('ROS_DISTRO') or 'unknown'
+    major = version.partition('.')[0]
+    return RCLPY_MAJOR_DISTRO.get(int(major) if major.isdigit() else -1, f'rclpy {version}')
 
 
 def sha256_file(path: Path) -> str:

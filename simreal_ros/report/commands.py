@@ -100,7 +100,8 @@ def cmd_bag(ns: argparse.Namespace) -> int:
         return 0
     with BagReader(ns.bag) as b:
         info = b.info
-        out = {'path': str(info.path), 'storage': info.storage, 'files': info.files,
+        out = {'path': str(info.path), 'storage': info.storage, 'ros_distro': info.ros_distro,
+               'files': info.files,
                'messages': info.message_count,
                'duration_s': (info.end_ns - info.start_ns) / 1e9,
                'topics': {t: {'type': ty, 'count': n} for t, (ty, n) in info.topics.items()},

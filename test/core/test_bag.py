@@ -18,6 +18,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
 from simreal_ros.core.bag import BagOptions, BagReader, BagWriter, QosSpec, repair_bag
+from simreal_ros.core.provenance import ros_distro
 from simreal_ros.errors import BagError, ConfigError
 
 TS = get_typestore(Stores.ROS2_KILTED)
@@ -201,6 +202,8 @@ def test_sigkilled_writer_bag_is_repaired(tmp_path, storage, compression, split)
         values = [int.from_bytes(m.data[4:12], 'little') for m in b.messages()]
         assert b.info.custom_data == {'robot_spec': 'robot: x'}
         assert b.info.qos['/x'] == [QosSpec()]
+        assert b.info.ros_distro == ros_distro()  # the recording's, kept by the side-car
+    assert ros_distro() in ('jazzy', 'kilted')  # the PyPI wheels this venv runs
     assert values == list(range(len(values)))  # nothing out of order, nothing invented
     assert len(values) >= written, (len(values), written)  # every flushed message survives
     if storage == 'mcap':

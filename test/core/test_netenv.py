@@ -23,6 +23,12 @@ def test_localhost_discovery_drops_static_peers():
     assert 'ROS_STATIC_PEERS' not in ros_env(PEER, discovery='localhost')
 
 
+def test_humble_which_has_no_discovery_range_is_kept_on_loopback_by_localhost_only():
+    assert ros_env({'ROS_DISTRO': 'humble'})['ROS_LOCALHOST_ONLY'] == '1'
+    assert 'ROS_LOCALHOST_ONLY' not in ros_env({'ROS_DISTRO': 'jazzy'})  # deprecated there
+    assert 'ROS_LOCALHOST_ONLY' not in ros_env({'ROS_DISTRO': 'humble'}, discovery='subnet')
+
+
 def test_an_explicit_subnet_keeps_the_users_static_peers():
     env = ros_env(PEER, discovery='subnet', domain_id=7)
     assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'SUBNET'

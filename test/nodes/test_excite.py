@@ -14,8 +14,10 @@ ROBOT = load_robot('simreal_arm')
 
 def test_excite_publishes_limited_commands_then_exits_zero(start_node, ros_client):
     cmds = ros_client.collect(JointState, 'joint_commands')
+    # waits for the test's subscription: without it, discovery that took longer than the 2.5 s
+    # run on a loaded machine (seen on Jazzy and Kilted) left the test with no command at all
     p = start_node('excite', pattern='waypoints', duration_s=2.5, rate_hz=100.0, seed=4,
-                   amplitude=5.0)
+                   amplitude=5.0, wait_for_subscribers=1)
     assert p.wait(timeout=30) == 0, p.output()
     # the node waits for the acknowledgement of its last (home) command before it exits
     ros_client.wait_for(lambda: len(cmds) > 150 and np.allclose(

@@ -210,8 +210,11 @@ def test_twin_resync_snaps_to_the_real_state_and_marks_it(start_node, ros_client
     assert abs(after[0].position[2] - real[2]) < 0.05
     before = [m for _t, m in states if messages.stamp_to_ns(m.header.stamp) < t_mark]
     assert abs(before[-1].position[2] - real[2]) > 0.2
+    # /diagnostics lags the marks by up to a period (it read 1 re-sync under load)
+    ros_client.wait_for(lambda: int(values(bridge_status(diags))['resyncs']) >= 2, 5,
+                        'two re-syncs on /diagnostics')
     v = values(bridge_status(diags))
-    assert int(v['resyncs']) >= 2 and float(v['resync_error_before_max_rad']) > 0.2
+    assert float(v['resync_error_before_max_rad']) > 0.2
     # the real robot goes silent: no snap to a stale state
     skipped = int(v['resyncs_skipped_stale_source'])
     ros_client.wait_for(lambda: int(values(bridge_status(diags))['resyncs_skipped_stale_source'])

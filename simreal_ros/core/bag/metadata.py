@@ -37,8 +37,13 @@ class TopicRecord:
 
 
 def metadata_dict(storage: str, compression: str, topics: Sequence[TopicRecord],
-                  files: Sequence[FileInfo], custom: Mapping[str, str]) -> dict[str, Any]:
-    """Return the ``rosbag2_bagfile_information`` mapping of a bag."""
+                  files: Sequence[FileInfo], custom: Mapping[str, str],
+                  ros_distro: str) -> dict[str, Any]:
+    """Return the ``rosbag2_bagfile_information`` mapping of a bag.
+
+    ``ros_distro`` is the distribution the bag was recorded on, as rosbag2 notes it; readers
+    on any distribution open the bag whatever it says.
+    """
     start = min((f.start for f in files if f.count), default=0)
     end = max((f.end for f in files if f.count), default=0)
     count = sum(f.count for f in files)
@@ -63,7 +68,7 @@ def metadata_dict(storage: str, compression: str, topics: Sequence[TopicRecord],
                    'duration': {'nanoseconds': max(0, f.end - f.start) if f.count else 0},
                    'message_count': f.count} for f in files],
         'custom_data': dict(custom) or None,
-        'ros_distro': 'kilted',
+        'ros_distro': ros_distro,
     }}
 
 

@@ -38,6 +38,7 @@ class BagInfo:
     message_count: int
     custom_data: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    ros_distro: str = 'unknown'  # of the recording; any distribution reads any bag
 
 
 def check_bag_path(path: str | Path) -> Path:
@@ -82,7 +83,8 @@ class BagReader:
                             self.reader.end_time if self.reader.message_count else 0,
                             self.reader.message_count,
                             {str(k): str(v) for k, v in (info.get('custom_data') or {}).items()},
-                            list(info.get('relative_file_paths', [])))
+                            list(info.get('relative_file_paths', [])),
+                            str(info.get('ros_distro') or 'unknown'))
 
     def messages(self, topics: Sequence[str] | None = None) -> Iterator[BagMessage]:
         """Yield messages in timestamp order, optionally only of ``topics``."""

@@ -236,7 +236,8 @@ def repair_bag(path: str | Path) -> RepairReport:
             count = _count_sqlite(fpath, topics, info, side_topics)
         per_file[name] = count
         files.append(info)
-    meta = metadata_dict(storage, compression, list(topics.values()), files, custom)
+    meta = metadata_dict(storage, compression, list(topics.values()), files, custom,
+                         str(rec.get('ros_distro', 'unknown')))  # the recording's, not ours
     write_atomic(p / METADATA, dump_yaml(meta))
     side.unlink()
     for leftover in p.glob('.*.init'):

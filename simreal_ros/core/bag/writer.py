@@ -39,6 +39,7 @@ from simreal_ros.core.bag.metadata import (
 from simreal_ros.core.bag.options import BAG_VERSION, METADATA, SIDE_CAR, BagOptions, QosSpec
 from simreal_ros.core.bag.storage import McapFile, SqliteFile
 from simreal_ros.core.bag.types import TypeRegistry
+from simreal_ros.core.provenance import ros_distro
 from simreal_ros.errors import BagError
 
 
@@ -56,6 +57,7 @@ class BagWriter:
         self.options = options or BagOptions()
         self.custom = {str(k): str(v) for k, v in (custom_data or {}).items()}
         self.types = types or TypeRegistry()
+        self.ros_distro = ros_distro()
         if self.path.exists() or self.path.is_symlink():
             raise BagError(f'{self.path} exists already; simreal never overwrites a bag: '
                            f'choose a new directory name or remove the old one')
@@ -123,6 +125,7 @@ class BagWriter:
                             t.digest, 'offered_qos_profiles':
                             [dict(q) for q in dump_qos_v9(t.qos)]} for t in self.topics],
                 'custom_data': self.custom,
+                'ros_distro': self.ros_distro,
             }}))
 
     def _split_due(self, timestamp: int) -> bool:
@@ -138,7 +141,7 @@ class BagWriter:
     def _close_file(self) -> None:
         assert self.storage is not None
         meta = metadata_dict(self.options.storage, self.options.compression, self.topics,
-                             self.files, self.custom)
+                             self.files, self.custom, self.ros_distro)
         self.storage.close(BAG_VERSION, dump_yaml(meta['rosbag2_bagfile_information']).strip())
         self.storage = None
 
@@ -206,7 +209,7 @@ class BagWriter:
             self._close_file()
         write_atomic(self.path / METADATA, dump_yaml(metadata_dict(
             self.options.storage, self.options.compression, self.topics, self.files,
-            self.custom)))
+            self.custom, self.ros_distro)))
         (self.path / SIDE_CAR).unlink(missing_ok=True)
 
     def _check_open(self) -> None:
