@@ -18,7 +18,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 $(STAMP): setup.py setup.cfg package.xml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros,test]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros,test,pybullet]'
 	@touch $@
 
 venv: $(STAMP)

@@ -44,6 +44,8 @@ setup(
                       'dynamixel-sdk>=3.7'],
     extras_require={
         'ros': ROS_WHEELS,
+        # the second physics engine (engine:=pybullet); a 103 MB manylinux wheel, no compiling
+        'pybullet': ['pybullet>=3.2.6'],
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
                  'mcap-ros2-support>=0.5'],

@@ -13,7 +13,7 @@ from simreal_ros.errors import ModelError
 from simreal_ros.sim.backend import SimBackend
 from simreal_ros.sim.scene import Scene
 
-ENGINES = ('mujoco',)
+ENGINES = ('mujoco', 'pybullet')
 DEFAULT_ENGINE = ENGINES[0]
 
 
@@ -24,4 +24,7 @@ def make_sim(robot: RobotSpec, scene: Scene | None = None, overlay: Overlay | No
     if engine == 'mujoco':
         from simreal_ros.sim.mujoco.physics import MujocoSim
         return MujocoSim(robot, scene, overlay, randomization, seed)
+    if engine == 'pybullet':
+        from simreal_ros.sim.bullet.physics import BulletSim
+        return BulletSim(robot, scene, overlay, randomization, seed)
     raise ModelError(f'physics engine {engine!r}: expected one of {", ".join(ENGINES)}')
