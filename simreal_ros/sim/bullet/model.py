@@ -64,8 +64,11 @@ def urdf_masses(robot: RobotSpec) -> dict[str, float]:
 
 @contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """Silence the C library's stdout (its URDF importer prints a warning for ``tool0``,
-    a link without ``<inertial>``, which :class:`World` handles)."""
+    """Silence the C library's stdout for a while.
+
+    Its URDF importer prints a warning for ``tool0``, a link without ``<inertial>``, which
+    :class:`World` handles.
+    """
     sys.stdout.flush()
     saved = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -169,7 +172,7 @@ class World:
     def nominal_params(self) -> DynamicsParams:
         """Damping and friction from the URDF, armature and gains from the robot spec."""
         joints = {}
-        for js, j in zip(self.robot.joints, self.index):
+        for js, j in zip(self.robot.joints, self.index, strict=True):
             info = pb.getJointInfo(self.body, j, physicsClientId=self.client)
             joints[js.name] = JointDynamics(float(info[6]), float(info[7]), js.armature,
                                             js.kp, js.kd)
@@ -179,7 +182,7 @@ class World:
         """Gains and damping into the servo law; friction motors; masses and inertias."""
         c, robot = self.client, self.robot
         inertia = dict(self.nominal_inertia)
-        for i, (name, j) in enumerate(zip(robot.joint_names, self.index)):
+        for i, (name, j) in enumerate(zip(robot.joint_names, self.index, strict=True)):
             jd = params.joints[name]
             self.kp[i], self.kd[i], self.damping[i] = jd.kp, jd.kd, jd.damping
             pb.setJointMotorControl2(self.body, j, pb.VELOCITY_CONTROL, targetVelocity=0.0,
@@ -187,7 +190,7 @@ class World:
         for name, nominal in self.nominal_inertia.items():
             mass = params.body_mass.get(name, self.nominal_mass[name])
             inertia[name] = nominal * (mass / self.nominal_mass[name])
-        for name, j in zip(robot.joint_names, self.index):
+        for name, j in zip(robot.joint_names, self.index, strict=True):
             child = next(n for n, k in self.links.items() if k == j)
             axis = self.axes[j]
             inertia[child] = inertia.get(child, np.zeros(3)) + (
@@ -234,7 +237,7 @@ class World:
             self.read_state()
 
     def approximations(self, params: DynamicsParams) -> tuple[str, ...]:
-        """What this model approximates for ``params`` (empty: nothing)."""
+        """Return what this model approximates of ``params`` (empty: nothing)."""
         if any(jd.armature > 0 for jd in params.joints.values()):
             return (ARMATURE_NOTE,)
         return ()

@@ -58,7 +58,7 @@ class BulletSim(SimBackend):
         return self._scratch
 
     def approximations(self) -> tuple[str, ...]:
-        """What the current dynamics are approximated by (armature, when it is not 0)."""
+        """Return what the current dynamics are approximated by (armature, when not 0)."""
         return self.world.approximations(self.params)
 
     def nominal_params(self) -> DynamicsParams:
@@ -99,7 +99,7 @@ class BulletSim(SimBackend):
         self.world.step(n)
 
     def observe(self) -> Observation:
-        """The joint state, and the IMU when the robot has one."""
+        """Return the joint state, and the IMU when the robot has one."""
         w = self.world
         if self.robot.imu is None:
             return Observation(self.time_ns, w.q.copy(), w.qd.copy(), w.effort.copy())
