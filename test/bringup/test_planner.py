@@ -48,7 +48,8 @@ def test_sim_default() -> None:
     assert not n.exit_ends_launch
     assert set(n.parameters) == BRIDGE_PARAMS
     assert n.parameters == {
-        'robot': 'simreal_arm', 'engine': 'mujoco', 'scene': '', 'overlay': '', 'randomization': '', 'seed': 0,
+        'robot': 'simreal_arm', 'engine': 'mujoco', 'scene': '', 'overlay': '',
+        'randomization': '', 'seed': 0,
         'timing_mode': 'realtime', 'publish_rate_hz': 200.0, 'sim_time': False,
         'publish_clock': True, 'start_paused': False, 'lockstep_timeout_s': 0.0}
     # the parameters are valid sim bridge settings
