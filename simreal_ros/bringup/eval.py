@@ -233,8 +233,10 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     agree = sum(x['success'] == y['success'] for x, y in pairs)
     def label(r: Mapping[str, Any]) -> str:
         extra = ' '.join(f'{k}:={v}' for k, v in (r['settings'].get('launch_args') or {}).items())
-        engine = r['settings'].get('engine', ENGINES[0])  # results from before --engine
-        return f'{r["settings"]["backend"]} ({engine}) {extra}'.strip()
+        backend = r['settings']['backend']
+        if backend != 'real':  # results from before --engine ran in MuJoCo
+            backend += f' ({r["settings"].get("engine", ENGINES[0])})'
+        return f'{backend} {extra}'.strip()
 
     return {'backends': [label(a), label(b)], 'gap': gap,
             'values': {m: [float(a['metrics'][m]), float(b['metrics'][m])] for m in METRICS},
@@ -302,11 +304,11 @@ def format_report(r: Mapping[str, Any], gap: Mapping[str, Any] | None = None) ->
                      f'{d.get("rejected_outputs")}')
     if gap is not None:
         a, b = gap['backends']
-        width = max(len(a), len(b), 10)
-        lines += ['', f'  {"metric":<24} {a:>{width}} {b:>{width}} {"|J_a - J_b|":>12}']
+        lines += ['', f'  A: {a}', f'  B: {b}',
+                  f'  {"metric":<24} {"A":>10} {"B":>10} {"|J_A - J_B|":>12}']
         for k, v in gap['gap'].items():
             ja, jb = gap['values'][k]
-            lines.append(f'  {k:<24} {ja:>{width}.4g} {jb:>{width}.4g} {v:>12.4g}')
+            lines.append(f'  {k:<24} {ja:>10.4g} {jb:>10.4g} {v:>12.4g}')
         lines.append(f'  episodes with the same outcome: {gap["episodes_with_same_outcome"]}'
                      f'/{m["episodes"]}')
     return '\n'.join(lines)
