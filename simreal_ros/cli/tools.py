@@ -76,6 +76,5 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--rt', action='store_true', help='timing benchmarks: measure with the '
                    'nodes on the default scheduler and under SCHED_FIFO, side by side')
     p.add_argument('--engine', default='', choices=('',) + ENGINES,
-                   help='physics engine of the benchmarks that take one (sim_bridge, '
-                   'cross_engine)')
+                   help='physics engine of the benchmarks that take one (sim_bridge)')
     p.set_defaults(func=cmd_bench)
