@@ -300,6 +300,7 @@ class VirtualArm:
         """Advance ``n`` physics steps (servo control + physics + thermal and overload)."""
         sim = self.sim
         pending = self._pending
+        q = sim.joint_positions()
         for _ in range(n):
             while pending and pending[0][0] <= self.step_count:
                 _, i, goal = pending.popleft()
@@ -307,7 +308,6 @@ class VirtualArm:
             for i in range(self.n):
                 if self.torque_on[i]:
                     self._profile(i)
-            q = sim.joint_positions()
             meas = self._measure(q, noise=True)
             on = self.torque_on
             err_ticks = (self.desired - meas) * self.direction * self.tpr / (2 * np.pi)
@@ -317,7 +317,7 @@ class VirtualArm:
             sim.actuate(np.where(on, self.desired, q), np.where(on, ff, 0.0))
             sim.advance(1)
             self.step_count += 1
-            tau = sim.joint_state()[2]
+            q, _, tau = sim.joint_state()
             current = np.abs(tau) / self.kt
             imp = self.imp
             self.temperature += self.dt * (imp.thermal_rise_c_per_a2 * current ** 2

@@ -108,7 +108,8 @@ def test_imu_is_observed_when_the_engine_and_the_robot_have_one(engine):
         assert obs.imu_acc is None and obs.imu_quat_wxyz is None
 
 
-def test_nan_state_is_reset_counted_and_cleared_by_reset(engine):
+def test_nan_state_is_reset_counted_and_cleared_by_reset(engine, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo appends its warning to MUJOCO_LOG.TXT in the cwd
     sim = make_sim(ROBOT, engine=engine)
     if not sim.capabilities.divergence_reset:
         pytest.skip(f'{engine} does not reset diverged states')

@@ -109,14 +109,13 @@ class MujocoSim(SimBackend):
                            d.qfrc_actuator[b.dof_adr].copy(), imu['q'], imu['g'], imu['a'])
 
     def joint_positions(self) -> FloatArray:
-        """Return ``qpos`` of the robot joints (a copy)."""
-        return np.array(self.data.qpos[self.built.qpos_adr], dtype=np.float64)
+        """Return ``qpos`` of the robot joints (a copy: index arrays copy)."""
+        return self.data.qpos[self.built.qpos_adr]
 
     def joint_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Return ``qpos``, ``qvel``, ``qfrc_actuator`` of the robot joints as they are."""
         d, b = self.data, self.built
-        return (d.qpos[b.qpos_adr].copy(), d.qvel[b.dof_adr].copy(),
-                d.qfrc_actuator[b.dof_adr].copy())
+        return d.qpos[b.qpos_adr], d.qvel[b.dof_adr], d.qfrc_actuator[b.dof_adr]
 
     def divergences(self) -> int:
         """Count of MuJoCo's bad-qpos/qvel/qacc resets (the counters clear at a reset)."""
