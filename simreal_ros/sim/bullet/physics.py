@@ -155,6 +155,7 @@ class BulletSim(SimBackend):
     def raw_step_rate(self, steps: int = 5000) -> float:
         """Bare ``stepSimulation`` steps/s on the scratch client (benchmarks)."""
         s = self.scratch
+        s.write_params(self.params)  # the same friction motors as the robot's client
         s.set_state(self.world.q, self.world.qd)
         t0 = time.perf_counter()
         for _ in range(steps):
