@@ -27,8 +27,6 @@ VARIANTS = ('nominal', 'no_friction', 'no_passive')
 def _without(sim: SimBackend, variant: str) -> None:
     if variant == 'nominal':
         return
-    if variant not in VARIANTS:
-        raise ValueError(f'variant {variant!r}: expected one of {VARIANTS}')
     keep_damping = variant == 'no_friction'
     sim.base = replace(sim.base, joints={
         n: replace(j, frictionloss=0.0, damping=j.damping if keep_damping else 0.0)
@@ -51,6 +49,8 @@ def chirp_rmse(robot: RobotSpec, duration_s: float = 20.0, rate_hz: float = 100.
                engines: tuple[str, ...] = ENGINES, variant: str = 'nominal',
                amplitude: float = 0.4) -> dict[str, Any]:
     """Per-joint RMSE (rad) between the engines on one chirp, and of each against the command."""
+    if variant not in VARIANTS:
+        raise ValueError(f'variant {variant!r}: expected one of {VARIANTS}')
     exc = Excitation(robot, ExcitationConfig('chirp', duration_s, amplitude=amplitude,
                                              f_min_hz=0.1, f_max_hz=2.0))
     _t, q_cmd, v_cmd = exc.trajectory(rate_hz)
