@@ -1,4 +1,4 @@
-"""Install simreal_ros with pip (``pip install -e '.[ros,test]'``) or colcon (ament_python)."""
+"""Install simreal_ros with pip (``pip install -e '.[ros,test,pybullet]'``) or colcon (ament_python)."""
 
 from glob import glob
 import os
