@@ -38,7 +38,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 $(STAMP): setup.py setup.cfg package.xml tools/build_tf2_msgs.py tools/interfaces/tf2_msgs/msg/TFMessage.msg
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros-$(ROS_DISTRO),test]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros-$(ROS_DISTRO),test,pybullet]'
 	AMENT_PREFIX_PATH=$(abspath $(VENV)) $(BIN)/python tools/build_tf2_msgs.py
 	@touch $@
 

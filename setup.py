@@ -1,4 +1,4 @@
-"""Install simreal_ros with pip (``pip install -e '.[ros,test]'``) or colcon (ament_python)."""
+"""Install simreal_ros with pip (``pip install -e '.[ros,test,pybullet]'``) or colcon (ament_python)."""
 
 from glob import glob
 import os
@@ -52,6 +52,8 @@ setup(
         'ros': ros_wheels('kilted'),  # the default: the distribution the project is developed on
         'ros-kilted': ros_wheels('kilted'),
         'ros-jazzy': ros_wheels('jazzy'),  # the LTS (May 2029); see docs/ros_distributions.md
+        # the second physics engine (engine:=pybullet); a 103 MB manylinux wheel, no compiling
+        'pybullet': ['pybullet>=3.2.6'],
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
                  'mcap-ros2-support>=0.5'],

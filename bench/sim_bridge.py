@@ -1,7 +1,10 @@
 """Sim bridge benchmark: ratios and comparisons measured side by side in one run.
 
 * free mode: bridge physics steps/s while publishing joint_states at 200 Hz sim time, as a
-  ratio to raw ``mj_step`` steps/s of the same model (target >= 0.5);
+  ratio to the engine's raw steps/s of the same model (``mj_step``; PyBullet:
+  ``stepSimulation``) (target >= 0.5);
+
+``engine`` (``simreal bench sim_bridge --engine pybullet``) picks the engine of every bridge.
 * realtime mode at 500 Hz: p99 publish-period error, inside the bridge and as seen by a
   subscriber, next to a plain rclpy timer at 500 Hz measured the same way (target <= 0.5 ms);
 * lockstep with a 50 Hz stand-in controller doing a real topic round trip each tick:
@@ -50,14 +53,18 @@ def _diag_values(diags: list[tuple[int, Any]], prefix: str = '') -> dict[str, st
     raise RuntimeError('the bridge published no diagnostics')
 
 
+ENGINE = ['mujoco']  # set by run(engine=...)
+
+
 def _bridge(tmp: Path, env: dict[str, str], ns: str, **params: Any) -> NodeProcess:
-    return NodeProcess(NodeSpec('sim_bridge', 'sim_bridge', ns, params), env, tmp)
+    return NodeProcess(NodeSpec('sim_bridge', 'sim_bridge', ns, {'engine': ENGINE[0], **params}),
+                       env, tmp)
 
 
 def free_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
               ) -> dict[str, float]:
     from diagnostic_msgs.msg import DiagnosticArray
-    sim = make_sim(load_robot('simreal_arm'))
+    sim = make_sim(load_robot('simreal_arm'), engine=ENGINE[0])
     raw_before = sim.raw_step_rate(20000)
     diags = client.collect(DiagnosticArray, '/diagnostics')
     p = _bridge(tmp, env, '/free', timing_mode='free', publish_rate_hz=200.0,
@@ -71,7 +78,7 @@ def free_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: float
     raw_after = sim.raw_step_rate(20000)
     raw = (raw_before + raw_after) / 2
     bridge = float(np.median(rates[1:])) if len(rates) > 1 else float('nan')
-    return {'raw_mj_step_per_s': raw, 'bridge_steps_per_s': bridge,
+    return {'engine': ENGINE[0], 'raw_step_per_s': raw, 'bridge_steps_per_s': bridge,
             'ratio_bridge_over_raw': bridge / raw, 'target_ratio': 0.5}
 
 
@@ -154,12 +161,14 @@ def lockstep_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: fl
             'round_trip_ms_per_tick': (w1 - w0) / 1e6 / max(1, ticks), 'target_rtf': 20.0}
 
 
-def run(quick: bool = False, load: int = 0, rt: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, load: int = 0, rt: bool = False, engine: str = 'mujoco'
+        ) -> dict[str, Any]:
     """Run the three measurements and return the figures.
 
     ``load``: CPU-bound processes meanwhile; ``rt``: the realtime measurement also runs a
-    SCHED_FIFO bridge next to the default one (``rt_*`` figures).
+    SCHED_FIFO bridge next to the default one (``rt_*`` figures); ``engine``: of the bridges.
     """
+    ENGINE[0] = engine
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
     seconds = 2.0 if quick else 6.0
@@ -181,5 +190,6 @@ if __name__ == '__main__':
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--load', type=int, default=0)
     ap.add_argument('--rt', action='store_true')
+    ap.add_argument('--engine', default='mujoco')
     a = ap.parse_args()
-    print(json.dumps(run(a.quick, a.load, a.rt), indent=2))
+    print(json.dumps(run(a.quick, a.load, a.rt, a.engine), indent=2))

@@ -20,8 +20,9 @@ cli        everything
 
 Function-level (lazy) imports count too: a lazy import is still a dependency.
 
-Engines: only ``sim/mujoco/`` imports ``mujoco`` (everything else goes through the engine
-protocol, ``sim/backend.py``), so a second engine can stand in for it. The one exception,
+Engines: only ``sim/mujoco/`` imports ``mujoco`` and only ``sim/bullet/`` imports ``pybullet``
+(everything else goes through the engine protocol, ``sim/backend.py``), so either engine can
+stand in for the other. The one exception,
 ``sysid/fit.py``, imports ``mujoco.sysid`` and ``mujoco.minimize``: an optimizer, not physics
 (its docstring says why).
 """
@@ -40,13 +41,14 @@ ORDER = ['errors', 'core', 'sim', 'hardware', 'policy', 'sysid', 'ros', 'nodes',
 PEERS = {frozenset({'hardware', 'policy'})}
 RANK = {name: i for i, name in enumerate(ORDER)}
 RANK['__main__'] = RANK['__init__'] = RANK['cli']
-FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'torch', 'cv2')
+FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'pybullet', 'torch', 'cv2')
 #: modules (relative to the package) that may import mujoco: the engine and the documented
 #: exception
 MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
 #: sub-package -> the sub-packages of the same layer it must not import: the real driver side
 #: must work on a machine where the emulator (and its MuJoCo reality) is never loaded
 FORBIDDEN_WITHIN = {'hardware.dynamixel': ('hardware.emulator',)}
+PYBULLET_ALLOWED = ('sim/bullet/',)
 
 
 def layer_of(path: Path, root: Path) -> str:
@@ -78,6 +80,10 @@ def violations(root: Path = PKG) -> list[str]:
                     MUJOCO_ALLOWED):
                 bad.append(f'{where}: imports {mod} outside sim/mujoco/ (use the engine '
                            f'protocol, sim/backend.py)')
+            elif top == 'pybullet' and not path.relative_to(root).as_posix().startswith(
+                    PYBULLET_ALLOWED):
+                bad.append(f'{where}: imports {mod} outside sim/bullet/ (use the engine '
+                           f'protocol, sim/backend.py)')
             if top != 'simreal_ros' or mod == 'simreal_ros':
                 continue
             sub = '.'.join(path.relative_to(root).parts[:2])
@@ -105,6 +111,15 @@ def test_mujoco_in_its_engine_package_and_the_fit_is_allowed(tmp_path):
         (root / module).parent.mkdir(parents=True, exist_ok=True)
         (root / module).write_text('import mujoco\nfrom mujoco import rollout\n')
     assert violations(root) == []
+
+
+def test_pybullet_outside_its_engine_package_is_a_violation(tmp_path):
+    root = tmp_path / 'simreal_ros'
+    for module in ('sim/bullet/model.py', 'policy/env.py'):
+        (root / module).parent.mkdir(parents=True, exist_ok=True)
+        (root / module).write_text('import pybullet\n')
+    assert violations(root) == ['simreal_ros/policy/env.py:1: imports pybullet outside '
+                                'sim/bullet/ (use the engine protocol, sim/backend.py)']
 
 
 def module_graph(root: Path = PKG) -> dict[str, set[str]]:

@@ -12,7 +12,7 @@ import fnmatch
 import math
 from typing import Any, Callable, Mapping
 
-from simreal_ros.core.bridge_config import TIMING_MODES
+from simreal_ros.core.bridge_config import ENGINES, TIMING_MODES
 from simreal_ros.core.excitation import PATTERNS
 from simreal_ros.errors import PlanError
 
@@ -35,6 +35,11 @@ ARGUMENTS: dict[str, Argument] = {
     'backend': Argument('sim', 'what the robot is', BACKENDS),
     'robot': Argument('simreal_arm', 'robot spec: shipped name or path to YAML'),
     'namespace': Argument('', 'namespace of the whole graph ("" = root)'),
+    'engine': Argument(ENGINES[0], 'physics engine of the sim bridges', ENGINES),
+    'engine_a': Argument('', 'sim2sim: engine of the primary sim_a ("" = engine:=)',
+                         ('',) + ENGINES),
+    'engine_b': Argument('', 'sim2sim: engine of the secondary sim_b ("" = engine:=)',
+                         ('',) + ENGINES),
     'timing': Argument('realtime', 'sim bridge timing mode', TIMING_MODES),
     'rate': Argument('200', 'joint_states rate of the sim bridge (Hz, sim time)'),
     'sim_time': Argument('false', 'publish /clock and stamp in sim time (realtime mode)',

@@ -4,8 +4,9 @@ The stack is the planner's (``backend:=sim|real ... policy:=<spec> policy_autost
 started by the launcher as separate processes; an in-process client publishes the goals on
 ``goal`` and measures ``joint_states`` and ``joint_commands``. Goals are drawn from a seeded
 generator (reachable: inside the limits by a margin, contact-free, holdable), so the same
-``--seed`` gives the same episodes on every backend, and ``--compare`` turns two runs into the
-performance gap ``|J_sim - J_real|`` per metric.
+``--seed`` gives the same episodes on every backend and engine (``--engine pybullet``: the
+policy trained in MuJoCo, evaluated in the other engine), and ``--compare`` turns two runs
+into the performance gap ``|J_a - J_b|`` per metric, in a table next to both runs' figures.
 
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
@@ -24,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from simreal_ros.core.bridge_config import ENGINES
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.tracking import tracking_summary
@@ -45,6 +47,7 @@ class EvalSettings:
     """What ``simreal eval`` runs."""
 
     backend: str = 'sim'
+    engine: str = ENGINES[0]
     policy: str = 'simreal_arm_reach'
     episodes: int = 20
     seed: int = 0
@@ -59,6 +62,8 @@ class EvalSettings:
         """Fail early, naming the ``simreal eval`` option, on values no episode can use."""
         if self.backend not in BACKENDS:
             raise SimrealError(f'--backend {self.backend!r}: expected one of {BACKENDS}')
+        if self.engine not in ENGINES:
+            raise SimrealError(f'--engine {self.engine!r}: expected one of {ENGINES}')
         if isinstance(self.episodes, bool) or not isinstance(self.episodes, int) \
                 or self.episodes < 1:
             raise SimrealError(f'--episodes {self.episodes!r}: expected an integer >= 1')
@@ -82,8 +87,8 @@ def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) 
 
 def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
     """Return the planner arguments of an evaluation run."""
-    args = {'backend': s.backend, 'policy': s.policy, 'policy_autostart': 'true',
-            'seed': str(s.seed), **s.launch_args}
+    args = {'backend': s.backend, 'engine': s.engine, 'policy': s.policy,
+            'policy_autostart': 'true', 'seed': str(s.seed), **s.launch_args}
     if s.backend in ('real', 'twin'):
         args.setdefault('port', port or '/dev/null')
     return args
@@ -228,9 +233,13 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     agree = sum(x['success'] == y['success'] for x, y in pairs)
     def label(r: Mapping[str, Any]) -> str:
         extra = ' '.join(f'{k}:={v}' for k, v in (r['settings'].get('launch_args') or {}).items())
-        return f'{r["settings"]["backend"]} {extra}'.strip()
+        backend = r['settings']['backend']
+        if backend != 'real':  # results from before --engine ran in MuJoCo
+            backend += f' ({r["settings"].get("engine", ENGINES[0])})'
+        return f'{backend} {extra}'.strip()
 
     return {'backends': [label(a), label(b)], 'gap': gap,
+            'values': {m: [float(a['metrics'][m]), float(b['metrics'][m])] for m in METRICS},
             'episodes_with_same_outcome': agree}
 
 
@@ -279,7 +288,8 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
 def format_report(r: Mapping[str, Any], gap: Mapping[str, Any] | None = None) -> str:
     """Render an evaluation for a terminal."""
     m, st = r['metrics'], r['settings']
-    lines = ['', f'simreal eval: {st["policy"]} on {st["backend"]}, {m["episodes"]} episodes '
+    on = f'{st["backend"]} ({st.get("engine", ENGINES[0])})'
+    lines = ['', f'simreal eval: {st["policy"]} on {on}, {m["episodes"]} episodes '
              f'(seed {st["seed"]}, tolerance {st["tolerance_rad"]} rad for {st["dwell_s"]} s)',
              f'  success rate        {m["success_rate"]:.1%} ({m["successes"]}/{m["episodes"]})',
              f'  time to goal        mean {m["time_to_goal_mean_s"]:.2f} s, '
@@ -293,9 +303,14 @@ def format_report(r: Mapping[str, Any], gap: Mapping[str, Any] | None = None) ->
                      f'misses {d.get("deadline_misses")}, rejected outputs '
                      f'{d.get("rejected_outputs")}')
     if gap is not None:
-        lines.append(f'  gap vs {gap["backends"][1]}:')
+        a, b = gap['backends']
+        lines += ['', f'  A: {a}', f'  B: {b}',
+                  f'  {"metric":<24} {"A":>10} {"B":>10} {"|J_A - J_B|":>12}']
         for k, v in gap['gap'].items():
-            lines.append(f'    |J_{gap["backends"][0]} - J_{gap["backends"][1]}| {k:<24} {v:.4g}')
+            ja, jb = gap['values'][k]
+            lines.append(f'  {k:<24} {ja:>10.4g} {jb:>10.4g} {v:>12.4g}')
+        lines.append(f'  episodes with the same outcome: {gap["episodes_with_same_outcome"]}'
+                     f'/{m["episodes"]}')
     return '\n'.join(lines)
 
 

@@ -11,12 +11,18 @@ from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.errors import ConfigError, PlanError
 
 
+def engine_of(a: Mapping[str, str], role: str) -> str:
+    """Return the engine of sim2sim's ``sim_a``/``sim_b`` (``engine_a:=``, else ``engine:=``)."""
+    return a.get(f'engine_{role}', '') or a['engine']
+
+
 def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
            commands_from: str | None, publish_clock: bool,
-           remaps: tuple[tuple[str, str], ...] = ()) -> NodeSpec:
+           remaps: tuple[tuple[str, str], ...] = (), engine: str = '') -> NodeSpec:
     """Return a sim bridge (its settings pre-validated with the node's own config class)."""
     params = {
-        'robot': a['robot'], 'scene': a['scene'], 'overlay': overlay,
+        'robot': a['robot'], 'engine': engine or a['engine'], 'scene': a['scene'],
+        'overlay': overlay,
         'randomization': a['randomization'], 'seed': typed(a, 'seed', int, 'an integer'),
         'timing_mode': a['timing'],
         'publish_rate_hz': typed(a, 'rate', float, 'a number (Hz)'),

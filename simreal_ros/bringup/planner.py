@@ -22,7 +22,7 @@ from simreal_ros.bringup.arguments import (
     parse_args,
     parse_cli_args,
 )
-from simreal_ros.bringup.plan_bridge import bridge
+from simreal_ros.bringup.plan_bridge import bridge, engine_of
 from simreal_ros.bringup.plan_camera import camera_drivers
 from simreal_ros.bringup.plan_excite import excite
 from simreal_ros.bringup.plan_hardware import real_driver
@@ -65,9 +65,9 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         require('sim_bridge', 'backend:=sim2sim')
         commands = ns(root, 'backend') if profile is not None else root or ''
         nodes.append(bridge(a, 'sim_bridge', ns(root, 'sim_a'), a['overlay'], commands,
-                            True, moved))
+                            True, moved, engine_of(a, 'a')))
         nodes.append(bridge(a, 'sim_bridge', ns(root, 'sim_b'), a['overlay_b'], commands,
-                            False))
+                            False, engine=engine_of(a, 'b')))
         if profile is not None:
             nodes.append(injector(a, root, 'sim_a', with_imu))
     elif backend in ('real', 'twin'):

@@ -77,6 +77,11 @@ def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
         raise PlanError('record_topics:= needs at least one topic name or pattern (or "*")')
     embed, custom = config_files(args)
     custom.append(f'backend={args["backend"]}')
+    if args['backend'] == 'sim2sim':  # the gap report names the engines of the pair
+        from simreal_ros.bringup.plan_bridge import engine_of
+        custom += [f'engine_a={engine_of(args, "a")}', f'engine_b={engine_of(args, "b")}']
+    elif args['backend'] in ('sim', 'twin'):
+        custom.append(f'engine={args.get("engine", "")}')
     primary, secondary = PAIRING.get(args['backend'], ('', ''))
     if primary and args.get('latency'):
         # the injector delays the primary's contract topic: compare the undelayed stream

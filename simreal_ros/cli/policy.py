@@ -47,12 +47,13 @@ def cmd_eval(ns: argparse.Namespace) -> int:
     from simreal_ros.bringup.planner import parse_cli_args
     from simreal_ros.core.netenv import ros_env
     extra = parse_cli_args(ns.args)
-    for key in ('backend', 'policy', 'policy_autostart', 'excite'):
+    for key in ('backend', 'engine', 'policy', 'policy_autostart', 'excite'):
         if key in extra:
-            raise SimrealError(f'{key}:= is set by simreal eval itself; use --backend/--policy')
-    settings = EvalSettings(backend=ns.backend, policy=ns.policy, episodes=ns.episodes,
-                            seed=ns.seed, tolerance_rad=ns.tolerance, goal_timeout_s=ns.timeout,
-                            launch_args=extra)
+            raise SimrealError(f'{key}:= is set by simreal eval itself; use '
+                               f'--backend/--engine/--policy')
+    settings = EvalSettings(backend=ns.backend, engine=ns.engine, policy=ns.policy,
+                            episodes=ns.episodes, seed=ns.seed, tolerance_rad=ns.tolerance,
+                            goal_timeout_s=ns.timeout, launch_args=extra)
     other = load_result(ns.compare) if ns.compare else None
     env = ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
     os.environ.update(env)
@@ -88,6 +89,8 @@ def add_commands(sub: Any) -> None:
                        'port:=, ...)')
     p.add_argument('--backend', default='sim', choices=['sim', 'sim2sim', 'real', 'twin'],
                    help='what the robot is [default: sim]')
+    p.add_argument('--engine', default='mujoco', choices=['mujoco', 'pybullet'],
+                   help='physics engine of the sim bridges [default: mujoco]')
     p.add_argument('--policy', default='simreal_arm_reach',
                    help='policy spec name or path [default: simreal_arm_reach]')
     p.add_argument('--episodes', type=int, default=20, help='goal episodes [default: 20]')

@@ -1,4 +1,4 @@
-"""Settings of the MuJoCo sim bridge node, validated without ROS."""
+"""Settings of the sim bridge node, validated without ROS."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from simreal_ros.core.validate import dataclass_from_mapping
 from simreal_ros.errors import ConfigError
 
 TIMING_MODES = ('realtime', 'lockstep', 'free')
+#: the physics engines (simreal_ros.sim.engines builds them; the first is the default)
+ENGINES = ('mujoco', 'pybullet')
 
 
 @dataclass(frozen=True)
 class SimBridgeConfig:
     """Parameters of ``simreal_sim_bridge`` (the ROS parameters have the same names).
 
+    * ``engine``: the physics engine, one of :data:`ENGINES` (docs/sim_bridge.md: what
+      PyBullet approximates).
     * ``timing_mode``: ``realtime`` paces physics to the wall clock; ``lockstep`` advances
       ``steps_per_tick`` physics steps only after a command answered the last published
       state; ``free`` runs as fast as the CPU allows. Lockstep and free imply ``sim_time``.
@@ -37,6 +41,7 @@ class SimBridgeConfig:
     """
 
     robot: str = 'simreal_arm'
+    engine: str = ENGINES[0]
     scene: str = ''
     overlay: str = ''
     randomization: str = ''
@@ -68,6 +73,8 @@ class SimBridgeConfig:
         if r > 0 and not self.resync_topic:
             raise ConfigError(src, 'resync_topic', 'the joint_states topic to re-sync to when '
                               'resync_period_s > 0', self.resync_topic)
+        if self.engine not in ENGINES:
+            raise ConfigError(src, 'engine', f'one of {ENGINES}', self.engine)
         if self.timing_mode not in TIMING_MODES:
             raise ConfigError(src, 'timing_mode', f'one of {TIMING_MODES}', self.timing_mode)
         for key in ('publish_rate_hz', 'diagnostics_period_s'):

@@ -1,4 +1,4 @@
-"""``simreal_sim_bridge``: the MuJoCo simulation as a robot on the topic contract.
+"""``simreal_sim_bridge``: the simulation (MuJoCo or PyBullet) as a robot on the topic contract.
 
 Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time),
 ``NAME/image_raw`` and ``NAME/camera_info`` per camera of the robot spec (``cameras``; rendered
@@ -7,7 +7,9 @@ on their own thread, :mod:`simreal_ros.sim.camera`) and ``/diagnostics``; subscr
 serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
 ``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`), optionally
 under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops beating its
-heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``.
+heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics name the
+engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's armature),
+which the bridge also warns about once at start.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ STALL_S = 1.0
 
 
 class SimBridge(Node):
-    """MuJoCo robot exposed over the topic contract."""
+    """A simulated robot exposed over the topic contract."""
 
     def __init__(self) -> None:
         super().__init__('sim_bridge')
@@ -57,7 +59,9 @@ class SimBridge(Node):
             self.robot, scene=load_scene(cfg.scene) if cfg.scene else None,
             overlay=load_overlay(cfg.overlay) if cfg.overlay else None,
             randomization=load_randomization(cfg.randomization) if cfg.randomization else None,
-            seed=cfg.seed)
+            seed=cfg.seed, engine=cfg.engine)
+        for note in self.sim.approximations():
+            self.get_logger().warning(f'{cfg.engine} approximates {note}')
         self.intake = CommandIntake(self.robot, self._log_rejection)
         self.names = self.robot.joint_names
         self.steps_per_publish = cfg.steps_per_publish(self.robot.timestep_s)
@@ -114,7 +118,8 @@ class SimBridge(Node):
                                        daemon=True)
         self.thread.start()
         self.get_logger().info(
-            f'{self.robot.name}: {self.robot.n} joints, dt={self.robot.timestep_s * 1e3:g} ms, '
+            f'{self.robot.name} in {self.sim.engine}: {self.robot.n} joints, '
+            f'dt={self.robot.timestep_s * 1e3:g} ms, '
             f'{cfg.timing_mode} mode, joint_states every {self.steps_per_publish} steps '
             f'({1e9 / self.period_ns:g} Hz), command delay {self.sim.delay_steps} steps'
             + (', paused' if self.paused else ''))
@@ -376,6 +381,8 @@ class SimBridge(Node):
         if self.stats['physics_error']:
             level, message = 'error', f'physics thread failed: {self.stats["physics_error"]}'
         values: dict[str, object] = {
+            'engine': self.sim.engine,
+            'engine_approximations': '; '.join(self.sim.approximations()) or 'none',
             'timing_mode': self.cfg.timing_mode, 'robot': self.robot.name,
             'sim_time_s': sim_ns / 1e9, 'real_time_factor': (sim_ns - sim0) / dt_wall,
             'step_rate_hz': (steps - steps0) * 1e9 / dt_wall, 'paused': self.paused,

@@ -55,7 +55,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
 
 def cmd_gap(ns: argparse.Namespace) -> int:
     """Write the gap report of a bag."""
-    from simreal_ros.report.gap_report import write_report
+    from simreal_ros.report.gap_report import side_label, write_report
     m = write_report(ns.bag, ns.out, ns.primary, ns.secondary, ns.max_lag, ns.resync_topic,
                      progress=not ns.quiet)
     if ns.json:
@@ -63,7 +63,8 @@ def cmd_gap(ns: argparse.Namespace) -> int:
         return 0
     gap = m.get('gap')
     if gap:
-        print(f'{m["pairing"]["primary"]} vs {m["pairing"]["secondary"]}: {gap["pairs"]} pairs, '
+        p = m['pairing']
+        print(f'{side_label(p, "primary")} vs {side_label(p, "secondary")}: {gap["pairs"]} pairs, '
               f'lag {gap["lag_ms"]} ms')
         for n, j in gap['per_joint'].items():
             print(f'  {n:<16} rmse {j["rmse_rad"]:.5f} rad  max {j["max_abs_rad"]:.5f} rad')

@@ -105,7 +105,10 @@ def analyse(ep: Episode, primary: str | None, secondary: str | None,
             stamps = ep.stamps.get(resync_topic)
             resync = (stamps if stamps is not None else ep.receive[resync_topic]).tolist()
         summary = summarize(pa, se, max_lag_ns=int(max_lag_s * 1e9), resync_ns=resync)
-        out['pairing'] = {'primary': primary, 'secondary': secondary}
+        cd = ep.info.custom_data
+        out['pairing'] = {'primary': primary, 'secondary': secondary,
+                          'primary_engine': cd.get('engine_a', ''),
+                          'secondary_engine': cd.get('engine_b', cd.get('engine', ''))}
         out['gap'] = summary.as_dict()
     out['injector'] = _latency_stats(ep)
     return out
@@ -207,14 +210,21 @@ def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
     return f'<table><tr>{th}</tr>{body}</table>'
 
 
+def side_label(pairing: dict[str, Any], role: str) -> str:
+    """``topic`` or ``topic (engine)`` when the bag names the engine of that side."""
+    engine = pairing.get(f'{role}_engine', '')
+    return f'{pairing[role]} ({engine})' if engine else str(pairing[role])
+
+
 def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
     parts = [f'<h1>simreal gap report</h1><p>bag <code>{html.escape(metrics["bag"])}</code>, '
              f'{metrics["duration_s"]:.2f} s, {metrics["message_count"]} messages</p>']
     gap = metrics.get('gap')
     if gap:
         p = metrics['pairing']
-        parts.append(f'<h2>Gap: {html.escape(p["primary"])} vs {html.escape(p["secondary"])}'
-                     f'</h2><p>{gap["pairs"]} paired samples; lag '
+        parts.append(f'<h2>Gap: {html.escape(side_label(p, "primary"))} vs '
+                     f'{html.escape(side_label(p, "secondary"))}</h2>'
+                     f'<p>{gap["pairs"]} paired samples; lag '
                      f'{gap["lag_ms"] if gap["lag_ms"] is None else round(gap["lag_ms"], 3)} '
                      f'ms (secondary behind primary); {gap["resyncs"]} re-syncs</p>')
         parts.append(_table([[n, m['rmse_rad'], m['max_abs_rad'], m['mean_rad'],

@@ -169,6 +169,10 @@ class SimBackend(ABC):
         while pending and pending[0][0] <= self.step_count:
             self._apply(pending.popleft()[1])
 
+    def approximations(self) -> tuple[str, ...]:
+        """Return what the engine approximates of the current dynamics, one line each."""
+        return ()
+
     # ---- engine primitives -----------------------------------------------------------------
     @abstractmethod
     def nominal_params(self) -> DynamicsParams:

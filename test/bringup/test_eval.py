@@ -35,10 +35,16 @@ def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
         [[round(float(x), 6) for x in g] for g in episode_goals('simreal_arm', 0, 3, 0.25)]
     first = tmp_path / 'nominal.json'
     first.write_text(r.stdout)
-    r2 = simreal(args[:-1] + ['rate:=50', 'overlay:=worn_arm', '--compare', str(first)],
-                 ros_env)
+    # the same episodes in the other engine, with a worn arm: the policy was trained in MuJoCo
+    r2 = simreal(args[:-1] + ['rate:=50', 'overlay:=worn_arm', '--engine', 'pybullet',
+                              '--compare', str(first)], ros_env)
     assert r2.returncode == 0, r2.stderr[-3000:]
     res2 = json.loads(r2.stdout)
+    assert res2['settings']['engine'] == 'pybullet'
+    assert res2['metrics']['success_rate'] == 1.0, res2['episodes']
+    assert res2['gap']['backends'] == [
+        'sim (pybullet) timing:=lockstep rate:=50 overlay:=worn_arm',
+        'sim (mujoco) timing:=lockstep rate:=50']
     assert set(res2['gap']['gap']) == {'success_rate', 'time_to_goal_mean_s',
                                        'final_error_median_rad', 'tracking_rmse_mean_rad'}
     assert res2['gap']['gap']['time_to_goal_mean_s'] == pytest.approx(
@@ -74,7 +80,7 @@ def test_gap_between_two_runs_of_the_same_episodes(tmp_path):
     sim = run('sim', [True, True, True, True], [1.0, 1.2, 1.1, 0.9])
     real = run('real', [True, False, True, True], [1.5, 0.0, 1.3, 1.0])
     g = compare(sim, real)
-    assert g['backends'] == ['sim', 'real']
+    assert g['backends'] == ['sim (mujoco)', 'real']
     assert g['gap']['success_rate'] == pytest.approx(0.25)
     assert g['gap']['time_to_goal_mean_s'] == pytest.approx(abs(1.05 - 3.8 / 3))
     assert g['episodes_with_same_outcome'] == 3

@@ -20,7 +20,7 @@ from simreal_ros.errors import PlanError, SimrealError
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO / 'launch' / 'bringup.launch.py'
 
-BRIDGE_PARAMS = {'robot', 'scene', 'overlay', 'randomization', 'seed', 'timing_mode',
+BRIDGE_PARAMS = {'robot', 'engine', 'scene', 'overlay', 'randomization', 'seed', 'timing_mode',
                  'publish_rate_hz', 'sim_time', 'publish_clock', 'start_paused',
                  'lockstep_timeout_s', 'cameras'}
 
@@ -48,7 +48,8 @@ def test_sim_default() -> None:
     assert not n.exit_ends_launch
     assert set(n.parameters) == BRIDGE_PARAMS
     assert n.parameters == {
-        'robot': 'simreal_arm', 'scene': '', 'overlay': '', 'randomization': '', 'seed': 0,
+        'robot': 'simreal_arm', 'engine': 'mujoco', 'scene': '', 'overlay': '',
+        'randomization': '', 'seed': 0,
         'timing_mode': 'realtime', 'publish_rate_hz': 200.0, 'sim_time': False,
         'publish_clock': True, 'start_paused': False, 'lockstep_timeout_s': 0.0,
         'cameras': True}
@@ -98,6 +99,23 @@ def test_sim2sim() -> None:
     assert b.parameters['overlay'] == 'worn_arm'
     same = BRIDGE_PARAMS - {'publish_clock', 'overlay'}
     assert {k: a.parameters[k] for k in same} == {k: b.parameters[k] for k in same}
+
+
+def test_engine_reaches_the_bridges_and_sim2sim_sides_take_their_own() -> None:
+    (n,) = plan({'engine': 'pybullet'})
+    assert n.parameters['engine'] == 'pybullet'
+    a, b = plan({'backend': 'sim2sim', 'engine_b': 'pybullet'})
+    assert (a.parameters['engine'], b.parameters['engine']) == ('mujoco', 'pybullet')
+    a, b = plan({'backend': 'sim2sim', 'engine': 'pybullet', 'engine_a': 'mujoco'})
+    assert (a.parameters['engine'], b.parameters['engine']) == ('mujoco', 'pybullet')
+
+
+@pytest.mark.parametrize('arg', ['engine', 'engine_a', 'engine_b'])
+def test_an_unknown_engine_is_refused_before_any_node_starts(arg: str) -> None:
+    with pytest.raises(PlanError) as err:
+        plan({'backend': 'sim2sim', arg: 'bullet3'})
+    assert str(err.value).startswith(f"{arg}:='bullet3' is not valid; choose one of [")
+    assert "'pybullet'" in str(err.value)
 
 
 def test_sim2sim_only_one_clock_in_every_timing() -> None:

@@ -35,7 +35,14 @@ def test_sim2sim_pairs_sim_a_with_sim_b_and_embeds_configs(tmp_path):
     assert all(Path(v).is_file() for v in embedded.values())
     assert embedded['robot_spec.urdf'].endswith('simreal_arm.urdf')
     assert 'backend=sim2sim' in p['custom_data']
+    assert {'engine_a=mujoco', 'engine_b=mujoco'} <= set(p['custom_data'])
     assert p['use_sim_time'] is False
+
+
+def test_sim2sim_across_engines_names_both_in_the_bag():
+    rec = _recorder(plan({'backend': 'sim2sim', 'record': 'true', 'engine_b': 'pybullet'}))
+    engines = [c for c in rec.parameters['custom_data'] if c.startswith('engine')]
+    assert engines == ['engine_a=mujoco', 'engine_b=pybullet']
 
 
 def test_policy_spec_and_its_weights_are_embedded_and_hashed():

@@ -37,6 +37,7 @@ def test_uses_sim_time(mode: str, sim_time: bool, expected: bool) -> None:
     ({'timing_mode': 'slow'}, 'timing_mode', "one of ('realtime', 'lockstep', 'free')"),
     ({'timing_mode': 'Realtime'}, 'timing_mode', 'one of'),
     ({'timing_mode': ''}, 'timing_mode', 'one of'),
+    ({'engine': 'bullet'}, 'engine', "one of ('mujoco', 'pybullet')"),
     ({'publish_rate_hz': 0.0}, 'publish_rate_hz', 'a number > 0'),
     ({'publish_rate_hz': -200.0}, 'publish_rate_hz', 'a number > 0'),
     ({'publish_rate_hz': math.nan}, 'publish_rate_hz', 'a number > 0'),

@@ -204,10 +204,12 @@ def test_live_gap_error_topic_and_diagnostics(start_node, ros_client, tmp_path):
 
 
 def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
+    """Cross-engine sim2sim: sim_a in MuJoCo, sim_b a worn arm in PyBullet."""
     bag = tmp_path / 'run'
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=sim2sim',
                         'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=7',
-                        'overlay_b:=worn_arm'], env=ros_env, capture_output=True, text=True,
+                        'overlay_b:=worn_arm', 'engine_b:=pybullet'], env=ros_env,
+                       capture_output=True, text=True,
                        timeout=180)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     with BagReader(bag) as b:
@@ -216,6 +218,7 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     for t in ('/sim_a/joint_states', '/sim_b/joint_states', '/joint_commands', '/diagnostics'):
         assert topics[t][1] > 0, topics
     assert cd['backend'] == 'sim2sim' and cd['overlay_b.argument'] == 'worn_arm'
+    assert (cd['engine_a'], cd['engine_b']) == ('mujoco', 'pybullet')
     assert 'joints:' in cd['overlay_b'] and len(cd['robot_spec.sha256']) == 64
     assert cd['simreal_version'] and cd['git_revision']
     out = tmp_path / 'report'
@@ -224,7 +227,11 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     assert g.returncode == 0, g.stderr
     m = json.loads(g.stdout)
     assert m['pairing']['primary'] == '/sim_a/joint_states' and m['gap']['pairs'] > 100
+    assert (m['pairing']['primary_engine'], m['pairing']['secondary_engine']) == (
+        'mujoco', 'pybullet')
     assert (out / 'report.html').stat().st_size > 10_000
+    assert ('Gap: /sim_a/joint_states (mujoco) vs /sim_b/joint_states (pybullet)'
+            in (out / 'report.html').read_text())
     c = subprocess.run([sys.executable, '-m', 'simreal_ros', 'check', str(bag), '--json'],
                        capture_output=True, text=True, timeout=120)
     verdict = json.loads(c.stdout)
@@ -234,9 +241,13 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     # /diagnostics (every node publishes it) is no stream to judge
     assert '/diagnostics: several publishers by design, not one stream' in verdict['skipped']
     # what load cannot change: ordering, the recorder's own queue, limits and efforts
+    # (on sim_a: PyBullet's armature approximation loads sim_b's shoulder with the rotor
+    # inertia of the pitch joints above it, 0.034 instead of 0.012 kg m^2, and the worn arm
+    # saturates there on the chirp: 14 % of the samples in one run; docs/sim_bridge.md)
     by_check: dict[str, list[bool]] = {}
     for f in verdict['findings']:
-        by_check.setdefault(f['check'], []).append(f['passed'])
+        if f['check'] != 'saturated_effort' or f['subject'].startswith('/sim_a/'):
+            by_check.setdefault(f['check'], []).append(f['passed'])
     for check in ('non_monotonic', 'recorder_dropped', 'commands_at_limits',
                   'saturated_effort'):
         assert by_check[check] and all(by_check[check]), (check, c.stdout)

@@ -1,4 +1,9 @@
-"""The sim bridge node over real DDS: a subprocess bridge and an in-process client."""
+"""The sim bridge node over real DDS: a subprocess bridge and an in-process client.
+
+The contract tests (topics, IMU, diagnostics, tracking; reset/pause/step; lockstep with a scene
+and randomization) run on every engine of ``ENGINES``; the rest on the default engine, since
+what they test (command validation, parameters, re-sync) is the node's, not the engine's.
+"""
 
 import time
 
@@ -13,6 +18,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
+from simreal_ros.sim.engines import ENGINES
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
@@ -42,11 +48,13 @@ def command(names: list, positions: list) -> JointState:
     return msg
 
 
-def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_client):
+@pytest.mark.parametrize('engine', ENGINES)
+def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_client, engine):
     states = ros_client.collect(JointState, 'joint_states')
     imu = ros_client.collect(Imu, 'imu/data')
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    bridge = start_node('sim_bridge', publish_rate_hz=200.0, diagnostics_period_s=0.5)
+    bridge = start_node('sim_bridge', publish_rate_hz=200.0, diagnostics_period_s=0.5,
+                        engine=engine)
     ros_client.wait_for(lambda: len(states) > 20, 20, 'joint_states')
     n0 = len(states)
     time.sleep(2.0)
@@ -59,6 +67,8 @@ def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_cli
     assert np.all(np.diff(stamps) > 0), 'stamps must increase'
     assert abs(stamps[-1] - time.time_ns()) < 1e9  # wall-clock stamps in realtime mode
     assert imu and latest(imu).header.frame_id == 'imu_link'
+    acc = latest(imu).linear_acceleration
+    assert np.linalg.norm([acc.x, acc.y, acc.z]) == pytest.approx(9.81, abs=0.1)  # at rest
 
     pub = ros_client.publisher(JointState, 'joint_commands')
     target = ROBOT.home + np.array([0.3, -0.2, 0.25, 0.4, -0.3, 0.5])
@@ -69,6 +79,12 @@ def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_cli
                         5, 'the command counted on /diagnostics')
     v = values(bridge_status(diags))
     assert v['timing_mode'] == 'realtime' and float(v['real_time_factor']) > 0.5
+    assert v['engine'] == engine
+    if engine == 'pybullet':  # the robot spec's armature has no PyBullet equivalent
+        assert v['engine_approximations'].startswith('armature: added to the child link')
+        assert 'pybullet approximates armature' in bridge.output()
+    else:
+        assert v['engine_approximations'] == 'none'
     assert bridge.proc.poll() is None, bridge.output()
 
 
@@ -108,9 +124,10 @@ def test_nan_and_unknown_joint_commands_are_rejected_and_the_target_held(start_n
                                     for _t, a in diags for s in a.status), 5, 'a WARN status')
 
 
-def test_reset_pause_and_single_step(start_node, ros_client):
+@pytest.mark.parametrize('engine', ENGINES)
+def test_reset_pause_and_single_step(start_node, ros_client, engine):
     states = ros_client.collect(JointState, 'joint_states')
-    start_node('sim_bridge', name='bridge', publish_rate_hz=100.0)
+    start_node('sim_bridge', name='bridge', publish_rate_hz=100.0, engine=engine)
     ros_client.wait_for(lambda: len(states) > 5, 20, 'joint_states')
     pub = ros_client.publisher(JointState, 'joint_commands')
     pub.publish(command(['base_yaw'], [1.0]))
@@ -138,7 +155,8 @@ def test_reset_pause_and_single_step(start_node, ros_client):
     assert not res.success and 'paused' in res.message
 
 
-def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool) -> np.ndarray:
+def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool,
+                 engine: str) -> np.ndarray:
     """Drive a lockstep bridge in namespace ``ns`` with one command per state."""
     pub = ros_client.publisher(JointState, f'/{ns}/joint_commands')
     rng = np.random.default_rng(5)
@@ -158,17 +176,20 @@ def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool) -> np
 
     ros_client.collect(JointState, f'/{ns}/joint_states', callback=answer)
     start_node('sim_bridge', namespace=f'/{ns}', timing_mode='lockstep', publish_rate_hz=50.0,
-               publish_clock=clock, scene='tabletop', randomization='default', seed=11)
+               publish_clock=clock, scene='tabletop', randomization='default', seed=11,
+               engine=engine)
     ros_client.wait_for(lambda: len(received) > ticks, 60, f'{ticks} lockstep ticks in {ns}')
     time.sleep(0.3)
     assert len(received) == ticks + 1, 'lockstep must not advance without a command'
     return np.array(received)
 
 
-def test_lockstep_is_deterministic_and_waits_for_the_controller(start_node, ros_client):
+@pytest.mark.parametrize('engine', ENGINES)
+def test_lockstep_is_deterministic_and_waits_for_the_controller(start_node, ros_client,
+                                                                engine):
     clock = ros_client.collect(Clock, '/clock')
-    a = lockstep_run(ros_client, start_node, 'a', 60, True)
-    b = lockstep_run(ros_client, start_node, 'b', 60, False)
+    a = lockstep_run(ros_client, start_node, 'a', 60, True, engine)
+    b = lockstep_run(ros_client, start_node, 'b', 60, False, engine)
     assert np.array_equal(a, b)
     assert np.abs(a[-1] - a[0]).max() > 0.05  # it really moved
     stamps = [messages.stamp_to_ns(m.clock) for _t, m in clock]

@@ -37,7 +37,7 @@ def test_engine_names_itself_and_its_capabilities(engine):
 
 
 def test_an_unknown_engine_is_one_clear_error():
-    with pytest.raises(ModelError, match=r"engine 'nope': expected one of mujoco"):
+    with pytest.raises(ModelError, match=r"engine 'nope': expected one of mujoco, pybullet"):
         make_sim(ROBOT, engine='nope')
 
 

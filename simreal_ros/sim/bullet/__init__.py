@@ -1,0 +1,1 @@
+"""PyBullet behind :class:`simreal_ros.sim.backend.SimBackend`: model building and physics."""
