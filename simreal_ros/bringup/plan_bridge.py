@@ -7,7 +7,7 @@ from typing import Mapping
 from simreal_ros.bringup.arguments import ns, typed
 from simreal_ros.bringup.plan_camera import sim_renders_cameras
 from simreal_ros.bringup.spec import NodeSpec
-from simreal_ros.core.bridge_config import SimBridgeConfig
+from simreal_ros.core.bridge_config import RENDERING_ENGINES, SimBridgeConfig
 from simreal_ros.errors import ConfigError, PlanError
 
 
@@ -20,8 +20,9 @@ def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
            commands_from: str | None, publish_clock: bool,
            remaps: tuple[tuple[str, str], ...] = (), engine: str = '') -> NodeSpec:
     """Return a sim bridge (its settings pre-validated with the node's own config class)."""
+    engine = engine or a['engine']
     params = {
-        'robot': a['robot'], 'engine': engine or a['engine'], 'scene': a['scene'],
+        'robot': a['robot'], 'engine': engine, 'scene': a['scene'],
         'overlay': overlay,
         'randomization': a['randomization'], 'seed': typed(a, 'seed', int, 'an integer'),
         'timing_mode': a['timing'],
@@ -29,7 +30,9 @@ def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
         'sim_time': a['sim_time'] == 'true', 'publish_clock': publish_clock,
         'start_paused': a['paused'] == 'true',
         'lockstep_timeout_s': typed(a, 'lockstep_timeout', float, 'a number of seconds'),
-        'cameras': sim_renders_cameras(a),
+        # cameras:=auto renders where the engine can; cameras:=true insists (checked below)
+        'cameras': sim_renders_cameras(a) and (engine in RENDERING_ENGINES
+                                               or a['cameras'] == 'true'),
     }
     try:
         SimBridgeConfig.from_mapping(params)

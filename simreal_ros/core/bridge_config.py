@@ -13,6 +13,8 @@ from simreal_ros.errors import ConfigError
 TIMING_MODES = ('realtime', 'lockstep', 'free')
 #: the physics engines (simreal_ros.sim.engines builds them; the first is the default)
 ENGINES = ('mujoco', 'pybullet')
+#: the engines that render the robot spec's cameras (their ``capabilities.cameras``)
+RENDERING_ENGINES = ('mujoco',)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,10 @@ class SimBridgeConfig:
                               'resync_period_s > 0', self.resync_topic)
         if self.engine not in ENGINES:
             raise ConfigError(src, 'engine', f'one of {ENGINES}', self.engine)
+        if self.cameras and self.engine not in RENDERING_ENGINES:
+            raise ConfigError(src, 'cameras', f'false: the {self.engine} engine does not render '
+                              f'cameras (engines that do: {", ".join(RENDERING_ENGINES)})',
+                              self.cameras)
         if self.timing_mode not in TIMING_MODES:
             raise ConfigError(src, 'timing_mode', f'one of {TIMING_MODES}', self.timing_mode)
         for key in ('publish_rate_hz', 'diagnostics_period_s'):

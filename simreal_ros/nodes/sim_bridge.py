@@ -109,9 +109,6 @@ class SimBridge(Node):
                                      qos.STATE)
             self.create_timer(cfg.resync_period_s, self._resync)
 
-        if cfg.cameras and self.robot.cameras and not self.sim.capabilities.cameras:
-            raise ConfigError('sim_bridge', 'cameras', f'false: the {self.sim.engine} engine '
-                              f'does not render cameras', cfg.cameras)
         self.cameras = (SimCameras(self, self.sim, self.robot.cameras)
                         if cfg.cameras and self.robot.cameras else None)
         self.thread = threading.Thread(target=self._physics_thread, name='physics',
