@@ -32,7 +32,6 @@ from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
-from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.camera import SimCameras
 from simreal_ros.ros.params import declare_dataclass

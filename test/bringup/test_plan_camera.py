@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from plans import plan_without_tf as plan
 import pytest
 import yaml
 
-from simreal_ros.bringup.planner import plan
 from simreal_ros.core.camera import CameraDriverConfig
 from simreal_ros.errors import PlanError
 
