@@ -63,7 +63,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check simreal_ros test bench launch tools setup.py
-	$(BIN)/mypy simreal_ros/core
+	$(BIN)/mypy simreal_ros
 
 clean:
 	rm -rf $(foreach d,$(DISTROS),$(call venv_of,$(d))) build install log *.egg-info

@@ -24,7 +24,7 @@ BACKEND_KINDS = ('sim_bridge', 'dynamixel_driver', 'external_adapter')
 def state_publishers(a: Mapping[str, str], nodes: list[NodeSpec]) -> list[NodeSpec]:
     """Return a state publisher for each backend in ``nodes`` (the first one is primary)."""
     root = ns(a['namespace'])
-    out = []
+    out: list[NodeSpec] = []
     for spec in (n for n in nodes if n.kind in BACKEND_KINDS):
         rel = spec.namespace[len(root):].strip('/')
         if not out:

@@ -85,6 +85,7 @@ class DynamixelDriver(Node):
                                                      return_delay_s=cfg.return_delay_us * 1e-6))
         self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))
         self.rt_state: ThreadRt | None = None
+        self.rt_others: ThreadRt | None = None  # set by start_rt
         self._cycle_mark = (time.monotonic_ns(), 0)
         state = self._start_bus()
         self.lock = threading.Lock()  # guards control's command side, intake, health, stats
@@ -450,7 +451,7 @@ class DynamixelDriver(Node):
             'cycle_rate_limit_hz': self.cycle_limit_hz,
             'bus_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
-            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
+            **(self.rt_others.values() if self.rt_others is not None else {}),
             **{f'comm.{k}': v for k, v in self.bus.comm_errors.items()},
             **{f'publish_{k}': v for k, v in self.publish_stats.summary().items()},
             **hw,

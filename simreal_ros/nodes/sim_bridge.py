@@ -79,6 +79,7 @@ class SimBridge(Node):
         self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
         self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), 5 * self.period_ns))
         self.rt_state: ThreadRt | None = None
+        self.rt_others: ThreadRt | None = None  # set by start_rt
 
         self.pub_state = self.create_publisher(JointState, 'joint_states', qos.STATE)
         self.pub_imu = (self.create_publisher(Imu, 'imu/data', qos.STATE)
@@ -396,7 +397,7 @@ class SimBridge(Node):
             'physics_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
             **(self.rt_state.values() if self.rt_state is not None else {}),
             **(self.cameras.values() if self.cameras is not None else {}),
-            **(self.rt_others.values() if getattr(self, 'rt_others', None) else {}),
+            **(self.rt_others.values() if self.rt_others is not None else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
         }
         arr = DiagnosticArray()

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 import re
 import time
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -222,7 +222,8 @@ def build_network(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Any:
             self.skip = nn.Linear(obs_dim, act_dim, bias=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.mlp(x) + self.skip(x)
+            out: torch.Tensor = self.mlp(x) + self.skip(x)
+            return out
 
     return ReachMLP()
 
@@ -234,10 +235,12 @@ def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
     Also reported per latency preset (``by_preset``: goals and success rate), with the
     fraction of control steps the node would have held on stale observations.
     """
-    cfg = worlds[0].cfg
+    cfg = cast(TrainConfig, worlds[0].cfg)  # the worlds of train() are built from one
     ticks = int(math.ceil(cfg.goal_timeout_s / worlds[0].tick_s))
     dwell = max(1, int(math.ceil(cfg.dwell_s / worlds[0].tick_s)))
-    hits, times, errors = 0, [], []
+    hits = 0
+    times: list[float] = []
+    errors: list[float] = []
     per: dict[str, list[int]] = {}
     for w in worlds:
         w.reset()
@@ -259,10 +262,11 @@ def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
             errors.append(w.goal_error())
             counts = per.setdefault(w.preset_name or 'nominal', [0, 0])
             counts[0] += 1
-            if reached[i] is not None:
+            t = reached[i]
+            if t is not None:
                 hits += 1
                 counts[1] += 1
-                times.append(reached[i])
+                times.append(t)
     n = goals_per_world * len(worlds)
     ticks_all = sum(w.ticks for w in worlds)
     return {'goals': n, 'success_rate': hits / n if n else float('nan'),
@@ -327,7 +331,7 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
                 b = perm[s:s + cfg.batch_size]
                 loss = torch.nn.functional.mse_loss(net(x[b]), y[b])
                 opt.zero_grad()
-                loss.backward()
+                loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()
                 loss_sum += float(loss.detach())
                 batches += 1

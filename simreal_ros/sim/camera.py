@@ -61,7 +61,8 @@ def to_encoding(rgb: Image, encoding: str) -> Image:
         return np.ascontiguousarray(rgb[:, :, ::-1])
     # ITU-R BT.601 luma, as OpenCV's COLOR_RGB2GRAY
     grey = rgb @ np.array([0.299, 0.587, 0.114])
-    return np.clip(grey + 0.5, 0, 255).astype(np.uint8)
+    mono: Image = np.clip(grey + 0.5, 0, 255).astype(np.uint8)
+    return mono
 
 
 class RenderThread:

@@ -41,7 +41,7 @@ import math
 import time
 from typing import Any, Callable, Sequence
 
-from mujoco import minimize as mj_minimize  # type: ignore[attr-defined]
+from mujoco import minimize as mj_minimize
 import mujoco.sysid as mjs
 import numpy as np
 import numpy.typing as npt
@@ -300,7 +300,7 @@ class Fitter:
         lo, hi = self.bounds()
         jac, _ = mj_minimize.jacobian_fd(lambda xs: self.residuals(xs), x[:, None], r[:, None],
                                          np.float64(FD_STEP), 0, [lo[:, None], hi[:, None]])
-        sigma, _ = mjs.calculate_intervals([r], jac)  # type: ignore[no-untyped-call]
+        sigma, _ = mjs.calculate_intervals([r], jac)
         rho = _lag1(r, [len(s.states) for s in self.segments], self.rp.robot.n)
         inflate = math.sqrt((1 + rho) / max(1 - rho, 1e-6))
         sd = np.sqrt(np.clip(np.diag(sigma), 0, None)) * inflate

@@ -48,7 +48,7 @@ import sys
 import termios
 import time
 import tty
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -472,7 +472,7 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
     emu = BusEmulator(arm, link_path, baud, fault_cfg,
                       trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
-    cameras: list = []
+    cameras: list[Any] = []
     if camera:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
         from simreal_ros.hardware.emulator.virtual_camera import start_cameras
         cameras = start_cameras(arm, reality, camera_port, camera_faults, emu.echo)

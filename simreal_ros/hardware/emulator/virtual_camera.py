@@ -93,7 +93,7 @@ class Optics:
 
     def apply(self, rgb: Image) -> Image:
         """Return the frame the sensor delivers (RGB) for an ideal render."""
-        img = rgb
+        img: npt.NDArray[Any] = rgb
         if self.maps is not None:
             img = cv2.remap(img, self.maps[0], self.maps[1], cv2.INTER_LINEAR,
                             borderMode=cv2.BORDER_CONSTANT)
@@ -102,7 +102,8 @@ class Optics:
         out = img.astype(np.float32) * self.colour
         if self.r.noise_std > 0:
             out += self.rng.normal(0.0, self.r.noise_std, out.shape).astype(np.float32)
-        return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+        frame: Image = np.clip(out + 0.5, 0, 255).astype(np.uint8)
+        return frame
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 import math
 import os
 import sys
-from typing import Iterator
+from typing import Any, Iterator
 from xml.etree import ElementTree
 
 import numpy as np
@@ -227,8 +227,10 @@ class World:
                        self.ff.tolist(), self.effort_limit.tolist(), self.damping.tolist(),
                        strict=True))
         q, qd = self.q.tolist(), self.qd.tolist()
-        prev_q, prev_qd = self.prev_q, self.prev_qd
-        effort = self.effort
+        # arrays until the first step, then the step's lists (converted back below)
+        prev_q: Any = self.prev_q
+        prev_qd: Any = self.prev_qd
+        effort: Any = self.effort
         for _ in range(n):
             total = sum(q) + sum(qd)
             if total - total != 0.0:  # NaN or inf somewhere

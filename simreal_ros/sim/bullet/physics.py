@@ -109,7 +109,8 @@ class BulletSim(SimBackend):
 
     def joint_positions(self) -> FloatArray:
         """Return the joint angles (a copy)."""
-        return self.world.q.copy()
+        q: FloatArray = self.world.q.copy()
+        return q
 
     def joint_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Return angles, velocities and the servo torques the last step applied."""

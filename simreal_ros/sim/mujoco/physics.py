@@ -111,7 +111,8 @@ class MujocoSim(SimBackend):
 
     def joint_positions(self) -> FloatArray:
         """Return ``qpos`` of the robot joints (a copy: index arrays copy)."""
-        return self.data.qpos[self.built.qpos_adr]
+        q: FloatArray = self.data.qpos[self.built.qpos_adr]
+        return q
 
     def joint_state(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Return ``qpos``, ``qvel``, ``qfrc_actuator`` of the robot joints as they are."""
@@ -186,7 +187,8 @@ class MujocoSim(SimBackend):
 
     def render_state(self) -> FloatArray:
         """Return ``qpos`` (a view)."""
-        return self.data.qpos  # a view: RenderThread.offer copies it when a frame is due
+        qpos: FloatArray = self.data.qpos  # a view: RenderThread.offer copies it when due
+        return qpos
 
     def camera_renderer(self, cameras: Sequence[CameraSpec]) -> MujocoCameraRenderer:
         """Return an offscreen MuJoCo renderer of ``cameras`` with its own ``MjData``."""
