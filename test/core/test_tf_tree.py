@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 import pytest
-from simreal_ros.sim.model import build_model
 from transforms3d import euler, quaternions
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.tf_tree import TfTree, Transform, compose, parse_urdf
 from simreal_ros.errors import ConfigError
+from simreal_ros.sim.mujoco.model import build_model
 
 ROBOT = load_robot('simreal_arm')
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
-from simreal_ros.sim.model import build_model
 from startup import start_up_error
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -13,6 +12,7 @@ from transforms3d import affines, quaternions
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages, qos
+from simreal_ros.sim.mujoco.model import build_model
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
