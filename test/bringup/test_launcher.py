@@ -30,7 +30,7 @@ def test_sim_with_excitation_runs_to_completion_and_exits_zero(ros_env):
     text = '\n'.join(lines)
     assert code == 0, text
     assert '[launch] stopping: /excite finished' in text
-    assert any(re.match(r'\[sim_bridge *\]', line) and 'simreal_arm: 6 joints' in line
+    assert any(re.match(r'\[sim_bridge *\]', line) and 'simreal_arm in mujoco: 6 joints' in line
                for line in lines), text
     assert any(re.match(r'\[excite *\]', line) and 'done:' in line for line in lines), text
     assert '/sim_bridge exited with code 0' in text
@@ -127,7 +127,8 @@ def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     assert summary['commands_rejected'] == 0
     gap = summary['gap']
     assert gap['pairing'] == {'primary': '/backend/joint_states',
-                              'secondary': '/twin/joint_states'}
+                              'secondary': '/twin/joint_states',
+                              'primary_engine': '', 'secondary_engine': 'mujoco'}  # real robot
     assert gap['pairs'] > 50 and set(gap['per_joint']) == set(summary['tracking']['joints'])
     assert (out / 'bag' / 'metadata.yaml').is_file()
     assert (out / 'report' / 'report.html').stat().st_size > 10_000

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from plans import plan_without_tf as plan
 import pytest
 from sensor_msgs.msg import JointState
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import plan
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages

@@ -25,7 +25,8 @@ def test_gap_report_metrics_and_images(tmp_path):
     assert '100.0 %' in r.stderr  # the progress bar
     m = json.loads(r.stdout)
     assert m == json.loads((out / 'gap.json').read_text())
-    assert m['pairing'] == {'primary': '/sim_a/joint_states', 'secondary': '/sim_b/joint_states'}
+    assert m['pairing'] == {'primary': '/sim_a/joint_states', 'secondary': '/sim_b/joint_states',
+                            'primary_engine': '', 'secondary_engine': ''}  # no engines recorded
     gap = m['gap']
     assert abs(gap['lag_ms'] - 20.0) < 1.0
     assert gap['per_joint'][NAMES[0]]['mean_rad'] == pytest.approx(-0.05, abs=0.01)
