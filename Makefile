@@ -44,8 +44,9 @@ $(STAMP): setup.py setup.cfg package.xml tools/build_tf2_msgs.py tools/interface
 
 venv: $(STAMP)
 
+# TESTS: paths to run instead of the whole suite (e.g. TESTS='test/nodes test/ros')
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(TESTS)
 
 # Both venvs, then the whole suite on each (what .ci/run does).
 venvs:
