@@ -6,9 +6,8 @@ from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, typed
 from simreal_ros.bringup.plan_camera import sim_renders_cameras
-from simreal_ros.bringup.spec import NodeSpec
+from simreal_ros.bringup.spec import NodeSpec, prevalidate
 from simreal_ros.core.bridge_config import RENDERING_ENGINES, SimBridgeConfig
-from simreal_ros.errors import ConfigError, PlanError
 
 
 def engine_of(a: Mapping[str, str], role: str) -> str:
@@ -34,10 +33,7 @@ def bridge(a: Mapping[str, str], name: str, namespace: str, overlay: str,
         'cameras': sim_renders_cameras(a) and (engine in RENDERING_ENGINES
                                                or a['cameras'] == 'true'),
     }
-    try:
-        SimBridgeConfig.from_mapping(params)
-    except ConfigError as exc:
-        raise PlanError(f'sim bridge settings: {exc}') from None
+    prevalidate(SimBridgeConfig, params, 'sim bridge')
     if commands_from is not None:
         remaps = tuple(r for r in remaps if r[0] != 'joint_commands') + (
             ('joint_commands', f'{commands_from}/joint_commands'),

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from simreal_ros.bringup.arguments import typed
-from simreal_ros.bringup.spec import NodeSpec, require
+from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
 from simreal_ros.core.driver_config import DriverConfig, ExternalAdapterConfig
-from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.errors import PlanError
 
 
 def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
@@ -23,10 +23,7 @@ def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
             params['command_topic'] = a['external_command_topic']
         elif a['external_command'] == 'trajectory':
             params['command_topic'] = '/joint_trajectory_controller/joint_trajectory'
-        try:
-            ExternalAdapterConfig.from_mapping(params)
-        except ConfigError as exc:
-            raise PlanError(f'external adapter settings: {exc}') from None
+        prevalidate(ExternalAdapterConfig, params, 'external adapter')
         return NodeSpec('external_adapter', 'external_adapter', root, params)
     if not a['port']:
         raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
@@ -36,8 +33,5 @@ def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
               'baud': typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
               'rate_hz': typed(a, 'driver_rate', float, 'a number (Hz)'),
               'watchdog': a['watchdog'], 'reboot_on_error': a['reboot_on_error'] == 'true'}
-    try:
-        DriverConfig.from_mapping(params)
-    except ConfigError as exc:
-        raise PlanError(f'driver settings: {exc}') from None
+    prevalidate(DriverConfig, params, 'driver')
     return NodeSpec('dynamixel_driver', 'dynamixel_driver', root, params)
