@@ -60,6 +60,47 @@ def test_an_error_raised_after_the_context_was_shut_down_is_not_a_clean_stop(ros
     assert 'ZeroDivisionError: a bug during shutdown' in r.stderr
 
 
+TAKE_RACE = ("RuntimeError('Unable to convert call argument \\'0\\' to Python object "
+             "(#define PYBIND11_DETAILED_ERROR_MESSAGES or compile in debug mode for details)')")
+
+
+def test_a_ctrl_c_inside_a_take_is_a_clean_stop(ros_env):
+    """A SIGINT landing in take_message() raises pybind11's RuntimeError, then rclpy's signal
+    handler shuts the context down (from its own thread, a moment later): exit 0."""
+    r = run(ros_env, f"""
+        import threading
+
+        class Interrupted(Node):
+            def __init__(self):
+                super().__init__('interrupted')
+                self.create_timer(0.01, self.take)
+
+            def take(self):
+                threading.Timer(0.05, self.context.shutdown).start()
+                raise {TAKE_RACE}
+
+        sys.exit(run_node(Interrupted, []))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert 'Traceback' not in r.stderr
+
+
+def test_the_same_runtime_error_without_a_shutdown_is_not_a_clean_stop(ros_env):
+    r = run(ros_env, f"""
+        class Buggy(Node):
+            def __init__(self):
+                super().__init__('buggy')
+                self.create_timer(0.01, self.take)
+
+            def take(self):
+                raise {TAKE_RACE}
+
+        sys.exit(run_node(Buggy, []))
+    """)
+    assert r.returncode == 1, r.stderr
+    assert 'RuntimeError: Unable to convert call argument' in r.stderr
+
+
 def test_an_error_in_close_makes_the_exit_code_2(ros_env):
     r = run(ros_env, """
         class BadClose(Node):

@@ -277,25 +277,32 @@ class DynamixelBus:
         result, error = self._retried(fn, sid, it.address, raw)
         self._check(sid, f'write {name}={value}', result, error)
 
-    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5) -> Any:
+    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5,
+                 budget_s: float = 0.5) -> Any:
         """Run a single-servo transaction, retried on comm errors and stale answers.
 
-        Before a retry the port's input is flushed, so a late answer to the failed request
-        cannot be taken for the answer to the retry.
+        It is tried at least ``attempts`` times and until ``budget_s`` has passed: five quick
+        tries all fell inside one scheduling stall of a loaded host (``write goal_current:
+        timeout`` at driver start-up with both cores busy), while the set-up transactions that
+        use this path can afford to wait. Before a retry the port's input is flushed, so a
+        late answer to the failed request cannot be taken for the answer to the retry.
         """
-        for attempt in range(attempts):
+        deadline = time.monotonic() + budget_s
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt >= attempts and time.monotonic() >= deadline
             try:
                 out = self._guard(fn, self._port(), *args)
             except PortLostError:
                 raise
             except BusError:
-                if attempt == attempts - 1:
+                if last:
                     raise
             else:
-                if out[-2 if len(out) == 3 else 0] == sdk.COMM_SUCCESS or attempt == attempts - 1:
+                if out[-2 if len(out) == 3 else 0] == sdk.COMM_SUCCESS or last:
                     return out
             self._port().clearPort()
-        raise AssertionError('unreachable')
 
     def gains(self) -> list[dict[str, int]]:
         """Return the register values written at configure, per servo (robot order)."""
