@@ -102,6 +102,26 @@ def _add_scene(spec: mujoco.MjSpec, scene: Scene) -> None:
                            rgba=list(obj.rgba), pos=list(obj.pos))
 
 
+def _add_stage(spec: mujoco.MjSpec, scene: Scene | None) -> None:
+    """Give a robot's cameras something lit to see where the scene has no floor or light.
+
+    Without a scene the arm was rendered under MuJoCo's dim default headlight against black:
+    mean luma 0.6 of 255 in every frame of a recording, so each frame was a black frame to
+    ``simreal check``. The floor added here touches nothing: its contact bits are 2, which no
+    robot or scene geom has (MuJoCo's defaults are 1; bits 0 would make the URDF importer's
+    ``discardvisual`` drop it), and a light has no dynamics, so the physics stay the robot's.
+    """
+    if scene is None or not scene.floor:
+        # a plain colour: the importer's discardvisual also drops textures and materials
+        spec.worldbody.add_geom(name='stage_floor', type=mujoco.mjtGeom.mjGEOM_PLANE,
+                                size=[2, 2, 0.05], rgba=[0.62, 0.64, 0.67, 1], contype=2,
+                                conaffinity=2)
+    if scene is None or not scene.light:
+        spec.worldbody.add_light(name='stage_light', pos=[0.5, -0.5, 1.5], dir=[-0.3, 0.3, -1],
+                                 diffuse=[0.6, 0.6, 0.6])
+    spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
+
+
 def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
     """Compile the robot (and scene) and return it with its index maps."""
     try:
@@ -152,6 +172,8 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
     robot_bodies = [b.name for b in spec.bodies if b.name != 'world']
     if scene is not None:
         _add_scene(spec, scene)
+    if robot.cameras:
+        _add_stage(spec, scene)
     try:
         model = spec.compile()
     except Exception as exc:  # noqa: BLE001
