@@ -260,6 +260,41 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
         '/sim_b/joint_states']
 
 
+HELD_BACK = """
+import sys
+import rclpy
+from rclpy.serialization import serialize_message
+from std_msgs.msg import String
+from simreal_ros.nodes.recorder import Recorder, _Topic
+rclpy.init(args=['--ros-args', '-p', f'bag:={sys.argv[1]}', '-p', 'topics:=["/held"]'])
+rec = Recorder()
+t = _Topic('/held', 'std_msgs/msg/String', String, rec.writer.add_topic('/held',
+                                                                         'std_msgs/msg/String'))
+rec.topics['/held'] = t
+# take order a, b, c, d; c was re-sent by DDS, so b was received before it (and waited)
+for data, received in (('a', 1000), ('b', 3000), ('c', 2000), ('d', 4000)):
+    rec._enqueue(t, serialize_message(String(data=data)), {'received_timestamp': received})
+rec.close()
+print(t.held_back)
+rclpy.shutdown()
+"""
+
+
+def test_bag_times_never_run_backwards_on_a_topic(ros_env, tmp_path):
+    """A message received before one taken ahead of it gets that one's bag time."""
+    bag = tmp_path / 'held'
+    r = subprocess.run([sys.executable, '-c', HELD_BACK, str(bag)], env=ros_env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == '1'
+    (mcap_file,) = bag.glob('*.mcap')
+    with mcap_file.open('rb') as f:
+        rows = [(m.log_time, bytes(m.data)) for _s, _c, m in
+                make_reader(f).iter_messages(log_time_order=False)]
+    assert [t for t, _d in rows] == [1000, 3000, 3000, 4000]
+    assert [d[-2:-1] for _t, d in rows] == [b'a', b'b', b'c', b'd']
+
+
 def test_record_cli_rejects_bad_input(ros_env, tmp_path):
     existing = tmp_path / 'old'
     existing.mkdir()
