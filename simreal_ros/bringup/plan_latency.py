@@ -6,7 +6,7 @@ contract's names.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from simreal_ros.bringup.arguments import typed, uses_sim_time
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
@@ -36,24 +36,45 @@ def latency_profile(a: Mapping[str, str]) -> Profile | None:
     return profile
 
 
-def backend_remaps(profile: Profile | None, with_imu: bool) -> tuple[tuple[str, str], ...]:
-    """With latency on, the backend's own topics move under ``backend/``."""
+def camera_topics(cameras: Sequence[str]) -> list[str]:
+    """Return the topics of ``cameras`` that the ``camera`` route delays (image, info)."""
+    return [f'{c}/{kind}' for c in cameras for kind in ('image_raw', 'camera_info')]
+
+
+def delays_cameras(profile: Profile | None) -> bool:
+    """Whether the profile has a ``camera`` route (without one, camera topics go direct)."""
+    return profile is not None and 'camera' in {r.name for r in profile.routes}
+
+
+def backend_remaps(profile: Profile | None, with_imu: bool, cameras: Sequence[str] = ()
+                   ) -> tuple[tuple[str, str], ...]:
+    """With latency on, the backend's own topics move under ``backend/``.
+
+    ``cameras`` (names) move too; pass them only when :func:`delays_cameras`.
+    """
     if profile is None:
         return ()
     out = [('joint_states', 'backend/joint_states'),
            ('joint_commands', 'backend/joint_commands')]
     if with_imu:
         out.append(('imu/data', 'backend/imu/data'))
+    out += [(t, f'backend/{t}') for t in camera_topics(cameras)]
     return tuple(out)
 
 
-def injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool) -> NodeSpec:
-    """Return the injector between the command producers and the backend, and back."""
+def injector(a: Mapping[str, str], root: str, state_ns: str, with_imu: bool,
+             cameras: Sequence[str] = ()) -> NodeSpec:
+    """Return the injector between the command producers and the backend, and back.
+
+    Each camera's ``image_raw`` and ``camera_info`` are relayed on the ``camera`` route; both
+    keep their header stamps, so a consumer pairs them by stamp as before.
+    """
     obs = f'{state_ns.strip("/")}/' if state_ns.strip('/') else ''
     bindings = ['command:joint_commands>backend/joint_commands',
                 f'observation:{obs}backend/joint_states>{obs}joint_states']
     if with_imu:
         bindings.append(f'imu:{obs}backend/imu/data>{obs}imu/data')
+    bindings += [f'camera:{obs}backend/{t}>{obs}{t}' for t in camera_topics(cameras)]
     params = {'profile': a['latency'], 'bindings': bindings,
               'seed': typed(a, 'seed', int, 'an integer'),
               'use_sim_time': uses_sim_time(a)}

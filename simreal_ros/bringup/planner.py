@@ -23,11 +23,12 @@ from simreal_ros.bringup.arguments import (
     parse_cli_args,
 )
 from simreal_ros.bringup.plan_bridge import bridge, engine_of
-from simreal_ros.bringup.plan_camera import camera_drivers
+from simreal_ros.bringup.plan_camera import camera_drivers, robot_cameras, sim_renders_cameras
 from simreal_ros.bringup.plan_excite import excite
 from simreal_ros.bringup.plan_hardware import real_driver
 from simreal_ros.bringup.plan_latency import (
     backend_remaps,
+    delays_cameras,
     injector,
     latency_profile,
     robot_has_imu,
@@ -55,12 +56,15 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     profile = latency_profile(a)
     with_imu = profile is not None and 'imu' in {r.name for r in profile.routes} and (
         robot_has_imu(a['robot']))
-    moved = backend_remaps(profile, with_imu)
+    # the sim renders every camera of the spec (cameras:=auto/true)
+    cams = ([c.name for c in robot_cameras(a['robot'])]
+            if delays_cameras(profile) and sim_renders_cameras(a) else [])
+    moved = backend_remaps(profile, with_imu, cams)
     if backend == 'sim':
         require('sim_bridge', 'backend:=sim')
         nodes.append(bridge(a, 'sim_bridge', root, a['overlay'], None, True, moved))
         if profile is not None:
-            nodes.append(injector(a, root, '', with_imu))
+            nodes.append(injector(a, root, '', with_imu, cams))
     elif backend == 'sim2sim':
         require('sim_bridge', 'backend:=sim2sim')
         commands = ns(root, 'backend') if profile is not None else root or ''
@@ -69,13 +73,18 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
         nodes.append(bridge(a, 'sim_bridge', ns(root, 'sim_b'), a['overlay_b'], commands,
                             False, engine=engine_of(a, 'b')))
         if profile is not None:
-            nodes.append(injector(a, root, 'sim_a', with_imu))
+            nodes.append(injector(a, root, 'sim_a', with_imu, cams))
     elif backend in ('real', 'twin'):
+        drivers = camera_drivers(a, backend, root)
+        # only the cameras that have a driver (cameras:=auto skips those without a device)
+        cams = ([str(d.parameters['camera']) for d in drivers]
+                if delays_cameras(profile) else [])
         if profile is not None:  # the hardware has no IMU topic of its own to move
             with_imu = False
-            moved = backend_remaps(profile, False)
-        nodes.append(replace(real_driver(a, backend, root), remappings=moved))
-        nodes.extend(camera_drivers(a, backend, root))
+        moved = backend_remaps(profile, False, cams)
+        nodes.append(replace(real_driver(a, backend, root),
+                             remappings=backend_remaps(profile, False)))
+        nodes.extend(replace(d, remappings=moved) for d in drivers)
         if backend == 'twin':
             require('sim_bridge', 'backend:=twin')
             # the twin gets the commands the hardware gets (after the injector, if any)
@@ -89,7 +98,7 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
                                                  'resync_topic': source})
             nodes.append(twin)
         if profile is not None:
-            nodes.append(injector(a, root, '', with_imu))
+            nodes.append(injector(a, root, '', with_imu, cams))
     nodes += state_publishers(a, nodes)
     if a['policy']:
         nodes.append(policy_node(a, backend, root))

@@ -456,13 +456,42 @@ def test_latency_sim_moves_the_backend_behind_the_injector() -> None:
     bridge, inj = plan({'latency': 'wifi', 'seed': '5'})
     assert dict(bridge.remappings) == {'joint_states': 'backend/joint_states',
                                        'joint_commands': 'backend/joint_commands',
-                                       'imu/data': 'backend/imu/data'}
+                                       'imu/data': 'backend/imu/data',
+                                       'camera/image_raw': 'backend/camera/image_raw',
+                                       'camera/camera_info': 'backend/camera/camera_info'}
     assert inj.kind == 'injector' and inj.fqn == '/injector'
     assert inj.parameters == {
         'profile': 'wifi', 'seed': 5, 'use_sim_time': False,
         'bindings': ['command:joint_commands>backend/joint_commands',
                      'observation:backend/joint_states>joint_states',
-                     'imu:backend/imu/data>imu/data']}
+                     'imu:backend/imu/data>imu/data',
+                     'camera:backend/camera/image_raw>camera/image_raw',
+                     'camera:backend/camera/camera_info>camera/camera_info']}
+
+
+def test_latency_cameras_off_or_without_a_camera_route_go_direct(tmp_path: Path) -> None:
+    bridge, inj = plan({'latency': 'wifi', 'cameras': 'false'})
+    assert not any('camera' in f for f, _to in bridge.remappings)
+    assert not any(b.startswith('camera:') for b in inj.parameters['bindings'])
+    f = tmp_path / 'lab.yaml'
+    f.write_text('routes:\n  command: {delay: 0.002}\n  observation: {delay: 0.001}\n')
+    bridge, inj = plan({'latency': str(f)})
+    assert not any('camera' in f for f, _to in bridge.remappings)
+
+
+def test_latency_on_the_real_robot_delays_the_driven_cameras_only() -> None:
+    nodes = plan({'backend': 'real', 'port': '/dev/ttyUSB0', 'latency': 'usb_serial',
+                  'camera_device': '/dev/video0'})
+    driver, cam = _one(nodes, 'dynamixel_driver'), _one(nodes, 'camera_driver')
+    assert 'camera/image_raw' not in dict(driver.remappings)
+    assert dict(cam.remappings) == {'joint_states': 'backend/joint_states',
+                                    'joint_commands': 'backend/joint_commands',
+                                    'camera/image_raw': 'backend/camera/image_raw',
+                                    'camera/camera_info': 'backend/camera/camera_info'}
+    assert 'camera:backend/camera/image_raw>camera/image_raw' in (
+        _one(nodes, 'injector').parameters['bindings'])
+    nodes = plan({'backend': 'real', 'port': '/dev/ttyUSB0', 'latency': 'usb_serial'})
+    assert not any(b.startswith('camera:') for b in _one(nodes, 'injector').parameters['bindings'])
 
 
 def test_latency_in_a_namespace_and_with_sim_time() -> None:

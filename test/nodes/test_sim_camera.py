@@ -211,3 +211,33 @@ def test_injector_perturbs_the_sim_camera(start_node, ros_client, small_cameras,
     expected = np.clip(as_array(before).astype(int) * 2, 0, 255)
     assert np.abs(as_array(after).astype(int) - expected).max() <= 1
     assert as_array(before).max() > 20  # something to brighten
+
+
+def test_the_injector_watches_a_camera_only_while_its_output_is_watched(
+        start_node, ros_client, small_cameras, tmp_path):
+    """Relayed lazily: without a subscriber on the output the bridge is not asked to render."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    robot, scene = small_cameras
+    profile = tmp_path / 'camera_delay.yaml'
+    profile.write_text(yaml.safe_dump({'description': 'a delayed camera', 'routes': {
+        'camera': {'input': 'backend/camera/image_raw', 'output': 'camera/image_raw',
+                   'type': 'sensor_msgs/msg/Image', 'delay': 0.01}}}))
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('injector', profile=str(profile))
+    start_node('sim_bridge', robot=robot, scene=scene, cameras=True,
+               remappings=(('camera/image_raw', 'backend/camera/image_raw'),))
+
+    def status(suffix: str) -> dict[str, str] | None:
+        for _t, arr in reversed(list(diags)):
+            for st in arr.status:
+                if st.name.endswith(suffix):
+                    return {'message': st.message, **{kv.key: kv.value for kv in st.values}}
+        return None
+
+    def idle() -> bool:
+        inj, bridge = status('injector: camera'), status('sim_bridge: sim bridge')
+        return (inj is not None and inj['message'] == 'idle: nothing subscribes to the output'
+                and bridge is not None and bridge['cameras_watched'] == 'False')
+    ros_client.wait_for(idle, 60, 'an idle camera route and an unwatched camera')
+    out = ros_client.collect(Image, 'camera/image_raw', IMAGE)
+    ros_client.wait_for(lambda: len(out) >= 2, 120, 'frames once the output is watched')
