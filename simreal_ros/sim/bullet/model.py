@@ -15,12 +15,21 @@ PyBullet (``DIRECT`` mode: no GUI, no server process) loads the URDF with its in
   the reported effort, as MuJoCo's passive force is not);
 * **joint friction** (``frictionloss``): a ``VELOCITY_CONTROL`` motor with target 0 and
   maximum force ``frictionloss``, a constraint like MuJoCo's friction loss;
-* **armature**: PyBullet has no reflected rotor inertia. It is **approximated** by adding it
-  to the child link's principal inertia about the joint axis: that adds ``armature`` to the
-  joint's own diagonal of the mass matrix, as MuJoCo does, but also to the joints above it
-  whose axes are parallel (shoulder and elbow pitch both see the wrist's rotor). Reported by
-  :meth:`World.approximations`. Without it the links' own inertia (5e-5 kg m² at the
-  shoulder) makes the explicit ``kd`` term unstable at 1 ms (``kd dt / I`` = 14 > 2);
+* **armature** (reflected rotor inertia): PyBullet has none. Each joint gets a **rotor**: a
+  link ``<joint>__rotor`` on a continuous joint at the joint's origin and axis, child of the
+  joint's parent, with isotropic inertia ``armature / GEAR_RATIO**2``, tied to the joint by a
+  gear constraint (rotor speed = ``GEAR_RATIO`` x joint speed). Its kinetic energy is
+  ``armature qdot**2 / 2`` (MuJoCo's armature, its limit of an infinite ratio) plus a
+  gyroscopic coupling to the parent's rotation of ``armature / GEAR_RATIO`` (1 %) and an
+  inertia of ``armature / GEAR_RATIO**2`` carried by the parent (1e-4): what is approximated,
+  reported by :meth:`World.approximations`. The ratio is 100: over 20, 50, 100 and 353.5 (the
+  XM430-W350's gearbox) the 6 s chirp's worst joint gap to MuJoCo was 0.52, 0.33, 0.28 and
+  0.29 mrad (the constraint solver's residual grows with the ratio). The former
+  approximation, the armature added to the child link's inertia about the joint axis, also
+  loaded every parent joint with a parallel axis (the shoulder carried the elbow's and
+  wrist's rotors: 0.034 instead of 0.012 kg m²) and left 6-13 mrad of gap. Armature cannot
+  be left out: the links' own inertia (5e-5 kg m² at the shoulder) makes the explicit ``kd``
+  term unstable at 1 ms (``kd dt / I`` = 14 > 2); an armature of 0 gets ``MIN_ARMATURE``;
 * **defaults that are not MuJoCo's**: PyBullet damps every link's velocity by 0.04 and
   gives links 0.5 contact friction (MuJoCo: no damping, friction 1); both are set to
   MuJoCo's. A link without ``<inertial>`` (``tool0``) gets PyBullet's mass 1 kg: it is set
@@ -33,6 +42,7 @@ from contextlib import contextmanager
 import math
 import os
 import sys
+import tempfile
 from typing import Any, Iterator
 from xml.etree import ElementTree
 
@@ -48,8 +58,52 @@ from simreal_ros.sim.scene import Scene
 FloatArray = npt.NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)          # MuJoCo's default
 CONTACT_FRICTION = 1.0               # MuJoCo's default geom friction (PyBullet's: 0.5)
-ARMATURE_NOTE = ('armature: added to the child link inertia about the joint axis '
-                 '(PyBullet has no rotor inertia; it also loads parallel joints above)')
+ARMATURE_NOTE = ('armature: a rotor link per joint geared 100:1 to it (PyBullet has no '
+                 'rotor inertia; its gyroscopic coupling to the parent link, armature/100, '
+                 'is extra)')
+
+
+ROTOR_SUFFIX = '__rotor'
+GEAR_RATIO = 100.0      # rotor speed / joint speed (see the module docstring for the choice)
+ROTOR_MASS = 1e-6       # kg, on the joint axis: Bullet needs a mass; its weight is 1e-5 N
+MIN_ARMATURE = 1e-6     # kg m², the rotor of a joint whose armature is 0 (Bullet needs one)
+
+
+@contextmanager
+def _urdf_with_rotors(robot: RobotSpec) -> Iterator[str]:
+    """Write the robot's URDF with one rotor link per joint to a temporary file.
+
+    The rotor of joint ``J`` is link ``J__rotor`` on joint ``J__rotor`` (continuous), child
+    of ``J``'s parent at ``J``'s origin and axis; its inertia is written by
+    :meth:`World.write_params` and a gear constraint ties its speed to ``J``'s.
+    """
+    root = ElementTree.parse(robot.urdf).getroot()
+    for name in robot.joint_names:
+        joint = root.find(f"joint[@name='{name}']")
+        if joint is None:
+            continue  # World names the missing joint
+        parent = joint.find('parent')
+        link = ElementTree.SubElement(root, 'link', name=name + ROTOR_SUFFIX)
+        inertial = ElementTree.SubElement(link, 'inertial')
+        ElementTree.SubElement(inertial, 'mass', value=repr(ROTOR_MASS))
+        ElementTree.SubElement(inertial, 'inertia', ixx='1e-9', iyy='1e-9', izz='1e-9',
+                               ixy='0', ixz='0', iyz='0')
+        rotor = ElementTree.SubElement(root, 'joint', name=name + ROTOR_SUFFIX,
+                                       type='continuous')
+        ElementTree.SubElement(rotor, 'parent',
+                               link=parent.get('link', '') if parent is not None else '')
+        ElementTree.SubElement(rotor, 'child', link=name + ROTOR_SUFFIX)
+        for tag in ('origin', 'axis'):
+            el = joint.find(tag)
+            if el is not None:
+                rotor.append(el)
+    fd, path = tempfile.mkstemp(suffix='.urdf', prefix=f'{robot.name}_rotors_')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(ElementTree.tostring(root))
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def urdf_masses(robot: RobotSpec) -> dict[str, float]:
@@ -112,26 +166,25 @@ class World:
         pb.setGravity(*GRAVITY, physicsClientId=c)
         pb.setTimeStep(robot.timestep_s, physicsClientId=c)
         try:
-            with _quiet_stdout():
-                self.body = pb.loadURDF(str(robot.urdf), useFixedBase=True,
+            with _quiet_stdout(), _urdf_with_rotors(robot) as path:
+                self.body = pb.loadURDF(path, useFixedBase=True,
                                         flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
         except pb.error as exc:
             pb.disconnect(c)
             raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
         links: dict[str, int] = {pb.getBodyInfo(self.body, physicsClientId=c)[0].decode(): -1}
         joints: dict[str, int] = {}
-        self.axes: dict[int, FloatArray] = {}
         for j in range(pb.getNumJoints(self.body, physicsClientId=c)):
             info = pb.getJointInfo(self.body, j, physicsClientId=c)
             joints[info[1].decode()] = j
             links[info[12].decode()] = j
-            self.axes[j] = np.asarray(info[13], dtype=np.float64)
         masses = urdf_masses(robot)
         for name, j in links.items():
             pb.changeDynamics(self.body, j, linearDamping=0.0, angularDamping=0.0,
                               jointDamping=0.0, lateralFriction=CONTACT_FRICTION,
                               physicsClientId=c)
-            if j >= 0 and name not in masses:  # no <inertial>: PyBullet made it 1 kg
+            if j >= 0 and name not in masses and not name.endswith(ROTOR_SUFFIX):
+                # no <inertial>: PyBullet made it 1 kg
                 pb.changeDynamics(self.body, j, mass=0.0, localInertiaDiagonal=[0, 0, 0],
                                   physicsClientId=c)
         self.links = links
@@ -143,6 +196,16 @@ class World:
             if info[2] != pb.JOINT_REVOLUTE:
                 raise ModelError(f'{robot.urdf}: joint {js.name!r} must be revolute')
         self.index = [joints[n] for n in robot.joint_names]
+        self.rotor_index = [joints[n + ROTOR_SUFFIX] for n in robot.joint_names]
+        pb.setJointMotorControlArray(self.body, self.rotor_index, pb.VELOCITY_CONTROL,
+                                     forces=[0.0] * robot.n, physicsClientId=c)
+        for j, r in zip(self.index, self.rotor_index, strict=True):
+            gear = pb.createConstraint(self.body, j, self.body, r, pb.JOINT_GEAR, [0, 0, 1],
+                                       [0, 0, 0], [0, 0, 0], physicsClientId=c)
+            pb.changeConstraint(gear, gearRatio=-1.0 / GEAR_RATIO, maxForce=1e6, erp=0.0,
+                                physicsClientId=c)
+        self.dofs = [j for j in range(pb.getNumJoints(self.body, physicsClientId=c))
+                     if pb.getJointInfo(self.body, j, physicsClientId=c)[2] != pb.JOINT_FIXED]
         self.nominal_mass = {n: m for n, m in masses.items() if n in links}
         self.nominal_inertia = {
             n: np.asarray(pb.getDynamicsInfo(self.body, links[n], physicsClientId=c)[2])
@@ -196,11 +259,13 @@ class World:
         for name, nominal in self.nominal_inertia.items():
             mass = params.body_mass.get(name, self.nominal_mass[name])
             inertia[name] = nominal * (mass / self.nominal_mass[name])
-        for name, j in zip(robot.joint_names, self.index, strict=True):
-            child = next(n for n, k in self.links.items() if k == j)
-            axis = self.axes[j]
-            inertia[child] = inertia.get(child, np.zeros(3)) + (
-                params.joints[name].armature * axis * axis)
+        for name, r in zip(robot.joint_names, self.rotor_index, strict=True):
+            rotor = max(params.joints[name].armature, MIN_ARMATURE) / GEAR_RATIO ** 2
+            pb.changeDynamics(self.body, r, mass=ROTOR_MASS, localInertiaDiagonal=[rotor] * 3,
+                              physicsClientId=c)
+            # separately: with maxJointVelocity in the same call the inertia is not written
+            # (pybullet 3.2.7); Bullet's default limit of 100 rad/s would stall the rotor
+            pb.changeDynamics(self.body, r, maxJointVelocity=1e6, physicsClientId=c)
         for name, j in self.links.items():
             if j < 0 or name not in inertia:
                 continue
@@ -217,8 +282,11 @@ class World:
         """
         q = np.array(position, dtype=np.float64)
         qd = np.array(velocity, dtype=np.float64)
-        pb.resetJointStatesMultiDof(self.body, self.index, [[x] for x in q.tolist()],
-                                    [[x] for x in qd.tolist()], physicsClientId=self.client)
+        pb.resetJointStatesMultiDof(
+            self.body, self.index + self.rotor_index,
+            [[x] for x in q.tolist()] + [[GEAR_RATIO * x] for x in q.tolist()],
+            [[x] for x in qd.tolist()] + [[GEAR_RATIO * x] for x in qd.tolist()],
+            physicsClientId=self.client)
         self.q, self.qd = q, qd
         self._prev_site = None
 
@@ -379,7 +447,10 @@ class World:
 
     def gravity_torque(self, position: FloatArray) -> FloatArray:
         """Joint torques that hold ``position`` at rest (inverse dynamics, zero velocity)."""
-        n = self.robot.n
-        tau = pb.calculateInverseDynamics(self.body, [float(x) for x in position], [0.0] * n,
-                                          [0.0] * n, physicsClientId=self.client)
-        return np.asarray(tau, dtype=np.float64)
+        full = dict.fromkeys(self.dofs, 0.0)
+        full.update(zip(self.index, (float(x) for x in position), strict=True))
+        zero = [0.0] * len(full)
+        tau = pb.calculateInverseDynamics(self.body, list(full.values()), zero, zero,
+                                          physicsClientId=self.client)
+        at = {j: k for k, j in enumerate(self.dofs)}
+        return np.array([tau[at[j]] for j in self.index], dtype=np.float64)

@@ -8,7 +8,6 @@ rollouts and probes so they never touch the robot's state.
 
 from __future__ import annotations
 
-from dataclasses import replace
 import time
 from typing import Sequence
 
@@ -33,7 +32,7 @@ class BulletSim(SimBackend):
     """A PyBullet robot driven by joint targets through per-joint PD servos."""
 
     engine = 'pybullet'
-    capabilities = Capabilities(armature=False, imu=True, scene_objects=True,
+    capabilities = Capabilities(armature=True, imu=True, scene_objects=True,
                                 native_rollout=False, divergence_reset=True)
 
     def __init__(self, robot: RobotSpec, scene: Scene | None = None,
@@ -121,10 +120,7 @@ class BulletSim(SimBackend):
     def probe(self, position: FloatArray) -> Probe:
         """Contacts and inverse-dynamics gravity torque at ``position`` on the scratch client."""
         s = self.scratch
-        # armature (folded into the link inertias) makes some fail Bullet's inverse-dynamics
-        # check I_xx + I_yy >= I_zz; gravity does not depend on inertia
-        s.write_params(replace(self.params, joints={
-            n: replace(j, armature=0.0) for n, j in self.params.joints.items()}))
+        s.write_params(self.params)
         s.set_state(position, np.zeros(self.robot.n))
         return Probe(s.contacts(), s.gravity_torque(position))
 
