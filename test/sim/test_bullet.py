@@ -123,3 +123,14 @@ def test_the_rotor_turns_with_its_joint_at_the_gear_ratio():
     assert np.abs(qd).max() > 0.5  # moving
     # the constraint solver's residual: up to 0.6 mrad/s at 0.6 rad/s measured
     np.testing.assert_allclose(np.asarray(rotor) / GEAR_RATIO, qd, rtol=0, atol=2e-3)
+
+
+def test_a_urdf_that_does_not_parse_is_one_clear_error(tmp_path):
+    from dataclasses import replace
+
+    from simreal_ros.errors import ModelError
+
+    bad = tmp_path / 'bad.urdf'
+    bad.write_text('<robot name="x"><link')
+    with pytest.raises(ModelError, match=r'bad.urdf: PyBullet could not load the URDF: unclosed'):
+        make_sim(replace(ROBOT, urdf=bad), engine='pybullet')

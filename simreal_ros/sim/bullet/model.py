@@ -77,7 +77,10 @@ def _urdf_with_rotors(robot: RobotSpec) -> Iterator[str]:
     of ``J``'s parent at ``J``'s origin and axis; its inertia is written by
     :meth:`World.write_params` and a gear constraint ties its speed to ``J``'s.
     """
-    root = ElementTree.parse(robot.urdf).getroot()
+    try:
+        root = ElementTree.parse(robot.urdf).getroot()
+    except (OSError, ElementTree.ParseError) as exc:
+        raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
     for name in robot.joint_names:
         joint = root.find(f"joint[@name='{name}']")
         if joint is None:
@@ -172,6 +175,9 @@ class World:
         except pb.error as exc:
             pb.disconnect(c)
             raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
+        except ModelError:
+            pb.disconnect(c)
+            raise
         links: dict[str, int] = {pb.getBodyInfo(self.body, physicsClientId=c)[0].decode(): -1}
         joints: dict[str, int] = {}
         for j in range(pb.getNumJoints(self.body, physicsClientId=c)):
