@@ -242,9 +242,9 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     # /diagnostics (every node publishes it) is no stream to judge
     assert '/diagnostics: several publishers by design, not one stream' in verdict['skipped']
     # what load cannot change: ordering, the recorder's own queue, limits and efforts
-    # (on sim_a: PyBullet's armature approximation loads sim_b's shoulder with the rotor
-    # inertia of the pitch joints above it, 0.034 instead of 0.012 kg m^2, and the worn arm
-    # saturates there on the chirp: 14 % of the samples in one run; docs/sim_bridge.md)
+    # (saturation on sim_a only: sim_b's PyBullet arm saturated the shoulder on the chirp in
+    # 14 % of the samples of one run with its former armature approximation, the rotor
+    # inertia folded into the child links; the geared rotors have not been measured here)
     by_check: dict[str, list[bool]] = {}
     for f in verdict['findings']:
         if f['check'] != 'saturated_effort' or f['subject'].startswith('/sim_a/'):

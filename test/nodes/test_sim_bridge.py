@@ -80,8 +80,8 @@ def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_cli
     v = values(bridge_status(diags))
     assert v['timing_mode'] == 'realtime' and float(v['real_time_factor']) > 0.5
     assert v['engine'] == engine
-    if engine == 'pybullet':  # the robot spec's armature has no PyBullet equivalent
-        assert v['engine_approximations'].startswith('armature: added to the child link')
+    if engine == 'pybullet':  # the robot spec's armature is approximated (geared rotors)
+        assert v['engine_approximations'].startswith('armature: a rotor link per joint')
         assert 'pybullet approximates armature' in bridge.output()
     else:
         assert v['engine_approximations'] == 'none'

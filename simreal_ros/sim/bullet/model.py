@@ -5,21 +5,31 @@ PyBullet (``DIRECT`` mode: no GUI, no server process) loads the URDF with its in
 :class:`World` does about it:
 
 * **servo law**: PyBullet's ``POSITION_CONTROL`` motor is a constraint whose gains are not
-  N·m/rad, so the joints' motors carry no servo; each step :meth:`World.step` computes
-  ``clip(kp (q_target - q) - kd qdot + ff, ±effort)`` from the state before the step and
-  applies it with ``TORQUE_CONTROL`` (explicit, where MuJoCo's ``implicitfast`` integrates the
-  ``kd`` term implicitly);
-* **joint damping** (URDF ``<dynamics damping>``): PyBullet reads it but applies it through
-  its own velocity damping; it is zeroed there and applied as ``-damping * qdot`` next to the
-  servo torque (not part of the reported effort, as MuJoCo's passive force is not);
+  N·m/rad, so the servo is Bullet's ``PD_CONTROL`` instead: ``clip(kp (q_target - q) +
+  kd (v_target - qdot), ±effort)`` with ``v_target = ff / kd``, evaluated in C from the state
+  before each step and applied as a joint torque (explicit, where MuJoCo's ``implicitfast``
+  integrates the ``kd`` term implicitly). A feed-forward on a joint with ``kd = 0`` (which
+  ``PD_CONTROL`` cannot carry) falls back to the same law in Python with ``TORQUE_CONTROL``;
+* **joint damping** (URDF ``<dynamics damping>``): Bullet's ``jointDamping``, which applies
+  ``-damping * qdot`` from the state before each step beside the servo torque (not part of
+  the reported effort, as MuJoCo's passive force is not);
 * **joint friction** (``frictionloss``): a ``VELOCITY_CONTROL`` motor with target 0 and
   maximum force ``frictionloss``, a constraint like MuJoCo's friction loss;
-* **armature**: PyBullet has no reflected rotor inertia. It is **approximated** by adding it
-  to the child link's principal inertia about the joint axis: that adds ``armature`` to the
-  joint's own diagonal of the mass matrix, as MuJoCo does, but also to the joints above it
-  whose axes are parallel (shoulder and elbow pitch both see the wrist's rotor). Reported by
-  :meth:`World.approximations`. Without it the links' own inertia (5e-5 kg m² at the
-  shoulder) makes the explicit ``kd`` term unstable at 1 ms (``kd dt / I`` = 14 > 2);
+* **armature** (reflected rotor inertia): PyBullet has none. Each joint gets a **rotor**: a
+  link ``<joint>__rotor`` on a continuous joint at the joint's origin and axis, child of the
+  joint's parent, with isotropic inertia ``armature / GEAR_RATIO**2``, tied to the joint by a
+  gear constraint (rotor speed = ``GEAR_RATIO`` x joint speed). Its kinetic energy is
+  ``armature qdot**2 / 2`` (MuJoCo's armature, its limit of an infinite ratio) plus a
+  gyroscopic coupling to the parent's rotation of ``armature / GEAR_RATIO`` (1 %) and an
+  inertia of ``armature / GEAR_RATIO**2`` carried by the parent (1e-4): what is approximated,
+  reported by :meth:`World.approximations`. The ratio is 100: over 20, 50, 100 and 353.5 (the
+  XM430-W350's gearbox) the 6 s chirp's worst joint gap to MuJoCo was 0.52, 0.33, 0.28 and
+  0.29 mrad (the constraint solver's residual grows with the ratio). The former
+  approximation, the armature added to the child link's inertia about the joint axis, also
+  loaded every parent joint with a parallel axis (the shoulder carried the elbow's and
+  wrist's rotors: 0.034 instead of 0.012 kg m²) and left 6-13 mrad of gap. Armature cannot
+  be left out: the links' own inertia (5e-5 kg m² at the shoulder) makes the explicit ``kd``
+  term unstable at 1 ms (``kd dt / I`` = 14 > 2); an armature of 0 gets ``MIN_ARMATURE``;
 * **defaults that are not MuJoCo's**: PyBullet damps every link's velocity by 0.04 and
   gives links 0.5 contact friction (MuJoCo: no damping, friction 1); both are set to
   MuJoCo's. A link without ``<inertial>`` (``tool0``) gets PyBullet's mass 1 kg: it is set
@@ -32,6 +42,7 @@ from contextlib import contextmanager
 import math
 import os
 import sys
+import tempfile
 from typing import Any, Iterator
 from xml.etree import ElementTree
 
@@ -47,8 +58,55 @@ from simreal_ros.sim.scene import Scene
 FloatArray = npt.NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)          # MuJoCo's default
 CONTACT_FRICTION = 1.0               # MuJoCo's default geom friction (PyBullet's: 0.5)
-ARMATURE_NOTE = ('armature: added to the child link inertia about the joint axis '
-                 '(PyBullet has no rotor inertia; it also loads parallel joints above)')
+ARMATURE_NOTE = ('armature: a rotor link per joint geared 100:1 to it (PyBullet has no '
+                 'rotor inertia; its gyroscopic coupling to the parent link, armature/100, '
+                 'is extra)')
+
+
+ROTOR_SUFFIX = '__rotor'
+GEAR_RATIO = 100.0      # rotor speed / joint speed (see the module docstring for the choice)
+ROTOR_MASS = 1e-6       # kg, on the joint axis: Bullet needs a mass; its weight is 1e-5 N
+MIN_ARMATURE = 1e-6     # kg m², the rotor of a joint whose armature is 0 (Bullet needs one)
+
+
+@contextmanager
+def _urdf_with_rotors(robot: RobotSpec) -> Iterator[str]:
+    """Write the robot's URDF with one rotor link per joint to a temporary file.
+
+    The rotor of joint ``J`` is link ``J__rotor`` on joint ``J__rotor`` (continuous), child
+    of ``J``'s parent at ``J``'s origin and axis; its inertia is written by
+    :meth:`World.write_params` and a gear constraint ties its speed to ``J``'s.
+    """
+    try:
+        root = ElementTree.parse(robot.urdf).getroot()
+    except (OSError, ElementTree.ParseError) as exc:
+        raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
+    for name in robot.joint_names:
+        joint = root.find(f"joint[@name='{name}']")
+        if joint is None:
+            continue  # World names the missing joint
+        parent = joint.find('parent')
+        link = ElementTree.SubElement(root, 'link', name=name + ROTOR_SUFFIX)
+        inertial = ElementTree.SubElement(link, 'inertial')
+        ElementTree.SubElement(inertial, 'mass', value=repr(ROTOR_MASS))
+        ElementTree.SubElement(inertial, 'inertia', ixx='1e-9', iyy='1e-9', izz='1e-9',
+                               ixy='0', ixz='0', iyz='0')
+        rotor = ElementTree.SubElement(root, 'joint', name=name + ROTOR_SUFFIX,
+                                       type='continuous')
+        ElementTree.SubElement(rotor, 'parent',
+                               link=parent.get('link', '') if parent is not None else '')
+        ElementTree.SubElement(rotor, 'child', link=name + ROTOR_SUFFIX)
+        for tag in ('origin', 'axis'):
+            el = joint.find(tag)
+            if el is not None:
+                rotor.append(el)
+    fd, path = tempfile.mkstemp(suffix='.urdf', prefix=f'{robot.name}_rotors_')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(ElementTree.tostring(root))
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def urdf_masses(robot: RobotSpec) -> dict[str, float]:
@@ -111,26 +169,28 @@ class World:
         pb.setGravity(*GRAVITY, physicsClientId=c)
         pb.setTimeStep(robot.timestep_s, physicsClientId=c)
         try:
-            with _quiet_stdout():
-                self.body = pb.loadURDF(str(robot.urdf), useFixedBase=True,
+            with _quiet_stdout(), _urdf_with_rotors(robot) as path:
+                self.body = pb.loadURDF(path, useFixedBase=True,
                                         flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
         except pb.error as exc:
             pb.disconnect(c)
             raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
+        except ModelError:
+            pb.disconnect(c)
+            raise
         links: dict[str, int] = {pb.getBodyInfo(self.body, physicsClientId=c)[0].decode(): -1}
         joints: dict[str, int] = {}
-        self.axes: dict[int, FloatArray] = {}
         for j in range(pb.getNumJoints(self.body, physicsClientId=c)):
             info = pb.getJointInfo(self.body, j, physicsClientId=c)
             joints[info[1].decode()] = j
             links[info[12].decode()] = j
-            self.axes[j] = np.asarray(info[13], dtype=np.float64)
         masses = urdf_masses(robot)
         for name, j in links.items():
             pb.changeDynamics(self.body, j, linearDamping=0.0, angularDamping=0.0,
                               jointDamping=0.0, lateralFriction=CONTACT_FRICTION,
                               physicsClientId=c)
-            if j >= 0 and name not in masses:  # no <inertial>: PyBullet made it 1 kg
+            if j >= 0 and name not in masses and not name.endswith(ROTOR_SUFFIX):
+                # no <inertial>: PyBullet made it 1 kg
                 pb.changeDynamics(self.body, j, mass=0.0, localInertiaDiagonal=[0, 0, 0],
                                   physicsClientId=c)
         self.links = links
@@ -142,6 +202,16 @@ class World:
             if info[2] != pb.JOINT_REVOLUTE:
                 raise ModelError(f'{robot.urdf}: joint {js.name!r} must be revolute')
         self.index = [joints[n] for n in robot.joint_names]
+        self.rotor_index = [joints[n + ROTOR_SUFFIX] for n in robot.joint_names]
+        pb.setJointMotorControlArray(self.body, self.rotor_index, pb.VELOCITY_CONTROL,
+                                     forces=[0.0] * robot.n, physicsClientId=c)
+        for j, r in zip(self.index, self.rotor_index, strict=True):
+            gear = pb.createConstraint(self.body, j, self.body, r, pb.JOINT_GEAR, [0, 0, 1],
+                                       [0, 0, 0], [0, 0, 0], physicsClientId=c)
+            pb.changeConstraint(gear, gearRatio=-1.0 / GEAR_RATIO, maxForce=1e6, erp=0.0,
+                                physicsClientId=c)
+        self.dofs = [j for j in range(pb.getNumJoints(self.body, physicsClientId=c))
+                     if pb.getJointInfo(self.body, j, physicsClientId=c)[2] != pb.JOINT_FIXED]
         self.nominal_mass = {n: m for n, m in masses.items() if n in links}
         self.nominal_inertia = {
             n: np.asarray(pb.getDynamicsInfo(self.body, links[n], physicsClientId=c)[2])
@@ -161,7 +231,10 @@ class World:
         self.q_target, self.ff = robot.home.copy(), np.zeros(n)
         self.effort = np.zeros(n)
         self.q, self.qd = robot.home.copy(), np.zeros(n)
-        self.prev_q, self.prev_qd = self.q.copy(), self.qd.copy()
+        self._prev_states: Any = ()
+        self._prev_site: tuple[Any, ...] | None = None
+        self.native = True
+        self.python_law = False  # True: the Python law always (the tests' check of the C one)
         self.divergences = 0
 
     def close(self) -> None:
@@ -187,14 +260,18 @@ class World:
             self.kp[i], self.kd[i], self.damping[i] = jd.kp, jd.kd, jd.damping
             pb.setJointMotorControl2(self.body, j, pb.VELOCITY_CONTROL, targetVelocity=0.0,
                                      force=jd.frictionloss, physicsClientId=c)
+            # -damping * qdot from the state before each step, beside the servo torque
+            pb.changeDynamics(self.body, j, jointDamping=jd.damping, physicsClientId=c)
         for name, nominal in self.nominal_inertia.items():
             mass = params.body_mass.get(name, self.nominal_mass[name])
             inertia[name] = nominal * (mass / self.nominal_mass[name])
-        for name, j in zip(robot.joint_names, self.index, strict=True):
-            child = next(n for n, k in self.links.items() if k == j)
-            axis = self.axes[j]
-            inertia[child] = inertia.get(child, np.zeros(3)) + (
-                params.joints[name].armature * axis * axis)
+        for name, r in zip(robot.joint_names, self.rotor_index, strict=True):
+            rotor = max(params.joints[name].armature, MIN_ARMATURE) / GEAR_RATIO ** 2
+            pb.changeDynamics(self.body, r, mass=ROTOR_MASS, localInertiaDiagonal=[rotor] * 3,
+                              physicsClientId=c)
+            # separately: with maxJointVelocity in the same call the inertia is not written
+            # (pybullet 3.2.7); Bullet's default limit of 100 rad/s would stall the rotor
+            pb.changeDynamics(self.body, r, maxJointVelocity=1e6, physicsClientId=c)
         for name, j in self.links.items():
             if j < 0 or name not in inertia:
                 continue
@@ -202,57 +279,129 @@ class World:
             pb.changeDynamics(self.body, j, mass=mass, localInertiaDiagonal=list(inertia[name]),
                               lateralFriction=CONTACT_FRICTION * params.friction_scale,
                               physicsClientId=c)
+        self.push_servo()
 
     def set_state(self, position: FloatArray, velocity: FloatArray) -> None:
-        """Reset the joints to ``position``/``velocity`` (PyBullet's resetJointState)."""
-        for i, j in enumerate(self.index):
-            pb.resetJointState(self.body, j, float(position[i]), float(velocity[i]),
-                               physicsClientId=self.client)
-        self.q, self.qd = np.array(position, dtype=np.float64), np.array(velocity, dtype=float)
+        """Reset the joints to ``position``/``velocity`` (one ``resetJointStatesMultiDof``).
+
+        The state before the last step becomes this one (an accelerometer at rest reads -g).
+        """
+        q = np.array(position, dtype=np.float64)
+        qd = np.array(velocity, dtype=np.float64)
+        pb.resetJointStatesMultiDof(
+            self.body, self.index + self.rotor_index,
+            [[x] for x in q.tolist()] + [[GEAR_RATIO * x] for x in q.tolist()],
+            [[x] for x in qd.tolist()] + [[GEAR_RATIO * x] for x in qd.tolist()],
+            physicsClientId=self.client)
+        self.q, self.qd = q, qd
+        self._prev_site = None
 
     def read_state(self) -> None:
         """Read the joint angles and velocities (robot order) into ``q``, ``qd``."""
         states = pb.getJointStates(self.body, self.index, physicsClientId=self.client)
-        self.q = np.fromiter((s[0] for s in states), float, len(states))
-        self.qd = np.fromiter((s[1] for s in states), float, len(states))
+        self.q = np.array([s[0] for s in states], dtype=np.float64)
+        self.qd = np.array([s[1] for s in states], dtype=np.float64)
+
+    def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
+        """Set the servo law's set-points and feed-forward, effective from the next step."""
+        self.q_target = np.array(position, dtype=np.float64)
+        self.ff = np.array(feedforward, dtype=np.float64)
+        self.push_servo()
+
+    def push_servo(self) -> None:
+        """Hand the servo law to Bullet: one ``PD_CONTROL`` call for every joint.
+
+        Bullet's PD motor evaluates ``clip(kp (q_target - q) + kd (v_target - qdot), ±force)``
+        from the state before every step, in C; with ``v_target = ff / kd`` that is this
+        stack's law (the same bits but for the rounding of ``kd * (ff / kd)``, measured 1e-17
+        rad over 300 steps against the law in Python). It cannot carry a feed-forward on a
+        joint with ``kd = 0``: then :meth:`step` runs the law in Python, ``TORQUE_CONTROL``
+        every step (4x slower).
+        """
+        kd = self.kd
+        self.native = not self.python_law and bool(np.all((kd > 0) | (self.ff == 0)))
+        if self.native:
+            vt = np.divide(self.ff, kd, out=np.zeros_like(self.ff), where=kd > 0)
+            law = (self.q_target.tolist(), vt.tolist(), self.kp.tolist(), kd.tolist(),
+                   self.effort_limit.tolist())
+        else:  # a PD motor stays on until zeroed, beside any TORQUE_CONTROL torque
+            law = ([0.0] * self.robot.n,) * 5
+        pb.setJointMotorControlArray(
+            self.body, self.index, pb.PD_CONTROL, targetPositions=law[0],
+            targetVelocities=law[1], positionGains=law[2], velocityGains=law[3],
+            forces=law[4], physicsClientId=self.client)
 
     def step(self, n: int) -> None:
         """``n`` steps of the servo law (from the state before each step) + stepSimulation.
 
-        The law runs on Python floats, not numpy: for six joints numpy's per-call overhead
-        was 60 of the 120 us a step took here (the same IEEE operations, so the same bits).
+        The joint state is read twice per call, not per step: before the last step (the
+        effort the last step applied, the IMU's previous site velocity) and after it. A
+        non-finite state is reset to home at rest at the end of the call and counted.
+        """
+        if n <= 0:
+            return
+        if not self.native:
+            self._step_python(n)
+            return
+        c = self.client
+        for _ in range(n - 1):
+            pb.stepSimulation(physicsClientId=c)
+        self._before_last_step()
+        pb.stepSimulation(physicsClientId=c)
+        self._after_steps()
+
+    def _before_last_step(self) -> None:
+        states = pb.getJointStates(self.body, self.index, physicsClientId=self.client)
+        self._prev_states = states
+        self._prev_site = self._link_state() if self.imu_link > -2 else None
+
+    def _link_state(self) -> tuple[Any, ...]:
+        """Return the IMU link's state now: COM, frame pose, velocities (``getLinkState``)."""
+        st: tuple[Any, ...] = pb.getLinkState(self.body, self.imu_link, computeLinkVelocity=1,
+                                              computeForwardKinematics=1,
+                                              physicsClientId=self.client)
+        return st
+
+    def _after_steps(self) -> None:
+        # Python floats, not numpy: numpy's per-call overhead made this a third of the
+        # physics of a five-step batch
+        lim = self.effort_limit.tolist()
+        tau = [min(max(kp * (qt - s[0]) - kd * s[1] + ff, -e), e)
+               for kp, kd, qt, ff, e, s in zip(self.kp.tolist(), self.kd.tolist(),
+                                               self.q_target.tolist(), self.ff.tolist(), lim,
+                                               self._prev_states, strict=True)]
+        self.effort = np.array(tau, dtype=np.float64)
+        states = pb.getJointStates(self.body, self.index, physicsClientId=self.client)
+        q = [s[0] for s in states]
+        qd = [s[1] for s in states]
+        total = sum(q) + sum(qd)
+        if total - total != 0.0:  # NaN or inf somewhere
+            # MuJoCo resets a NaN state and warns; so does this engine, at home at rest
+            self.divergences += 1
+            self.set_state(self.robot.home, np.zeros(self.robot.n))
+            return
+        self.q = np.array(q, dtype=np.float64)
+        self.qd = np.array(qd, dtype=np.float64)
+
+    def _step_python(self, n: int) -> None:
+        """Run the servo law in Python, ``TORQUE_CONTROL`` each step (feed-forward, kd 0).
+
+        On Python floats, not numpy: for six joints numpy's per-call overhead was half of
+        each step. Joint damping stays Bullet's (``jointDamping``), as on the native path.
         """
         c, body, index = self.client, self.body, self.index
         law = list(zip(self.kp.tolist(), self.kd.tolist(), self.q_target.tolist(),
-                       self.ff.tolist(), self.effort_limit.tolist(), self.damping.tolist(),
-                       strict=True))
-        q, qd = self.q.tolist(), self.qd.tolist()
-        # arrays until the first step, then the step's lists (converted back below)
-        prev_q: Any = self.prev_q
-        prev_qd: Any = self.prev_qd
-        effort: Any = self.effort
-        for _ in range(n):
-            total = sum(q) + sum(qd)
-            if total - total != 0.0:  # NaN or inf somewhere
-                # MuJoCo resets a NaN state and warns; so does this engine, at home at rest
-                self.divergences += 1
-                self.set_state(self.robot.home, np.zeros(self.robot.n))
-                q, qd = self.q.tolist(), self.qd.tolist()
-            tau = [min(max(kp * (qt - x) - kd * v + ff, -lim), lim)
-                   for (kp, kd, qt, ff, lim, _d), x, v in zip(law, q, qd, strict=True)]
-            forces = [t - d * v for t, (*_l, d), v in zip(tau, law, qd, strict=True)]
+                       self.ff.tolist(), self.effort_limit.tolist(), strict=True))
+        for k in range(n):
+            states = pb.getJointStates(body, index, physicsClientId=c)
+            forces = [min(max(kp * (qt - s[0]) - kd * s[1] + ff, -lim), lim)
+                      for (kp, kd, qt, ff, lim), s in zip(law, states, strict=True)]
             pb.setJointMotorControlArray(body, index, pb.TORQUE_CONTROL, forces=forces,
                                          physicsClientId=c)
+            if k == n - 1:
+                self._before_last_step()
             pb.stepSimulation(physicsClientId=c)
-            effort, prev_q, prev_qd = tau, q, qd
-            states = pb.getJointStates(body, index, physicsClientId=c)
-            q = [s[0] for s in states]
-            qd = [s[1] for s in states]
-        if n > 0:
-            self.effort = np.array(effort, dtype=np.float64)
-            self.prev_q = np.array(prev_q, dtype=np.float64)
-            self.prev_qd = np.array(prev_qd, dtype=np.float64)
-            self.q, self.qd = np.array(q, dtype=np.float64), np.array(qd, dtype=np.float64)
+        self._after_steps()
 
     def approximations(self, params: DynamicsParams) -> tuple[str, ...]:
         """Return what this model approximates of ``params`` (empty: nothing)."""
@@ -264,27 +413,38 @@ class World:
         """Site orientation (wxyz), gyro and accelerometer in the site frame.
 
         The acceleration is the site velocity's difference over the last step (PyBullet has
-        no accelerometer), the state is put back afterwards.
+        no accelerometer); the site's velocity before that step was read by :meth:`step`.
+        Computed on Python floats: numpy's per-call overhead made this 160 us, three times
+        the physics of the five steps between two published states.
         """
         assert self.robot.imu is not None
-        now_v, w, rot, quat = self._site_motion()
-        q, qd = self.q, self.qd
-        self.set_state(self.prev_q, self.prev_qd)
-        prev_v = self._site_motion()[0]
-        self.set_state(q, qd)
-        acc = (now_v - prev_v) / self.robot.timestep_s - np.asarray(GRAVITY)
-        return quat, rot.T @ w, rot.T @ acc
+        now_v, w, rot, quat = self._site_motion(self._link_state())
+        prev_v = now_v if self._prev_site is None else self._site_motion(self._prev_site)[0]
+        dt = self.robot.timestep_s
+        acc = [(a - b) / dt - g for a, b, g in zip(now_v, prev_v, GRAVITY, strict=True)]
+        r0, r1, r2 = rot[0:3], rot[3:6], rot[6:9]  # rows of the frame's rotation
+        columns = list(zip(r0, r1, r2, strict=True))  # R^T's rows are R's columns
+        gyro = [col[0] * w[0] + col[1] * w[1] + col[2] * w[2] for col in columns]
+        acc_site = [col[0] * acc[0] + col[1] * acc[1] + col[2] * acc[2] for col in columns]
+        return (np.array(quat, dtype=np.float64), np.array(gyro, dtype=np.float64),
+                np.array(acc_site, dtype=np.float64))
 
-    def _site_motion(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    def _site_motion(self, st: tuple[Any, ...]
+                     ) -> tuple[list[float], tuple[float, ...], tuple[float, ...], list[float]]:
+        """Site velocity (world), link angular velocity, frame rotation (row-major), quat."""
         assert self.robot.imu is not None
-        st = pb.getLinkState(self.body, self.imu_link, computeLinkVelocity=1,
-                             computeForwardKinematics=1, physicsClientId=self.client)
-        com, frame_pos, frame_quat = np.asarray(st[0]), np.asarray(st[4]), st[5]
-        rot = np.asarray(pb.getMatrixFromQuaternion(frame_quat)).reshape(3, 3)
-        site = frame_pos + rot @ np.asarray(self.robot.imu.position)
-        v, w = np.asarray(st[6]), np.asarray(st[7])
-        quat = np.array([frame_quat[3], frame_quat[0], frame_quat[1], frame_quat[2]])
-        return v + np.cross(w, site - com), w, rot, quat / math.sqrt(float(quat @ quat))
+        com, pos, fq = st[0], st[4], st[5]
+        rot = pb.getMatrixFromQuaternion(fq)
+        px, py, pz = self.robot.imu.position
+        site = [pos[i] + rot[3 * i] * px + rot[3 * i + 1] * py + rot[3 * i + 2] * pz
+                for i in range(3)]
+        v, w = st[6], st[7]
+        r = [site[i] - com[i] for i in range(3)]
+        vel = [v[0] + w[1] * r[2] - w[2] * r[1], v[1] + w[2] * r[0] - w[0] * r[2],
+               v[2] + w[0] * r[1] - w[1] * r[0]]
+        norm = math.sqrt(fq[0] ** 2 + fq[1] ** 2 + fq[2] ** 2 + fq[3] ** 2)
+        quat = [fq[3] / norm, fq[0] / norm, fq[1] / norm, fq[2] / norm]
+        return vel, w, rot, quat
 
     def contacts(self) -> int:
         """Contact points at the current pose (after collision detection)."""
@@ -293,7 +453,10 @@ class World:
 
     def gravity_torque(self, position: FloatArray) -> FloatArray:
         """Joint torques that hold ``position`` at rest (inverse dynamics, zero velocity)."""
-        n = self.robot.n
-        tau = pb.calculateInverseDynamics(self.body, [float(x) for x in position], [0.0] * n,
-                                          [0.0] * n, physicsClientId=self.client)
-        return np.asarray(tau, dtype=np.float64)
+        full = dict.fromkeys(self.dofs, 0.0)
+        full.update(zip(self.index, (float(x) for x in position), strict=True))
+        zero = [0.0] * len(full)
+        tau = pb.calculateInverseDynamics(self.body, list(full.values()), zero, zero,
+                                          physicsClientId=self.client)
+        at = {j: k for k, j in enumerate(self.dofs)}
+        return np.array([tau[at[j]] for j in self.index], dtype=np.float64)

@@ -8,7 +8,6 @@ rollouts and probes so they never touch the robot's state.
 
 from __future__ import annotations
 
-from dataclasses import replace
 import time
 from typing import Sequence
 
@@ -33,7 +32,7 @@ class BulletSim(SimBackend):
     """A PyBullet robot driven by joint targets through per-joint PD servos."""
 
     engine = 'pybullet'
-    capabilities = Capabilities(armature=False, imu=True, scene_objects=True,
+    capabilities = Capabilities(armature=True, imu=True, scene_objects=True,
                                 native_rollout=False, divergence_reset=True)
 
     def __init__(self, robot: RobotSpec, scene: Scene | None = None,
@@ -73,26 +72,23 @@ class BulletSim(SimBackend):
         """Home at rest, servos holding home, no feed-forward, divergence count cleared."""
         w = self.world
         w.set_state(self.robot.home, np.zeros(self.robot.n))
-        w.prev_q, w.prev_qd = w.q, w.qd
         w.effort = np.zeros(self.robot.n)
         w.divergences = 0
         self.actuate(self.robot.home, np.zeros(self.robot.n))
 
     def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
         """Set the servo law's targets and feed-forward (used from the next step)."""
-        self.world.q_target = np.array(position, dtype=np.float64)
-        self.world.ff = np.array(feedforward, dtype=np.float64)
+        self.world.actuate(position, feedforward)
 
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Change one joint's servo gains and effort limit."""
         w = self.world
         w.kp[joint], w.kd[joint], w.effort_limit[joint] = kp, kd, effort_limit
+        w.push_servo()
 
     def set_joint_state(self, position: FloatArray, velocity: FloatArray) -> None:
         """Snap the joints to a measured state (twin re-sync); targets and delays are kept."""
-        w = self.world
-        w.set_state(position, velocity)
-        w.prev_q, w.prev_qd = w.q, w.qd
+        self.world.set_state(position, velocity)
 
     def advance(self, n: int) -> None:
         """``n`` steps of the servo law and ``stepSimulation``."""
@@ -124,10 +120,7 @@ class BulletSim(SimBackend):
     def probe(self, position: FloatArray) -> Probe:
         """Contacts and inverse-dynamics gravity torque at ``position`` on the scratch client."""
         s = self.scratch
-        # armature (folded into the link inertias) makes some fail Bullet's inverse-dynamics
-        # check I_xx + I_yy >= I_zz; gravity does not depend on inertia
-        s.write_params(replace(self.params, joints={
-            n: replace(j, armature=0.0) for n, j in self.params.joints.items()}))
+        s.write_params(self.params)
         s.set_state(position, np.zeros(self.robot.n))
         return Probe(s.contacts(), s.gravity_torque(position))
 
@@ -147,8 +140,7 @@ class BulletSim(SimBackend):
             s.divergences = 0
             kd = np.array([p.joints[j].kd for j in self.robot.joint_names])
             for t, row in enumerate(job.targets):
-                s.q_target = row[:n].copy()
-                s.ff = kd * row[n:2 * n] + row[2 * n:]
+                s.actuate(row[:n], kd * row[n:2 * n] + row[2 * n:])
                 s.step(1)
                 out[k, t] = s.q
         return out
