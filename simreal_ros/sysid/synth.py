@@ -12,6 +12,7 @@ The topics and ``custom_data`` (``backend``, ``robot_spec.argument``) are those 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -40,11 +41,15 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
                    excitation: ExcitationConfig, *, command_rate_hz: float = 100.0,
                    state_rate_hz: float = 200.0, lead_s: float = 0.5, tail_s: float = 0.5,
                    start_pose: np.ndarray | None = None,
-                   command_topic: str = '/joint_commands') -> Path:
+                   command_topic: str = '/joint_commands',
+                   extra_torque: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+                   ) -> Path:
     """Write a bag of ``excitation`` played on the bridge physics with ``overlay``.
 
     ``lead_s`` of states before the first command (the robot holding ``start_pose``, default
-    home) and ``tail_s`` after the last one. Returns the bag directory.
+    home) and ``tail_s`` after the last one. ``extra_torque(q, qdot)`` (N·m per joint), when
+    given, is applied in every physics step (:meth:`SimBackend.apply_torque`): a known reality
+    term no overlay can express, for the residual's tests. Returns the bag directory.
     """
     sim = make_sim(robot, overlay=overlay)
     if start_pose is not None:
@@ -77,5 +82,8 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
                 sim.set_target(JointTarget(q, v, np.zeros(robot.n)))
                 w.write(h_cmd, now, _msg(types, now, names, q, v))
             if k < total:
+                if extra_torque is not None:
+                    q_now, v_now, _ = sim.joint_state()
+                    sim.apply_torque(np.asarray(extra_torque(q_now, v_now), float))
                 sim.step(1)
     return Path(path)

@@ -160,6 +160,7 @@ class World:
         self.effort_limit = robot.effort_limit.copy()
         self.q_target, self.ff = robot.home.copy(), np.zeros(n)
         self.effort = np.zeros(n)
+        self.applied = np.zeros(n)  # SimBackend.apply_torque: outside the servo's clamp
         self.q, self.qd = robot.home.copy(), np.zeros(n)
         self.prev_q, self.prev_qd = self.q.copy(), self.qd.copy()
         self.divergences = 0
@@ -227,6 +228,7 @@ class World:
                        self.ff.tolist(), self.effort_limit.tolist(), self.damping.tolist(),
                        strict=True))
         q, qd = self.q.tolist(), self.qd.tolist()
+        applied = self.applied.tolist()
         # arrays until the first step, then the step's lists (converted back below)
         prev_q: Any = self.prev_q
         prev_qd: Any = self.prev_qd
@@ -240,7 +242,8 @@ class World:
                 q, qd = self.q.tolist(), self.qd.tolist()
             tau = [min(max(kp * (qt - x) - kd * v + ff, -lim), lim)
                    for (kp, kd, qt, ff, lim, _d), x, v in zip(law, q, qd, strict=True)]
-            forces = [t - d * v for t, (*_l, d), v in zip(tau, law, qd, strict=True)]
+            forces = [t - d * v + a for t, (*_l, d), v, a in zip(tau, law, qd, applied,
+                                                                  strict=True)]
             pb.setJointMotorControlArray(body, index, pb.TORQUE_CONTROL, forces=forces,
                                          physicsClientId=c)
             pb.stepSimulation(physicsClientId=c)

@@ -75,6 +75,7 @@ class BulletSim(SimBackend):
         w.set_state(self.robot.home, np.zeros(self.robot.n))
         w.prev_q, w.prev_qd = w.q, w.qd
         w.effort = np.zeros(self.robot.n)
+        w.applied = np.zeros(self.robot.n)
         w.divergences = 0
         self.actuate(self.robot.home, np.zeros(self.robot.n))
 
@@ -82,6 +83,10 @@ class BulletSim(SimBackend):
         """Set the servo law's targets and feed-forward (used from the next step)."""
         self.world.q_target = np.array(position, dtype=np.float64)
         self.world.ff = np.array(feedforward, dtype=np.float64)
+
+    def apply_torque(self, torque: FloatArray) -> None:
+        """Add ``torque`` to the torque-control forces of every step (cleared by a reset)."""
+        self.world.applied = np.array(torque, dtype=np.float64)
 
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Change one joint's servo gains and effort limit."""
