@@ -170,7 +170,7 @@ def _load_named_residual(ov: Overlay, path: Path, value: Any) -> ResidualModel:
         p = path.parent / p
     if not p.is_file():
         raise ConfigError(ov.source, 'residual', 'an existing residual file (relative to the '
-                          'overlay\'s directory or absolute)', value)
+                          "overlay's directory or absolute)", value)
     model = load_residual(p)
     if ov.robot is not None:
         model.check(ov.robot, ov.physics_sha256)

@@ -47,6 +47,11 @@ KINDS = ('torque', 'delta_action')
 HEADER_NAME = 'residual.json'
 WEIGHTS_NAME = 'residual_weights.json'
 FEATURES = ('q', 'qdot', 'q_target_minus_q', 'v_target')
+#: ``simreal residual fit`` defaults (here, not in the torch module, so ``--help`` needs no
+#: torch): replay window of each target, window spacing, epochs
+DEFAULT_HORIZON_S = 0.05
+DEFAULT_STRIDE_S = 0.01
+DEFAULT_EPOCHS = 100
 
 
 def overlay_sha256(robot: str | None, joints: Mapping[str, Mapping[str, float]],
@@ -126,7 +131,7 @@ class ResidualModel:
         return np.concatenate([q, qd, q_target - q, v_target])
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Outputs for inputs ``x`` ((m, 4 n) or (4 n,)); also the per-row OOD flags."""
+        """Return the outputs for inputs ``x`` ((m, 4 n) or (4 n,)); also the per-row OOD flags."""
         xc = np.clip(x, self.low, self.high)
         ood = np.any(xc != x, axis=-1)
         h = (xc - self.mean) * self.inv_std
@@ -150,7 +155,7 @@ class ResidualModel:
             s.max_abs_output = m
         return y
 
-    def check(self, robot: str, overlay_hash: str | None, key: str = 'residual') -> None:
+    def check(self, robot: str, overlay_hash: str | None) -> None:
         """Refuse a residual trained for another robot or another overlay (ConfigError)."""
         if self.robot != robot:
             raise ConfigError(self.source, f'{HEADER_NAME}: robot',
@@ -158,9 +163,9 @@ class ResidualModel:
                               f'simreal residual fit --robot {robot})', self.robot)
         if overlay_hash is not None and self.overlay_hash != overlay_hash:
             raise ConfigError(self.source, f'{HEADER_NAME}: overlay_sha256',
-                              f'{overlay_hash[:16]} (the physics of the overlay naming it in '
-                              f'{key}; retrain with simreal residual fit --overlay on this '
-                              f'overlay)', self.overlay_hash[:16])
+                              f'{overlay_hash[:16]} (the physics of the overlay that names it; '
+                              f'retrain with simreal residual fit --overlay on that overlay)',
+                              self.overlay_hash[:16])
 
 
 def load_residual(path: str | Path) -> ResidualModel:

@@ -287,7 +287,8 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
         cases += [('fit', params, delay, None), ('nominal', rp.nominal, delay_nom, None)]
     scored: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for name, p, d, r in cases:
-        def pred(segs: list[Segment]) -> list[np.ndarray]:
+        def pred(segs: list[Segment], p: DynamicsParams = p, d: int = d,
+                 r: ResidualModel | None = r) -> list[np.ndarray]:
             if r is None:
                 return rp.predict([p], [d], segs)[0]
             return rp.predict_residual(p, d, segs, r)
