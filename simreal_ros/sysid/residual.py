@@ -38,7 +38,7 @@ import json
 import math
 from pathlib import Path
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -93,11 +93,12 @@ CHUNK = 256
 class ResidualNet(nn.Module):
     """The residual MLP with its normalization, input clamp and output bound in the graph."""
 
-    mean: torch.Tensor
-    std: torch.Tensor
-    low: torch.Tensor
-    high: torch.Tensor
-    bound: torch.Tensor
+    if TYPE_CHECKING:  # the buffers' types, for mypy only: TorchScript rejects the annotations
+        mean: torch.Tensor
+        std: torch.Tensor
+        low: torch.Tensor
+        high: torch.Tensor
+        bound: torch.Tensor
 
     def __init__(self, mean: torch.Tensor, std: torch.Tensor, low: torch.Tensor,
                  high: torch.Tensor, bound: torch.Tensor, hidden: int = HIDDEN) -> None:
