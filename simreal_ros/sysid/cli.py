@@ -95,6 +95,8 @@ def _residual_table(s: dict[str, Any]) -> str:
         rows.append(f'{Path(h["bag"]).name[:40]:<40} {k["fit_rad"]:>12.5f} '
                     f'{k["fit_residual_rad"]:>10.5f} {o["fit_rad"]:>10.5f} '
                     f'{o["fit_residual_rad"]:>10.5f} {100 * h["ood_fraction"]:>5.1f}%')
+    rows.append('pays off on the held-out parts: ' + ('yes' if s['pays_off'] else
+                                                      'NO (keep the overlay without it)'))
     rows.append(f'output bound {", ".join(f"{b:.3g}" for b in s["output_bound"])}; '
                 f'fit {s["fit_time_s"]:.1f} s (cpu {s["cpu_time_s"]:.1f} s)')
     return '\n'.join(rows)

@@ -386,8 +386,14 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
     model = load_residual(out_path)
     say('held-out replays: fit-only vs fit+residual')
     heldout = [_score(rp, p, d, split, hi, model) for (rp, p, split, hi, d) in parts]
+    # it pays off when it predicts better on every held-out part, k-step and open loop
+    pays_off = all(h[m]['fit_residual_rad'] < h[m]['fit_rad'] for h in heldout
+                   for m in ('k_step', 'open_loop'))
+    if not pays_off:
+        say('the residual does not improve the held-out prediction: keep the overlay without '
+            'it (or record more varied data)')
     summary = {
-        'robot': spec.name, 'overlay': str(ov.source), 'overlay_sha256': ov.physics_sha256,
+        'robot': spec.name, 'pays_off': pays_off, 'overlay': str(ov.source), 'overlay_sha256': ov.physics_sha256,
         'out': str(out_path), 'kind': kind, 'windows': int(x.shape[0]),
         'output_bound': bound.tolist(), 'losses': losses, 'heldout': heldout,
         'fit_time_s': round(time.perf_counter() - t_wall, 2),

@@ -134,6 +134,7 @@ def test_held_out_prediction_improves_on_another_excitation(fitted: dict, rdir: 
     assert r['residual']['residual_calls'] > 0
     h = fitted['heldout'][0]
     assert h['k_step']['fit_residual_rad'] < h['k_step']['fit_rad']
+    assert fitted['pays_off'] is True
 
 
 # ---- the overlay round trip ----------------------------------------------------------------
