@@ -361,6 +361,7 @@ class SimBridge(Node):
         values: dict[str, object] = {'residual': r.source, 'residual_kind': r.kind,
                                      **s.values()}
         s.calls = s.ood_calls = s.compute_ns = 0  # per report window
+        s.max_abs_output = 0.0
         return values
 
     def _publish_diagnostics(self) -> None:
