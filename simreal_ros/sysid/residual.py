@@ -393,7 +393,8 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
         say('the residual does not improve the held-out prediction: keep the overlay without '
             'it (or record more varied data)')
     summary = {
-        'robot': spec.name, 'pays_off': pays_off, 'overlay': str(ov.source), 'overlay_sha256': ov.physics_sha256,
+        'robot': spec.name, 'pays_off': pays_off, 'overlay': str(ov.source),
+        'overlay_sha256': ov.physics_sha256,
         'out': str(out_path), 'kind': kind, 'windows': int(x.shape[0]),
         'output_bound': bound.tolist(), 'losses': losses, 'heldout': heldout,
         'fit_time_s': round(time.perf_counter() - t_wall, 2),
