@@ -324,3 +324,24 @@ def test_cli_bad_input_is_one_error_line(rdir: Path, train_bag: Path, args: list
     assert p.returncode == 2 and len(errors) == 1, p.stderr
     assert needle in errors[0] and 'Traceback' not in p.stderr
     assert not (rdir / 'x.pt').exists()
+
+
+# ---- training in the corrected sim -------------------------------------------------------
+
+def test_training_worlds_run_the_overlay_residual(rdir: Path) -> None:
+    from simreal_ros.core.policy_spec import load_policy_spec
+    from simreal_ros.policy.train import World, load_train_config, train
+    res = random_residual(rdir / 'train_res.pt', rdir / 'nominal.yaml', bound=0.05)
+    ov = named(rdir, 'train_res.yaml', NOMINAL, res.name)
+    cfg = load_train_config('simreal_arm_reach', overlay=str(ov), iterations=1, envs=1,
+                            episode_s=0.4, epochs=1, eval_episodes=0)
+    world = World(load_policy_spec(cfg.policy), ROBOT, cfg, 0)
+    assert world.sim.residual is not None and world.sim.residual.source == str(res)
+    s = train(cfg, rdir / 'trained', log=lambda _l: None)
+    assert s['rounds'][0]['samples'] > 0
+    # a residual of another overlay is refused when the config is loaded
+    bad = named(rdir, 'train_bad.yaml', 'robot: simreal_arm\njoints:\n  base_yaw: '
+                '{damping: 0.3}\n', res.name)
+    with pytest.raises(ConfigError) as exc:
+        load_train_config('simreal_arm_reach', overlay=str(bad))
+    assert exc.value.key == f'{HEADER_NAME}: overlay_sha256'
