@@ -97,7 +97,7 @@ class Overlay:
     command_delay_s: float | None = None
     imperfections: dict[str, float] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
-    residual: ResidualModel | None = None
+    residual: ResidualModel | None = field(default=None, compare=False, repr=False)
 
     @property
     def physics_sha256(self) -> str:

@@ -104,7 +104,7 @@ class ResidualStats:
                 'residual_max_abs_output': self.max_abs_output}
 
 
-@dataclass
+@dataclass(eq=False)
 class ResidualModel:
     """A loaded residual: header fields and numpy weights (see the module docstring)."""
 
