@@ -36,3 +36,14 @@ def test_injector_benchmark_reports_its_figures(ros_env):
     for key in ('accuracy_const5', 'accuracy_jitter', 'overhead_zero'):
         assert figures[key]['delivered'] == figures[key]['messages']
     assert figures['throughput_zero']['lossless_rate_hz'] > 0
+
+
+def test_residual_benchmark_reports_its_figures(ros_env):
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'residual', '--quick',
+                        '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout)
+    assert figures['us_per_step']['plain'] > 0 and figures['us_per_call']['torchscript'] > 0
+    assert math.isfinite(figures['residual_over_plain'])
+    assert math.isfinite(figures['torchscript_over_numpy'])

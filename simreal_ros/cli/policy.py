@@ -18,7 +18,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
 
     from simreal_ros.errors import ConfigError
     from simreal_ros.policy.train import OVERRIDE, QUICK, load_train_config, train
-    overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs}
+    overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs,
+                 'overlay': ns.overlay}
     if ns.quick:
         overrides.update(QUICK)
     try:
@@ -80,6 +81,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--seed', type=int, default=None, help='override the config seed')
     p.add_argument('--iterations', type=int, default=None, help='override the DAgger rounds')
     p.add_argument('--envs', type=int, default=None, help='override the parallel worlds')
+    p.add_argument('--overlay', default=None, help='train on this model overlay (an '
+                   "identified sim, with its residual if it names one) [default: the config's]")
     p.add_argument('--quick', action='store_true', help='a seconds-long smoke run')
     p.add_argument('--json', action='store_true', help='print the summary as JSON at the end')
     p.set_defaults(func=cmd_train)

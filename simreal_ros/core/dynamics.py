@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from simreal_ros.core.paths import resolve_named
+from simreal_ros.core.residual import ResidualModel, load_residual, overlay_sha256
 from simreal_ros.core.validate import Section, check_number, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 
@@ -96,6 +97,12 @@ class Overlay:
     command_delay_s: float | None = None
     imperfections: dict[str, float] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    residual: ResidualModel | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def physics_sha256(self) -> str:
+        """The hash of what this overlay sets (a residual names the one it was trained on)."""
+        return overlay_sha256(self.robot, self.joints, self.bodies, self.command_delay_s)
 
     def apply(self, params: DynamicsParams, robot_name: str) -> DynamicsParams:
         """Return ``params`` with this overlay applied; unknown joints or bodies fail."""
@@ -148,7 +155,28 @@ def load_overlay(name_or_path: str | Path) -> Overlay:
                                         'camera')
                 if top.has(k)}
     top.reject_unknown()
-    return Overlay(src, robot, joints, bodies, delay, imperfections, metadata)
+    ov = Overlay(src, robot, joints, bodies, delay, imperfections, metadata)
+    if 'residual' in metadata:
+        ov = replace(ov, residual=_load_named_residual(ov, path, metadata['residual']))
+    return ov
+
+
+def _load_named_residual(ov: Overlay, path: Path, value: Any) -> ResidualModel:
+    """Load the overlay's ``residual:`` (relative to the overlay's directory) and check it."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(ov.source, 'residual', 'the path of a residual (.pt) file', value)
+    p = Path(value).expanduser()
+    if not p.is_absolute():
+        p = path.parent / p
+    if not p.is_file():
+        raise ConfigError(ov.source, 'residual', 'an existing residual file (relative to the '
+                          "overlay's directory or absolute)", value)
+    model = load_residual(p)
+    if ov.robot is not None:
+        model.check(ov.robot, ov.physics_sha256)
+    else:
+        model.check(model.robot, ov.physics_sha256)
+    return model
 
 
 @dataclass(frozen=True)

@@ -369,6 +369,18 @@ class SimBridge(Node):
             self.pub_imu.publish(imu)
 
     # ---- diagnostics -----------------------------------------------------------------------
+    def _residual_values(self) -> dict[str, object]:
+        """Return the residual's figures since the last report (call under the lock)."""
+        r = self.sim.residual
+        if r is None:
+            return {'residual': 'none'}
+        s = r.stats
+        values: dict[str, object] = {'residual': r.source, 'residual_kind': r.kind,
+                                     **s.values()}
+        s.calls = s.ood_calls = s.compute_ns = 0  # per report window
+        s.max_abs_output = 0.0
+        return values
+
     def _publish_diagnostics(self) -> None:
         now = time.monotonic_ns()
         with self.lock:
@@ -377,6 +389,7 @@ class SimBridge(Node):
             warnings = self.sim.divergences()
             rejected_window = self.intake.take_rejected_window()
             intake = self.intake.values()
+            residual = self._residual_values()
         wall0, sim0, steps0 = self._rtf_mark
         self._rtf_mark = (now, sim_ns, steps)
         dt_wall = max(1, now - wall0)
@@ -419,6 +432,7 @@ class SimBridge(Node):
             **(self.cameras.values() if self.cameras is not None else {}),
             **(self.rt_others.values() if self.rt_others is not None else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
+            **residual,
         }
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()

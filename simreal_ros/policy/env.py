@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
-from simreal_ros.core.dynamics import load_randomization
+from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.injection import JOINT_STATE_FIELDS, RouteConfig
 from simreal_ros.core.policy_spec import (
     ActionProcessor,
@@ -54,6 +54,8 @@ class EnvSettings(Protocol):
 
     @property
     def randomization(self) -> str: ...  # noqa: D102
+    @property
+    def overlay(self) -> str: ...  # noqa: D102
     @property
     def latency_presets(self) -> tuple[LatencyPreset, ...]: ...  # noqa: D102
     @property
@@ -85,7 +87,11 @@ class World:
         self.spec, self.robot, self.cfg = spec, robot, cfg
         self.randomize = randomize
         self.forced = LatencyPreset(preset) if preset is not None else None
-        self.sim = make_sim(robot, randomization=rand, seed=seed, engine=engine)
+        # the overlay (an identified sim, with its learned residual if it names one) is the
+        # base of every world, the nominal check worlds too; randomization draws around it
+        overlay = load_overlay(cfg.overlay) if cfg.overlay else None
+        self.sim = make_sim(robot, overlay=overlay, randomization=rand, seed=seed,
+                            engine=engine)
         self.rng = np.random.default_rng(seed + 7919)
         self.teacher = GoalSampler(robot, sim=self.sim)
         self.goals = GoalSampler(robot, margin_rad=cfg.goal_margin_rad, sim=self.sim)

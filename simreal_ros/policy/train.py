@@ -28,6 +28,7 @@ from typing import Any, Callable, Collection, cast
 import numpy as np
 import numpy.typing as npt
 
+from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
@@ -56,6 +57,7 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     randomization: str = 'default'
+    overlay: str = ''
     latency_presets: tuple[LatencyPreset, ...] = DEFAULT_PRESETS
     state_rate_hz: float = 200.0
     noise_pos_rad: float = 0.0005
@@ -110,6 +112,11 @@ def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) ->
     if not isinstance(cfg.randomization, str):
         raise fail('randomization', "a randomization name or path ('' = none)",
                    cfg.randomization)
+    if not isinstance(cfg.overlay, str):
+        raise fail('overlay', "a model overlay name or path ('' = the nominal model)",
+                   cfg.overlay)
+    if cfg.overlay:
+        load_overlay(cfg.overlay)  # its own ConfigError (a residual of another overlay too)
     for name, (lo, hi) in _INTEGERS.items():
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None
@@ -176,6 +183,7 @@ def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig
         source=src, policy=top.string('policy'), seed=top.integer('seed', 0),
         threads=top.integer('threads', 1),
         randomization=str(top.raw('randomization', 'default') or ''),
+        overlay=str(top.raw('overlay', '') or ''),
         latency_presets=presets,
         state_rate_hz=top.number('state_rate_hz', 200.0),
         noise_pos_rad=noise.number('joint_pos_rad', 0.0005),

@@ -12,7 +12,14 @@ part lives here, once for every engine:
   target becomes the servo set-point ``q_target`` and the feed-forward torque
   ``kd * v_target + tau_ff`` (handed to the engine's :meth:`SimBackend.actuate`);
 * **dynamics**: nominal (read from the model) -> base (+ overlay) -> drawn per reset from the
-  randomization with the backend's seeded generator.
+  randomization with the backend's seeded generator;
+* **the learned residual** an overlay names (``residual: RES.pt``,
+  :mod:`simreal_ros.core.residual`): with one, :meth:`SimBackend.step` runs one physics step at
+  a time and before each evaluates the residual on the joint state and the released target,
+  then adds its torque through the engine's applied-force primitive
+  (:meth:`SimBackend.apply_torque`; ``kind: torque``) or offsets the servo set-point by it
+  (``kind: delta_action``), the same on every engine. ``residual.stats`` counts the calls,
+  the out-of-distribution ones and the compute time.
 
 An engine subclasses :class:`SimBackend` and implements its abstract methods, the engine
 primitives. Its servo law, per joint, is ``kp * (q_target - q) - kd * qdot + ff``, the sum
@@ -35,6 +42,7 @@ import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
+from simreal_ros.core.residual import ResidualModel
 from simreal_ros.core.robot import CameraSpec, RobotSpec
 
 if TYPE_CHECKING:
@@ -115,6 +123,13 @@ class SimBackend(ABC):
         self.step_count = 0
         self._pending: deque[tuple[int, JointTarget]] = deque()
         self.target = JointTarget.hold(robot.home)
+        self._ff = np.zeros(robot.n)
+        self.residual: ResidualModel | None = None
+        if overlay is not None and overlay.residual is not None:
+            r = overlay.residual
+            r.check(robot.name, overlay.physics_sha256)
+            # a copy per backend: its stats are this backend's alone
+            self.residual = ResidualModel(r.source, r.header, r.layers)
         self.reset(randomize=False)
 
     # ---- engine-neutral ------------------------------------------------------------------
@@ -154,11 +169,21 @@ class SimBackend(ABC):
         self.target = target
         kd = np.fromiter((self.params.joints[n].kd for n in self.robot.joint_names), float,
                          self.robot.n)
-        self.actuate(target.position, kd * target.velocity + target.effort)
+        self._ff = kd * target.velocity + target.effort
+        self.actuate(target.position, self._ff)
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, releasing delayed commands at their step."""
         pending = self._pending
+        if self.residual is not None:
+            for _ in range(n):
+                while pending and pending[0][0] <= self.step_count:
+                    self._apply(pending.popleft()[1])
+                self._residual_step()
+                self.step_count += 1
+            while pending and pending[0][0] <= self.step_count:
+                self._apply(pending.popleft()[1])
+            return
         while n > 0:
             while pending and pending[0][0] <= self.step_count:
                 self._apply(pending.popleft()[1])
@@ -168,6 +193,19 @@ class SimBackend(ABC):
             n -= k
         while pending and pending[0][0] <= self.step_count:
             self._apply(pending.popleft()[1])
+
+    def _residual_step(self) -> None:
+        """One physics step with the residual's output applied (see the module docstring)."""
+        r = self.residual
+        assert r is not None
+        q, qd, _ = self.joint_state()
+        t = self.target
+        y = r(r.features(q, qd, t.position, t.velocity))
+        if r.kind == 'torque':
+            self.apply_torque(y)
+        else:
+            self.actuate(t.position + y, self._ff)
+        self.advance(1)
 
     def approximations(self) -> tuple[str, ...]:
         """Return what the engine approximates of the current dynamics, one line each."""
@@ -189,6 +227,13 @@ class SimBackend(ABC):
     @abstractmethod
     def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
         """Set the servo set-points (rad) and feed-forward torques (N·m), effective now."""
+
+    @abstractmethod
+    def apply_torque(self, torque: FloatArray) -> None:
+        """Apply ``torque`` (N·m per joint) outside the servo and its clamp until changed.
+
+        The engine's applied-force primitive (MuJoCo ``qfrc_applied``); a reset clears it.
+        """
 
     @abstractmethod
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from simreal_ros.core.dynamics import DynamicsParams, load_overlay
+from simreal_ros.core.residual import ResidualModel
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.sysid import fit as fitmod
@@ -263,32 +264,59 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
     spec, data = _load(bag, robot, window_ns)
     rp = Replayer(spec, data)
     params = rp.nominal
+    residual = None
     if overlay:
         try:
             ov = load_overlay(overlay)
             params = ov.apply(rp.nominal, spec.name)
+            if ov.residual is not None:
+                ov.residual.check(spec.name, ov.physics_sha256)
+                residual = ov.residual
         except ConfigError as exc:
             raise SysidInputError(f'--overlay {overlay}: {exc}') from None
     delay = int(round(params.command_delay_s * 1e9 / rp.dt_ns))
+    delay_nom = int(round(rp.nominal.command_delay_s * 1e9 / rp.dt_ns))
     lo, hi = data.window_ns
-    seg = rp.segments(lo, hi, None)
-    open_loop = _rmse(rp.predict([params], [delay], seg)[0], rp.measured(seg),
-                      spec.joint_names)
-    kstep: dict[str, Any] = {}
     for h in hs:
-        h_ns = int(round(h * 1e9))
-        if h_ns > hi - lo:
+        if int(round(h * 1e9)) > hi - lo:
             raise SysidInputError(f'--horizons {h:g}: longer than the {data.duration_s:.2f} s '
                                   f'window')
-        segs: list[Segment] = rp.segments(lo, hi, h_ns)
-        kstep[f'{h:g}'] = {**_rmse(rp.predict([params], [delay], segs)[0], rp.measured(segs),
-                                   spec.joint_names), 'resyncs': len(segs)}
-    return {'robot': spec.name, 'overlay': str(overlay) if overlay else '',
-            'bag': str(data.bag), 'backend': data.backend,
-            'topics': {'commands': data.command_topic, 'states': data.state_topic},
-            'window_ns': [int(lo), int(hi)], 'window_s': data.duration_s,
-            'command_delay_s': delay * rp.dt_ns / 1e9,
-            'open_loop': open_loop, 'k_step': kstep}
+    cases: list[tuple[str, DynamicsParams, int, ResidualModel | None]] = [
+        ('overlay', params, delay, residual)]
+    if residual is not None:
+        cases += [('fit', params, delay, None), ('nominal', rp.nominal, delay_nom, None)]
+    scored: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for name, p, d, r in cases:
+        def pred(segs: list[Segment], p: DynamicsParams = p, d: int = d,
+                 r: ResidualModel | None = r) -> list[np.ndarray]:
+            if r is None:
+                return rp.predict([p], [d], segs)[0]
+            return rp.predict_residual(p, d, segs, r)
+        seg = rp.segments(lo, hi, None)
+        open_loop = _rmse(pred(seg), rp.measured(seg), spec.joint_names)
+        kstep: dict[str, Any] = {}
+        for h in hs:
+            segs: list[Segment] = rp.segments(lo, hi, int(round(h * 1e9)))
+            kstep[f'{h:g}'] = {**_rmse(pred(segs), rp.measured(segs), spec.joint_names),
+                               'resyncs': len(segs)}
+        scored[name] = (open_loop, kstep)
+    open_loop, kstep = scored['overlay']
+    out: dict[str, Any] = {
+        'robot': spec.name, 'overlay': str(overlay) if overlay else '',
+        'bag': str(data.bag), 'backend': data.backend,
+        'topics': {'commands': data.command_topic, 'states': data.state_topic},
+        'window_ns': [int(lo), int(hi)], 'window_s': data.duration_s,
+        'command_delay_s': delay * rp.dt_ns / 1e9,
+        'open_loop': open_loop, 'k_step': kstep}
+    if residual is not None:
+        st = residual.stats
+        out['residual'] = {'path': residual.source, 'kind': residual.kind, **st.values()}
+        out['comparison'] = {
+            name: {'open_loop_rad': scored[key][0]['total_rad'],
+                   'k_step_rad': {h: v['total_rad'] for h, v in scored[key][1].items()}}
+            for name, key in (('nominal', 'nominal'), ('fit', 'fit'),
+                              ('fit_residual', 'overlay'))}
+    return out
 
 
 __all__ = ['identify', 'validate', 'write_overlay', 'SysidInputError']

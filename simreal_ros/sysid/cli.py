@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 import sys
 from typing import Any
 
@@ -72,7 +73,59 @@ def _validate_table(res: dict[str, Any]) -> str:
     for n in names + ['total']:
         rows.append(f'{n:<16} {get(res["open_loop"], n):>10.5f}'
                     + ''.join(f' {get(res["k_step"][h], n):>10.5f}' for h in hs))
+    comp = res.get('comparison')
+    if comp:
+        r = res['residual']
+        rows.append(f'total RMSE (rad) by model; residual {r["path"]} ({r["kind"]}): '
+                    f'{100 * r["residual_ood_fraction"]:.1f} % of steps outside its training '
+                    f'range, {r["residual_compute_ns"] / 1e3:.1f} us a step')
+        for name, c in comp.items():
+            rows.append(f'{name:<16} {c["open_loop_rad"]:>10.5f}'
+                        + ''.join(f' {c["k_step_rad"][h]:>10.5f}' for h in hs))
     return '\n'.join(rows)
+
+
+def _residual_table(s: dict[str, Any]) -> str:
+    rows = [f'{s["out"]}: {s["kind"]} residual of {s["robot"]} against {s["overlay"]} '
+            f'(overlay sha256 {s["overlay_sha256"][:12]}), {s["windows"]} training windows',
+            f'{"held-out part of":<40} {"k 0.2 s fit":>12} {"+residual":>10} {"open fit":>10} '
+            f'{"+residual":>10} {"OOD":>6}']
+    for h in s['heldout']:
+        k, o = h['k_step'], h['open_loop']
+        rows.append(f'{Path(h["bag"]).name[:40]:<40} {k["fit_rad"]:>12.5f} '
+                    f'{k["fit_residual_rad"]:>10.5f} {o["fit_rad"]:>10.5f} '
+                    f'{o["fit_residual_rad"]:>10.5f} {100 * h["ood_fraction"]:>5.1f}%')
+    rows.append('pays off on the held-out parts: ' + ('yes' if s['pays_off'] else
+                                                      'NO (keep the overlay without it)'))
+    rows.append(f'output bound {", ".join(f"{b:.3g}" for b in s["output_bound"])}; '
+                f'fit {s["fit_time_s"]:.1f} s (cpu {s["cpu_time_s"]:.1f} s)')
+    return '\n'.join(rows)
+
+
+def cmd_residual(ns: argparse.Namespace) -> int:
+    """``residual fit BAG... --overlay FIT.yaml --out RES.pt``."""
+    from simreal_ros.sysid.residual import fit_residual
+    if ns.action != 'fit':
+        raise SimrealError(f'residual {ns.action!r}: the only action is fit '
+                           f'(simreal residual fit BAG... --overlay FIT.yaml --out RES.pt)')
+    if not ns.bags:
+        raise SimrealError('residual fit needs at least one bag')
+    if not ns.overlay:
+        raise SimrealError('--overlay FIT.yaml is required: the identified overlay the '
+                           'residual corrects')
+    if not ns.out:
+        raise SimrealError('--out RES.pt is required: where to write the residual')
+    quiet = bool(ns.quiet)
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(f'[residual] {line}', file=sys.stderr, flush=True)
+
+    summary = fit_residual(ns.bags, ns.robot, ns.overlay, ns.out, kind=ns.kind,
+                           holdout=ns.holdout, horizon_s=ns.horizon, stride_s=ns.stride,
+                           epochs=ns.epochs, seed=ns.seed, progress=say)
+    print(json.dumps(summary) if ns.json else _residual_table(summary))
+    return 0
 
 
 def cmd_sysid(ns: argparse.Namespace) -> int:
@@ -151,3 +204,31 @@ def add_commands(sub: Any) -> None:
                    help='limit the window (header-stamp ns)')
     p.add_argument('--json', action='store_true', help='print the summary as JSON')
     p.set_defaults(func=cmd_sysid)
+    r = sub.add_parser(
+        'residual', help='learn a residual (what the fitted overlay cannot express) from bags',
+        description='simreal residual fit BAG... --overlay FIT.yaml --out RES.pt: train a small '
+        'network on the bags that predicts the joint torque (or, --kind delta_action, the '
+        'set-point offset) the identified sim lacks; name it in the overlay (residual: RES.pt) '
+        'to use it in the sim bridge, sim2sim, the twin, training and sysid validate. '
+        'See docs/residual.md.')
+    from simreal_ros.core import residual as res
+    r.add_argument('action', metavar='fit', help='the action (fit)')
+    r.add_argument('bags', nargs='*', metavar='BAG', help='bags to learn from')
+    r.add_argument('--robot', default='simreal_arm', help='robot spec [default: simreal_arm]')
+    r.add_argument('--overlay', default=None, help='the identified overlay to correct')
+    r.add_argument('--out', default=None, help='residual file to write (.pt, must not exist)')
+    r.add_argument('--kind', default='torque', choices=('torque', 'delta_action'),
+                   help='torque: added in the physics step; delta_action: a set-point offset '
+                   '[default: torque]')
+    r.add_argument('--holdout', type=float, default=0.2,
+                   help='fraction of each bag held out for the check, (0, 0.5] [default: 0.2]')
+    r.add_argument('--horizon', type=float, default=res.DEFAULT_HORIZON_S,
+                   help=f'replay window of each target (s) [default: {res.DEFAULT_HORIZON_S}]')
+    r.add_argument('--stride', type=float, default=res.DEFAULT_STRIDE_S,
+                   help=f'spacing of the windows (s) [default: {res.DEFAULT_STRIDE_S}]')
+    r.add_argument('--epochs', type=int, default=res.DEFAULT_EPOCHS,
+                   help=f'training epochs [default: {res.DEFAULT_EPOCHS}]')
+    r.add_argument('--seed', type=int, default=0, help='training seed [default: 0]')
+    r.add_argument('--quiet', action='store_true', help='no progress lines')
+    r.add_argument('--json', action='store_true', help='print the summary as JSON')
+    r.set_defaults(func=cmd_residual)

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams
+from simreal_ros.core.residual import ResidualModel
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.sim.backend import RolloutJob, SimBackend
 from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim
@@ -192,6 +193,49 @@ class Replayer:
                                      for j in range(q.shape[1])], axis=1))
                 b += 1
             out.append(per)
+        return out
+
+    def _on_stamps(self, seg: Segment, q: FloatArray) -> FloatArray:
+        """Interpolate the positions after each step of ``seg`` onto its measured stamps."""
+        t_steps = (np.arange(1, seg.steps + 1) * self.dt_ns).astype(np.float64)
+        t_meas = (self.data.state_ns[seg.states] - seg.start_ns).astype(np.float64)
+        return np.stack([np.interp(t_meas, t_steps, q[:, j]) for j in range(q.shape[1])],
+                        axis=1)
+
+    def predict_residual(self, params: DynamicsParams, delay_steps: int,
+                         segments: Sequence[Segment], residual: ResidualModel
+                         ) -> list[FloatArray]:
+        """Predicted positions at each segment's stamps with ``residual`` in every step.
+
+        Steps the replayer's own backend one physics step at a time, as
+        :meth:`SimBackend.step` does with a residual (the batched native rollout cannot call
+        the residual between steps): per step the residual sees the joint state and the
+        control row, and its output is applied torque or a set-point offset.
+        """
+        sim, n = self.sim, self.robot.n
+        sim.write_params(params)
+        kd = np.array([params.joints[j].kd for j in self.robot.joint_names])
+        torque = residual.kind == 'torque'
+        out = []
+        for seg in segments:
+            sim.reset_state()
+            q0, v0 = self.data.state_at(seg.start_ns)
+            sim.set_joint_state(q0, v0)
+            rows = self.controls(seg, float(delay_steps))
+            qs = np.empty((seg.steps, n))
+            for i, row in enumerate(rows):
+                qt, vt = row[:n], row[n:2 * n]
+                ff = kd * vt + row[2 * n:]
+                q, qd, _ = sim.joint_state()
+                y = residual(residual.features(q, qd, qt, vt))
+                if torque:
+                    sim.actuate(qt, ff)
+                    sim.apply_torque(y)
+                else:
+                    sim.actuate(qt + y, ff)
+                sim.advance(1)
+                qs[i] = sim.joint_positions()
+            out.append(self._on_stamps(seg, qs))
         return out
 
     def max_gap_ns(self, seg: Segment) -> int:

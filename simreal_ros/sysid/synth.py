@@ -12,6 +12,7 @@ The topics and ``custom_data`` (``backend``, ``robot_spec.argument``) are those 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -40,11 +41,18 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
                    excitation: ExcitationConfig, *, command_rate_hz: float = 100.0,
                    state_rate_hz: float = 200.0, lead_s: float = 0.5, tail_s: float = 0.5,
                    start_pose: np.ndarray | None = None,
-                   command_topic: str = '/joint_commands') -> Path:
+                   command_topic: str = '/joint_commands',
+                   extra_torque: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                   encoder_noise_rad: float = 0.0, ticks_per_rev: int = 0, noise_seed: int = 0
+                   ) -> Path:
     """Write a bag of ``excitation`` played on the bridge physics with ``overlay``.
 
     ``lead_s`` of states before the first command (the robot holding ``start_pose``, default
-    home) and ``tail_s`` after the last one. Returns the bag directory.
+    home) and ``tail_s`` after the last one. ``extra_torque(q, qdot)`` (N·m per joint), when
+    given, is applied in every physics step (:meth:`SimBackend.apply_torque`): a known reality
+    term no overlay can express, for the residual's tests. ``encoder_noise_rad`` (Gaussian,
+    seeded by ``noise_seed``) and ``ticks_per_rev`` (quantization; 0: none) change the recorded
+    positions only, as a servo's encoder would. Returns the bag directory.
     """
     sim = make_sim(robot, overlay=overlay)
     if start_pose is not None:
@@ -63,6 +71,7 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
     custom = {'backend': 'sim', 'robot_spec.argument': robot.name,
               'recorded_topics': f'{command_topic},/joint_states'}
     t_base = T0_NS - sim.time_ns
+    rng = np.random.default_rng(noise_seed)
     with BagWriter(path, custom_data=custom, types=types) as w:
         h_cmd = w.add_topic(command_topic, JOINT_STATE)
         h_st = w.add_topic('/joint_states', JOINT_STATE)
@@ -70,12 +79,20 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
             now = t_base + sim.time_ns
             if k % st_every == 0:
                 obs = sim.observe()
-                w.write(h_st, now, _msg(types, now, names, obs.position, obs.velocity,
-                                        obs.effort))
+                pos = obs.position
+                if encoder_noise_rad > 0:
+                    pos = pos + rng.normal(0.0, encoder_noise_rad, pos.shape)
+                if ticks_per_rev > 0:
+                    tick = 2 * np.pi / ticks_per_rev
+                    pos = np.round(pos / tick) * tick
+                w.write(h_st, now, _msg(types, now, names, pos, obs.velocity, obs.effort))
             if lead <= k <= lead + n_cmd_steps and (k - lead) % cmd_every == 0:
                 q, v = exc.sample((k - lead) * dt_ns / 1e9)
                 sim.set_target(JointTarget(q, v, np.zeros(robot.n)))
                 w.write(h_cmd, now, _msg(types, now, names, q, v))
             if k < total:
+                if extra_torque is not None:
+                    q_now, v_now, _ = sim.joint_state()
+                    sim.apply_torque(np.asarray(extra_torque(q_now, v_now), float))
                 sim.step(1)
     return Path(path)

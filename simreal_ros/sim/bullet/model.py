@@ -230,6 +230,7 @@ class World:
         self.effort_limit = robot.effort_limit.copy()
         self.q_target, self.ff = robot.home.copy(), np.zeros(n)
         self.effort = np.zeros(n)
+        self.applied = np.zeros(n)  # SimBackend.apply_torque: outside the servo's clamp
         self.q, self.qd = robot.home.copy(), np.zeros(n)
         self._prev_states: Any = ()
         self._prev_site: tuple[Any, ...] | None = None
@@ -315,11 +316,12 @@ class World:
         from the state before every step, in C; with ``v_target = ff / kd`` that is this
         stack's law (the same bits but for the rounding of ``kd * (ff / kd)``, measured 1e-17
         rad over 300 steps against the law in Python). It cannot carry a feed-forward on a
-        joint with ``kd = 0``: then :meth:`step` runs the law in Python, ``TORQUE_CONTROL``
-        every step (4x slower).
+        joint with ``kd = 0``, nor an added torque (``applied``, a learned residual's): then
+        :meth:`step` runs the law in Python, ``TORQUE_CONTROL`` every step (4x slower).
         """
         kd = self.kd
-        self.native = not self.python_law and bool(np.all((kd > 0) | (self.ff == 0)))
+        self.native = (not self.python_law and not np.any(self.applied)
+                       and bool(np.all((kd > 0) | (self.ff == 0))))
         if self.native:
             vt = np.divide(self.ff, kd, out=np.zeros_like(self.ff), where=kd > 0)
             law = (self.q_target.tolist(), vt.tolist(), self.kp.tolist(), kd.tolist(),
@@ -392,10 +394,12 @@ class World:
         c, body, index = self.client, self.body, self.index
         law = list(zip(self.kp.tolist(), self.kd.tolist(), self.q_target.tolist(),
                        self.ff.tolist(), self.effort_limit.tolist(), strict=True))
+        applied = self.applied.tolist()  # SimBackend.apply_torque, outside the clamp
         for k in range(n):
             states = pb.getJointStates(body, index, physicsClientId=c)
-            forces = [min(max(kp * (qt - s[0]) - kd * s[1] + ff, -lim), lim)
-                      for (kp, kd, qt, ff, lim), s in zip(law, states, strict=True)]
+            forces = [min(max(kp * (qt - s[0]) - kd * s[1] + ff, -lim), lim) + a
+                      for (kp, kd, qt, ff, lim), s, a in zip(law, states, applied,
+                                                             strict=True)]
             pb.setJointMotorControlArray(body, index, pb.TORQUE_CONTROL, forces=forces,
                                          physicsClientId=c)
             if k == n - 1:

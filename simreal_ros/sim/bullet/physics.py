@@ -73,12 +73,19 @@ class BulletSim(SimBackend):
         w = self.world
         w.set_state(self.robot.home, np.zeros(self.robot.n))
         w.effort = np.zeros(self.robot.n)
+        w.applied = np.zeros(self.robot.n)
         w.divergences = 0
         self.actuate(self.robot.home, np.zeros(self.robot.n))
 
     def actuate(self, position: FloatArray, feedforward: FloatArray) -> None:
         """Set the servo law's targets and feed-forward (used from the next step)."""
         self.world.actuate(position, feedforward)
+
+    def apply_torque(self, torque: FloatArray) -> None:
+        """Add ``torque`` to the torque-control forces of every step (cleared by a reset)."""
+        w = self.world
+        w.applied = np.array(torque, dtype=np.float64)
+        w.push_servo()  # Bullet's PD motor cannot add it: the law runs in Python meanwhile
 
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Change one joint's servo gains and effort limit."""

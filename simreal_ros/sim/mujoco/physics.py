@@ -76,6 +76,10 @@ class MujocoSim(SimBackend):
         ctrl[self.built.servo_act] = position
         ctrl[self.built.ff_act] = feedforward
 
+    def apply_torque(self, torque: FloatArray) -> None:
+        """Write ``qfrc_applied`` of the robot's joints (cleared by the keyframe reset)."""
+        self.data.qfrc_applied[self.built.dof_adr] = torque
+
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Write the servo actuator's gains and the joint's actuator force range."""
         m, b = self.model, self.built
