@@ -221,10 +221,18 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     """
     import numpy as np
 
+    from simreal_ros.core.bag import BagReader
     from simreal_ros.core.episode import load_episode
-    ep = load_episode(str(bag), topics=['/joint_commands', '/backend/joint_states'])
+    with BagReader(bag) as reader:
+        present = set(reader.info.topics)
+    ep = load_episode(str(bag), topics=[t for t in ('/joint_commands', '/backend/joint_states',
+                                                    '/backend/joint_commands') if t in present])
     cmd = ep.joints.get('/joint_commands')
     st = ep.joints.get('/backend/joint_states')
+    # sysid replays the commands the driver got (after the injector); the recorder finds that
+    # topic by polling the graph once the injector has seen the excitation, 1.3 s after the
+    # first command in one run at load average 6: the window starts where both are recorded
+    relayed = ep.joints.get('/backend/joint_commands')
     if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
         raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
     c_ns = np.asarray(cmd.stamps, dtype=np.int64)
@@ -241,6 +249,8 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     back = np.nonzero(after & (err < RECOVERED_RAD))[0]
     if back.size:
         start = max(start, int(s_ns[back[0]]))
+    if relayed is not None and len(relayed.stamps):
+        start = max(start, int(min(relayed.stamps)))
     end = int(c_ns[-1])
     if start >= end - MIN_WINDOW_NS:
         raise SimrealError(f'{bag}: less than {MIN_WINDOW_NS / 1e9:g} s of the excitation '

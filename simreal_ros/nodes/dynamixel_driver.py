@@ -189,8 +189,12 @@ class DynamixelDriver(Node):
             res.message = 'the bus thread did not answer within 5 s; try again'
         else:
             res.success, res.message = self.reset_result
-        log = self.get_logger().info if res.success else self.get_logger().error
-        log(f'reset: {res.message}')
+        # one call site per severity: rclpy refuses a call site whose severity changes
+        # ("Logger severity cannot be changed between calls")
+        if res.success:
+            self.get_logger().info(f'reset: {res.message}')
+        else:
+            self.get_logger().error(f'reset: {res.message}')
         return res
 
     def _do_reset(self) -> None:
