@@ -76,6 +76,7 @@ setup(
             'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
             'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
             'simreal_state_publisher = simreal_ros.nodes.state_publisher:main',
+            'simreal_leader = simreal_ros.nodes.leader:main',
         ],
     },
 )

@@ -444,10 +444,12 @@ class BusEmulator:
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
-         trace: str = '') -> int:
+         trace: str = '', role: str = 'follower', operator: str = '') -> int:
     """Run the emulator in this process (``simreal emulate``).
 
-    ``camera``: serve the virtual camera; ``trace``: see the module.
+    ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
+    servos are a leader arm moved by the scripted ``operator``
+    (:mod:`simreal_ros.hardware.emulator.operator`).
     """
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
@@ -464,7 +466,19 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--link {link}: the directory {link_path.parent} does not exist')
     if link_path.exists() and not link_path.is_symlink():
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
-    arm = VirtualArm(spec, overlay, seed=seed)
+    from simreal_ros.hardware.emulator import operator as op
+    if role not in op.ROLES:
+        raise SimrealError(f'--role {role}: expected one of {list(op.ROLES)}')
+    if operator and role != 'leader':
+        raise SimrealError('--operator moves a leader arm: use it with --role leader')
+    if role == 'leader':
+        if camera:
+            raise SimrealError("--camera serves the follower robot's cameras; a leader arm "
+                               'has none (leave out --camera with --role leader)')
+        arm: VirtualArm = op.LeaderArm(spec, op.Operator(spec, op.OperatorConfig.parse(
+            operator or 'chirp')), overlay, seed=seed)
+    else:
+        arm = VirtualArm(spec, overlay, seed=seed)
     try:
         # line-buffered: a reader sees every sync read that was answered, up to the last
         trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None

@@ -1,0 +1,193 @@
+"""Teleop over two virtual servo buses: a scripted leader arm drives the follower's driver.
+
+The leader is ``simreal emulate --role leader`` (its joints moved by a scripted operator), read
+by the leader node through the real SDK; the follower is the usual virtual bus behind the real
+Dynamixel driver. Everything between them is DDS.
+"""
+
+from __future__ import annotations
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+import numpy as np
+import pytest
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool
+
+from simreal_ros.core.gap import Series, estimate_lag_ns, pair
+from simreal_ros.core.robot import load_robot
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+ROBOT = load_robot('simreal_arm')
+
+
+def leader_statuses(diags: list) -> list[tuple[int, DiagnosticStatus]]:
+    return [(messages.stamp_to_ns(arr.header.stamp), st) for _t, arr in list(diags)
+            for st in arr.status if st.name.endswith('teleop leader')]
+
+
+def state_of(st: DiagnosticStatus) -> str:
+    return {kv.key: kv.value for kv in st.values}['state']
+
+
+def value(st: DiagnosticStatus, key: str) -> str:
+    return {kv.key: kv.value for kv in st.values}[key]
+
+
+def stamp(msg: JointState) -> int:
+    return messages.stamp_to_ns(msg.header.stamp)
+
+
+def series(samples: list, t0: int = 0, t1: int = 2**62) -> Series:
+    picked = [m for _t, m in list(samples) if t0 <= stamp(m) <= t1]
+    return Series.from_samples(ROBOT.joint_names, [stamp(m) for m in picked],
+                               [list(m.position) for m in picked])
+
+
+class Graph:
+    """The collected topics of one teleop test."""
+
+    def __init__(self, ros_client) -> None:
+        self.client = ros_client
+        self.states = ros_client.collect(JointState, 'joint_states')
+        self.leader = ros_client.collect(JointState, 'leader/joint_states')
+        self.commands = ros_client.collect(JointState, 'joint_commands')
+        self.diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+
+    def wait_state(self, state: str, node, timeout: float = 40.0) -> int:
+        """Wait until the leader node reports ``state``; return the diagnostics' stamp."""
+        try:
+            self.client.wait_for(lambda: any(state_of(st) == state
+                                             for _s, st in leader_statuses(self.diags)),
+                                 timeout, f'leader state {state}')
+        except TimeoutError as exc:
+            raise TimeoutError(f'{exc}; leader output:\n{node.output()}') from None
+        return next(s for s, st in leader_statuses(self.diags) if state_of(st) == state)
+
+
+@pytest.fixture
+def follower(ros_env, tmp_path):
+    with EmulatorProcess(link=tmp_path / 'ttyFollower', env=ros_env) as emu:
+        yield emu
+
+
+def start_teleop(start_node, follower_port: str, leader_port: str, **params: object):
+    drv = start_node('dynamixel_driver', port=follower_port, rate_hz=200.0)
+    leader = start_node('leader', port=leader_port, **params)
+    return drv, leader
+
+
+def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_path, start_node,
+                                                       ros_client) -> None:
+    """The follower (sagged under gravity before its driver started) is blended to the
+    leader, then follows a chirp: small lag-aligned error, positive lag below 0.2 s."""
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=3') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.0, diagnostics_period_s=0.5)
+        g.wait_state('blending', node)
+        # the blend starts where the follower is (the driver holds it still with torque on,
+        # so the state nearest in time), clamped into the limits: the arm sagged under gravity
+        # before the driver started and rests past shoulder_pitch's upper limit
+        first = g.commands[0][1]
+        ros_client.wait_for(lambda: g.states and stamp(g.states[-1][1]) > stamp(first), 10,
+                            'follower states after the first command')
+        near = min((m for _t, m in g.states), key=lambda m: abs(stamp(m) - stamp(first)))
+        assert near.position[1] > ROBOT.upper[1]
+        start = np.clip(near.position, ROBOT.lower, ROBOT.upper)
+        assert np.abs(np.array(first.position) - start).max() < 0.02
+        t_track = g.wait_state('tracking', node)
+        ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t_track + 8e9, 30,
+                            '8 s of tracking')
+        assert state_of(leader_statuses(g.diags)[-1][1]) == 'tracking'
+        assert value(leader_statuses(g.diags)[-1][1], 'engagements') == '1'
+    leader, states = series(g.leader, t_track + int(1e9)), series(g.states, t_track + int(1e9))
+    # the operator really moved the leader (the chirp: up to 0.5 rad from home)
+    assert np.ptp(leader.position, axis=0).min() > 0.2
+    lag = estimate_lag_ns(leader, states)
+    assert 0 < lag < 200e6, f'lag {lag / 1e6:.1f} ms'
+    aligned = Series(states.names, states.stamps - lag, states.position, states.velocity)
+    err = pair(leader, aligned).position_error
+    rms = np.sqrt(np.nanmean(err ** 2, axis=0))
+    print(f'teleop tracking: lag {lag / 1e6:.1f} ms, rms after alignment {np.round(rms, 4)} '
+          f'rad')
+    assert rms.max() < 0.05, f'rms after lag alignment {np.round(rms, 4)} rad'
+    # every command is inside the limits and is the leader's reading (1:1 mapping)
+    cmd = np.array([m.position for _t, m in g.commands])
+    assert np.all(cmd >= ROBOT.lower) and np.all(cmd <= ROBOT.upper)
+    by_stamp = {stamp(m): m.position for _t, m in g.leader}
+    tracked = [m for _t, m in g.commands if stamp(m) > t_track and stamp(m) in by_stamp]
+    assert len(tracked) > 100
+    assert all(np.array_equal(m.position, by_stamp[stamp(m)]) for m in tracked)
+
+
+def test_deadman_stops_streaming_at_once_and_the_follower_holds(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,start_s=2') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5)
+        g.wait_state('tracking', node)
+        res = ros_client.call(SetBool, '/leader/deadman', SetBool.Request(data=False))
+        released_ns = time.time_ns()
+        assert res.success and res.message == 'deadman released: command streaming stopped'
+        ros_client.wait_for(lambda: stamp(g.leader[-1][1]) > released_ns + 3e9, 20,
+                            '3 s of leader motion after the release')
+        statuses = leader_statuses(g.diags)
+        assert state_of(statuses[-1][1]) == 'waiting'
+        assert statuses[-1][1].message == 'waiting: deadman released'
+    # no command produced after the service answered
+    late = [stamp(m) for _t, m in g.commands if stamp(m) > released_ns]
+    assert late == []
+    # the follower holds (after finishing the last goal) while the leader keeps moving
+    hold = series(g.states, released_ns + int(0.5e9), released_ns + int(3e9))
+    moved = series(g.leader, released_ns + int(0.5e9), released_ns + int(3e9))
+    assert np.ptp(moved.position, axis=0).max() > 0.1
+    assert np.ptp(hold.position, axis=0).max() < 0.01
+
+
+def test_start_refuses_a_far_away_follower(follower, ros_env, tmp_path, start_node,
+                                           ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='waypoints,offset_rad=0.6,start_s=1000') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='wait',
+                                  start_tolerance_rad=0.1)
+        t_far = g.wait_state('far', node)
+        ros_client.wait_for(lambda: len([m for _t, m in g.leader if stamp(m) > t_far]) > 200,
+                            20, '200 leader readings while refused')
+        st = leader_statuses(g.diags)[-1][1]
+        assert (state_of(st), st.level) == ('far', DiagnosticStatus.WARN)
+        assert float(value(st, 'distance_rad')) > 0.5
+    assert g.commands == []
+    assert 'start refused: follower' in node.output()
+
+
+def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,start_s=2',
+                         faults='unplug_at=9,replug_at=12') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5)
+        g.wait_state('tracking', node)
+        t_lost = g.wait_state('leader_lost', node)
+        lost = [st for _s, st in leader_statuses(g.diags) if state_of(st) == 'leader_lost']
+        assert lost[0].level == DiagnosticStatus.ERROR
+        lead.wait_for_line('replugged', 10)
+        ros_client.wait_for(lambda: value(leader_statuses(g.diags)[-1][1], 'engagements') == '2',
+                            30, 'tracking again after the replug')
+        replug_ns = lead.line_time_ns('replugged')
+    assert lead.line_time_ns('unplugged') < t_lost
+    # nothing was sent between the loss and the replug
+    assert [m for _t, m in g.commands if t_lost < stamp(m) < replug_ns] == []
+    hold = series(g.states, t_lost + int(0.5e9), replug_ns)
+    assert len(hold) > 200
+    assert np.ptp(hold.position, axis=0).max() < 0.01
+    assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
