@@ -111,7 +111,8 @@ class Operator:
         cfg = self.cfg
         t = t_s - cfg.start_s
         if t <= 0:
-            return self.start.copy()
+            held: FloatArray = self.start.copy()
+            return held
         if cfg.name == 'chirp':
             tc = t % cfg.period_s
             k = (cfg.f_max_hz - cfg.f_min_hz) / cfg.period_s
