@@ -77,6 +77,7 @@ setup(
             'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
             'simreal_state_publisher = simreal_ros.nodes.state_publisher:main',
             'simreal_leader = simreal_ros.nodes.leader:main',
+            'simreal_episodes = simreal_ros.nodes.episodes:main',
         ],
     },
 )

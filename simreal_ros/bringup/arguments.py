@@ -106,6 +106,14 @@ ARGUMENTS: dict[str, Argument] = {
                                  'tracking starts'),
     'teleop_deadman': Argument('pressed', 'teleop: deadman state at start (released: nothing '
                                'moves until ~/deadman true)', ('pressed', 'released')),
+    'episodes': Argument('true', 'teleop: add the episode recorder (~/episode/start, stop, '
+                         'discard; checked at stop)', ('true', 'false')),
+    'episodes_dir': Argument('', 'teleop: episodes directory ("" = ./episodes/simreal_<date>_'
+                             '<time>)'),
+    'episode_cameras': Argument('', 'teleop: cameras recorded in episodes, comma-separated '
+                                '(e.g. camera)'),
+    'task': Argument('', 'teleop: task label of the episodes (LeRobot\'s task)'),
+    'operator': Argument('', 'teleop: who demonstrates (episode metadata)'),
     'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
                          'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),
 }

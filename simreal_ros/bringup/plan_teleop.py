@@ -1,4 +1,5 @@
-"""The teleop part of the plan (``teleop:=leader``): the leader arm node on ``leader_port:=``.
+"""The teleop part of the plan (``teleop:=leader``): the leader arm node on ``leader_port:=``
+and the episode recorder (``episodes:=true``, the default) with its services.
 
 The leader node publishes the graph's ``joint_commands`` (through the latency injector when
 ``latency:=`` is set, like any command source), so it is the same on every backend. It cannot
@@ -13,6 +14,7 @@ from typing import Any, Mapping
 from simreal_ros.bringup.arguments import typed
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
 from simreal_ros.core.teleop import LeaderConfig
+from simreal_ros.core.teleop_quality import EpisodesConfig
 from simreal_ros.errors import PlanError
 
 
@@ -34,3 +36,18 @@ def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
         'deadman_on_start': a['teleop_deadman'] == 'pressed'}
     prevalidate(LeaderConfig, params, 'leader')
     return NodeSpec('leader', 'leader', root, params)
+
+
+def episodes_node(a: Mapping[str, str], root: str) -> NodeSpec:
+    """Return the episode recorder of ``teleop:=leader`` (``episodes:=true``)."""
+    require('episodes', 'teleop:=leader episodes:=true')
+    topics = ['joint_states', 'leader/joint_states', 'joint_commands']
+    if a['episode_cameras']:
+        topics += [f'{c.strip()}/image_raw' for c in a['episode_cameras'].split(',')
+                   if c.strip()]
+    params: dict[str, Any] = {'robot': a['robot'], 'directory': a['episodes_dir'],
+                              'topics': topics, 'task': a['task'],
+                              'operator': a['operator'],
+                              'calibration': a['leader_calibration']}
+    prevalidate(EpisodesConfig, params, 'episodes')
+    return NodeSpec('episodes', 'episodes', root, params)

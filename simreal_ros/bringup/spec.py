@@ -22,6 +22,7 @@ NODES: dict[str, tuple[str, str]] = {
     'camera_driver': ('simreal_camera_driver', 'simreal_ros.nodes.camera_driver'),
     'state_publisher': ('simreal_state_publisher', 'simreal_ros.nodes.state_publisher'),
     'leader': ('simreal_leader', 'simreal_ros.nodes.leader'),
+    'episodes': ('simreal_episodes', 'simreal_ros.nodes.episodes'),
 }
 
 

@@ -33,7 +33,7 @@ def test_operators_start_still_at_the_offset_pose_and_stay_in_the_limits() -> No
         q = np.array([op.position(t) for t in np.arange(0, 30, 0.01)])
         assert np.all(q >= ROBOT.lower) and np.all(q <= ROBOT.upper)
         assert np.ptp(q, axis=0).min() > 0.3  # every joint is moved
-    with pytest.raises(ConfigError, match="--operator: name: expected one of"):
+    with pytest.raises(ConfigError, match='--operator: name: expected one of'):
         OperatorConfig.parse('wave')
     with pytest.raises(ConfigError, match='--operator: period_s: expected a number > 0'):
         OperatorConfig.parse('chirp,period_s=0')

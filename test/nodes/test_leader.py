@@ -13,10 +13,12 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
-from std_srvs.srv import SetBool
+from std_srvs.srv import SetBool, Trigger
 
+from simreal_ros.core.bag import BagReader
 from simreal_ros.core.gap import Series, estimate_lag_ns, pair
 from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop_quality import read_meta
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 
@@ -115,7 +117,10 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
     rms = np.sqrt(np.nanmean(err ** 2, axis=0))
     print(f'teleop tracking: lag {lag / 1e6:.1f} ms, rms after alignment {np.round(rms, 4)} '
           f'rad')
-    assert rms.max() < 0.05, f'rms after lag alignment {np.round(rms, 4)} rad'
+    # 0.023 rad (shoulder_pitch, against gravity) measured on a quiet machine, 0.06 under a
+    # load average of 10 on its 2 cores; a follower not tracking this chirp (0.3 rad RMS
+    # motion) would be near 0.3
+    assert rms.max() < 0.1, f'rms after lag alignment {np.round(rms, 4)} rad'
     # every command is inside the limits and is the leader's reading (1:1 mapping)
     cmd = np.array([m.position for _t, m in g.commands])
     assert np.all(cmd >= ROBOT.lower) and np.all(cmd <= ROBOT.upper)
@@ -191,3 +196,74 @@ def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
     assert len(hold) > 200
     assert np.ptp(hold.position, axis=0).max() < 0.01
     assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
+
+
+class Episodes:
+    """Clients of the episode services, made once: a response to a client made just before
+    the call can be lost while its reader is still being matched (DDS discovery), which a
+    shared 2-core machine under load made happen (a 60 s wait on a served ~/episode/stop)."""
+
+    def __init__(self, ros_client) -> None:
+        self.clients = {name: ros_client.node.create_client(Trigger, f'/episodes/episode/{name}')
+                        for name in ('start', 'stop', 'discard')}
+
+    def __call__(self, name: str) -> Trigger.Response:
+        cli = self.clients[name]
+        assert cli.wait_for_service(timeout_sec=30), f'no ~/episode/{name}'
+        future = cli.call_async(Trigger.Request())
+        deadline = time.monotonic() + 60
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert future.done(), f'~/episode/{name} did not answer'
+        return future.result()
+
+
+def test_episodes_are_cut_checked_at_stop_and_discarded(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    """An idle episode (the operator has not started) is rejected with its reason, a moving
+    one accepted, a discarded one deleted; the metadata carries task, operator and robot."""
+    g = Graph(ros_client)
+    directory = tmp_path / 'episodes'
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=9') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5)
+        # the stream checks (drops, gaps) have their own tests (test/core/test_quality.py);
+        # this shared 2-core machine under load missed 5-20 % of the 100 Hz leader cycles and
+        # stalled up to 0.24 s, which would reject every episode for drops and gaps
+        eps = start_node('episodes', directory=str(directory), task='wave', operator='ada',
+                         thresholds=['max_dropped_fraction=0.5', 'max_gaps=1000'])
+        call = Episodes(ros_client)
+        g.wait_state('tracking', node)
+        # idle: the leader is held still (the chirp starts 9 s after the emulator)
+        res = call('start')
+        t0 = time.time_ns()
+        assert res.success, res.message
+        assert call('start').message == 'episode 0 is open: stop or discard it'
+        ros_client.wait_for(lambda: stamp(g.commands[-1][1]) > t0 + 2.5e9, 20, '2.5 s')
+        res = call('stop')
+        assert res.success and res.message.startswith('episode 0 rejected: idle '), res.message
+        # moving: once the chirp has run 2 s
+        ros_client.wait_for(lambda: lead.line_times_ns and time.time_ns()
+                            > lead.line_time_ns('ready') + 11e9, 30, 'the chirp running')
+        assert call('start').success
+        t1 = time.time_ns()
+        ros_client.wait_for(lambda: stamp(g.commands[-1][1]) > t1 + 5e9, 20, '5 s of chirp')
+        res = call('stop')
+        assert res.success and res.message.startswith('episode 1 accepted'), (
+            res.message + eps.output())
+        assert call('start').message.startswith('episode 2 started')
+        assert call('discard').message == 'episode episode_0002 discarded'
+    meta0 = read_meta(directory / 'episode_0000')
+    meta1 = read_meta(directory / 'episode_0001')
+    assert (meta0['accepted'], meta1['accepted']) == (False, True)
+    assert [r.split(':')[0] for r in meta0['reasons']] == ['idle /joint_commands']
+    assert (meta1['task'], meta1['operator'], meta1['robot']) == ('wave', 'ada', 'simreal_arm')
+    assert meta1['reasons'] == []
+    lag = next(f for f in meta1['findings'] if f['check'] == 'lag')
+    assert 0 < lag['value'] < 0.2
+    assert not (directory / 'episode_0002').exists()
+    with BagReader(str(directory / 'episode_0001' / 'bag')) as reader:
+        info = reader.info
+    assert {'/joint_states', '/leader/joint_states', '/joint_commands'} <= set(info.topics)
+    assert info.custom_data['episode.task'] == 'wave'
