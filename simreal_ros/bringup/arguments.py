@@ -112,7 +112,7 @@ ARGUMENTS: dict[str, Argument] = {
                              '<time>)'),
     'episode_cameras': Argument('', 'teleop: cameras recorded in episodes, comma-separated '
                                 '(e.g. camera)'),
-    'task': Argument('', 'teleop: task label of the episodes (LeRobot\'s task)'),
+    'task': Argument('', "teleop: task label of the episodes (LeRobot's task)"),
     'operator': Argument('', 'teleop: who demonstrates (episode metadata)'),
     'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
                          'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),

@@ -1,5 +1,7 @@
-"""The teleop part of the plan (``teleop:=leader``): the leader arm node on ``leader_port:=``
-and the episode recorder (``episodes:=true``, the default) with its services.
+"""The teleop part of the plan (``teleop:=leader``): the leader node and the episode recorder.
+
+The leader arm node reads ``leader_port:=``; the episode recorder (``episodes:=true``, the
+default) serves ``~/episode/start|stop|discard``.
 
 The leader node publishes the graph's ``joint_commands`` (through the latency injector when
 ``latency:=`` is set, like any command source), so it is the same on every backend. It cannot

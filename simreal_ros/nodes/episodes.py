@@ -17,7 +17,8 @@ Services (std_srvs/Trigger):
 Subscriptions are raw (the CDR bytes are written as received, stamped with the receive time),
 at the contract's QoS, made at start-up and kept: a subscription made at ``~/episode/start``
 would miss the episode's first few hundred ms while DDS matches it (measured 2 s of a 2.2 s
-episode lost on a loaded machine). Between episodes the callbacks drop what they get. ``/diagnostics``: the open episode, episodes accepted / rejected / discarded.
+episode lost on a loaded machine). Between episodes the callbacks drop what they get.
+``/diagnostics``: the open episode, episodes accepted / rejected / discarded.
 """
 
 from __future__ import annotations
