@@ -54,9 +54,11 @@ setup(
         'ros-jazzy': ros_wheels('jazzy'),  # the LTS (May 2029); see docs/ros_distributions.md
         # the second physics engine (engine:=pybullet); a 103 MB manylinux wheel, no compiling
         'pybullet': ['pybullet>=3.2.6'],
+        # simreal export --format lerobot (parquet files)
+        'lerobot': ['pyarrow>=14', 'pandas>=2'],
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
-                 'mcap-ros2-support>=0.5'],
+                 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',

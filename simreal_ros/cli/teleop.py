@@ -11,6 +11,7 @@ existing ``--out`` file, so a recalibration keeps them.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 import sys
 from typing import Any
@@ -117,6 +118,38 @@ def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(ns: argparse.Namespace) -> int:
+    """Export checked teleop episodes as a LeRobot dataset."""
+    from simreal_ros.core import lerobot_export as lx
+    from simreal_ros.core.quality import thresholds_from
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.core.teleop_quality import TeleopThresholds
+    if ns.format != 'lerobot':
+        raise SimrealError(f'--format {ns.format}: only lerobot is supported')
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise SimrealError("the LeRobot export needs pyarrow and pandas: pip install "
+                           "'simreal_ros[lerobot]' (or pip install pyarrow pandas)") from None
+    robot = load_robot(ns.robot)
+    sources = lx.find_sources(ns.bags, robot, thresholds_from([]), TeleopThresholds())
+    lx.check_robot(sources, robot)
+    fps = ns.fps or lx.default_fps(sources, ns.action_topic)
+    summary = lx.export_lerobot(
+        sources, Path(ns.out), robot, fps, include_rejected=ns.all, task=ns.task,
+        state_topic=ns.state_topic, action_topic=ns.action_topic,
+        progress=lambda line: print(line, file=sys.stderr, flush=True))
+    for item in summary['skipped']:
+        print(f'skipped {item["episode"]} (rejected: {"; ".join(item["reasons"])})',
+              file=sys.stderr)
+    print(json.dumps(summary) if ns.json else
+          f'wrote {summary["out"]}: {len(summary["episodes"])} episodes, {summary["frames"]} '
+          f'frames at {fps} fps, {len(summary["skipped"])} skipped'
+          + (f', videos {", ".join(summary["videos"])}' if summary['videos'] else ''))
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     """Add this group's sub-commands to the ``simreal`` parser."""
     p = sub.add_parser('calibrate-leader', help="measure a teleop leader arm's joint offsets",
@@ -136,3 +169,19 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--scale', action='append', default=[], metavar='JOINT=S',
                    help='a leader joint geared S:1 (repeatable)')
     p.set_defaults(func=cmd_calibrate_leader)
+    p = sub.add_parser('export', help='export teleop episodes as a LeRobot dataset',
+                       description='export episodes (directories of simreal_episodes, '
+                       'directories of them, or bags) as a LeRobot v3.0 dataset; only '
+                       'accepted episodes unless --all (docs/teleop.md)')
+    p.add_argument('bags', nargs='+', metavar='BAG', help='episode, episodes directory or bag')
+    p.add_argument('--format', default='lerobot', help='output format (lerobot)')
+    p.add_argument('--out', required=True, help='dataset directory to create')
+    p.add_argument('--fps', type=int, default=0, help='frames per second (0 = the rate of '
+                   'the commands)')
+    p.add_argument('--all', action='store_true', help='export rejected episodes too')
+    p.add_argument('--task', default='', help='task label for episodes without one')
+    p.add_argument('--robot', default='simreal_arm', help='robot spec of the episodes')
+    p.add_argument('--state-topic', default='/joint_states', help='observation.state source')
+    p.add_argument('--action-topic', default='/joint_commands', help='action source')
+    p.add_argument('--json', action='store_true', help='print the summary as JSON')
+    p.set_defaults(func=cmd_export)

@@ -7,10 +7,14 @@ Dynamixel driver. Everything between them is DDS.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
@@ -267,3 +271,17 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
         info = reader.info
     assert {'/joint_states', '/leader/joint_states', '/joint_commands'} <= set(info.topics)
     assert info.custom_data['episode.task'] == 'wave'
+    # the export takes the accepted episode only, at the commands' rate
+    out = tmp_path / 'dataset'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'export', str(directory),
+                        '--out', str(out), '--json'], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary['episodes'] == ['episode_0001']
+    assert [s['episode'] for s in summary['skipped']] == ['episode_0000']
+    info = json.loads((out / 'meta/info.json').read_text())
+    assert info['total_episodes'] == 1 and info['fps'] == summary['fps']
+    data = pq.read_table(out / 'data/chunk-000/file-000.parquet')
+    assert data.num_rows == info['total_frames'] > 4 * summary['fps']
+    assert set(data.column('task_index').to_pylist()) == {0}
