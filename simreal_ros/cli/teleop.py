@@ -120,10 +120,10 @@ def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
 
 def cmd_export(ns: argparse.Namespace) -> int:
     """Export checked teleop episodes as a LeRobot dataset."""
-    from simreal_ros.report import lerobot_export as lx
     from simreal_ros.core.quality import thresholds_from
     from simreal_ros.core.robot import load_robot
     from simreal_ros.core.teleop_quality import TeleopThresholds
+    from simreal_ros.report import lerobot_export as lx
     if ns.format != 'lerobot':
         raise SimrealError(f'--format {ns.format}: only lerobot is supported')
     try:

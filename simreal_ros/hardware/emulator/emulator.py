@@ -22,7 +22,10 @@ until SIGINT/SIGTERM. One event loop does three things:
   and plugged in again; ``seed=N`` seeds the fault draws;
 * trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
   ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
-  can compare what the host published with what the servos really measured.
+  can compare what the host published with what the servos really measured; and one line per
+  SYNC WRITE received, ``sync_write ADDR LEN TIME_NS`` (``time.time_ns()`` on arrival, the
+  clock of ROS stamps) then ``ID:HEX`` per servo, so a benchmark can time a goal from its
+  source to the bus.
 
 Answers follow the e-Manual: a bad CRC to one servo gets a CRC error status, an unknown
 instruction an Instruction Error, a bad address an Access Error, a short parameter block a
@@ -302,6 +305,10 @@ class BusEmulator:
                 stride = 1 + length
                 if length == 0 or len(rest) % stride:
                     return out
+                if self.trace is not None:  # when the goal reached the bus (bench teleop)
+                    self.trace(' '.join([f'sync_write {addr} {length} {time.time_ns()}'] + [
+                        f'{rest[k]}:{rest[k + 1:k + stride].hex()}'
+                        for k in range(0, len(rest), stride)]))
                 for k in range(0, len(rest), stride):
                     sid = rest[k]
                     if sid in arm.by_id:
