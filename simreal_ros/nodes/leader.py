@@ -105,6 +105,16 @@ class LeaderNode(Node):
 
     # ---- the leader thread -------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # noqa: BLE001 - fatal unless shutting down
+            if not self.running or not self.context.ok():
+                return  # Ctrl-C/SIGTERM invalidated the context under a publish
+            self.get_logger().fatal(f'leader thread failed: {exc!r}; no more commands')
+            self.exit_code = 2
+            self.finished = True
+
+    def _loop(self) -> None:
         rate = PreciseRate(int(1e9 / self.cfg.rate_hz), 100_000)
         next_reconnect = 0.0
         while self.running and self.context.ok():

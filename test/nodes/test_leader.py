@@ -175,6 +175,10 @@ def test_start_refuses_a_far_away_follower(follower, ros_env, tmp_path, start_no
         assert float(value(st, 'distance_rad')) > 0.5
     assert g.commands == []
     assert 'start refused: follower' in node.output()
+    # Ctrl-C: a clean exit, the leader thread stopped without a traceback
+    out = node.output()
+    assert node.stop() == 0
+    assert 'Traceback' not in node.log_path.read_text()[len(out):]
 
 
 def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
