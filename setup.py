@@ -1,4 +1,7 @@
-"""Install simreal_ros with pip (``pip install -e '.[ros,test,pybullet]'``) or colcon (ament_python)."""
+"""Install simreal_ros with pip (``pip install -e '.[ros,test,pybullet]'``) or colcon.
+
+colcon builds it as an ament_python package.
+"""
 
 from glob import glob
 import os
