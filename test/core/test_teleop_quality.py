@@ -93,7 +93,7 @@ def test_rms_jerk_bins_keep_the_tick_quantization_far_below_the_limit() -> None:
 def test_thresholds_split_over_both_sets_and_unknown_keys_fail() -> None:
     th, tth = parse_thresholds(['max_gaps=3', 'max_lag_s=0.5'], 'episodes')
     assert (th.max_gaps, tth.max_lag_s) == (3, 0.5)
-    with pytest.raises(ConfigError, match="episodes: thresholds: expected key=value with a key"):
+    with pytest.raises(ConfigError, match='episodes: thresholds: expected key=value with a key'):
         parse_thresholds(['max_speed=1'], 'episodes')
     with pytest.raises(ConfigError, match='thresholds.max_lag_s: expected a number'):
         EpisodesConfig(thresholds=('max_lag_s=soon',))
