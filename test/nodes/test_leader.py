@@ -93,19 +93,22 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
     g = Graph(ros_client)
     with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
                          operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=3') as lead:
+        # leader_timeout_s 1: at a load average of 7 the leader thread stalled > 0.1 s (the
+        # default), a "loss" that restarts the blend; engagements == 1 below checks none
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
-                                  blend_speed_rad_s=1.0, diagnostics_period_s=0.5)
-        g.wait_state('blending', node)
-        # the blend starts where the follower is (the driver holds it still with torque on,
-        # so the state nearest in time), clamped into the limits: the arm sagged under gravity
-        # before the driver started and rests past shoulder_pitch's upper limit
-        first = g.commands[0][1]
-        ros_client.wait_for(lambda: g.states and stamp(g.states[-1][1]) > stamp(first), 10,
-                            'follower states after the first command')
-        near = min((m for _t, m in g.states), key=lambda m: abs(stamp(m) - stamp(first)))
-        assert near.position[1] > ROBOT.upper[1]
-        start = np.clip(near.position, ROBOT.lower, ROBOT.upper)
-        assert np.abs(np.array(first.position) - start).max() < 0.02
+                                  blend_speed_rad_s=1.0, diagnostics_period_s=0.5,
+                                  leader_timeout_s=1.0)
+        t_track = g.wait_state('tracking', node)
+        # the blend ran first (its start, clamped into the limits, is a unit test: the first
+        # commands can be published before this client's subscription is matched)
+        assert 'blending at 1 rad/s' in node.output()
+        done = next(line for line in node.output().splitlines() if 'blend done' in line)
+        t_done = int(float(done.split('] [')[1].split(']')[0]) * 1e9)  # the log line's stamp
+        blend = [m for _t, m in g.commands if stamp(m) < t_done - 20_000_000]
+        assert len(blend) > 20
+        moved = np.abs(np.subtract(blend[-1].position, blend[0].position)).max()
+        speed = moved / ((stamp(blend[-1]) - stamp(blend[0])) / 1e9)
+        assert 0.9 < speed < 1.05  # at blend_speed_rad_s (1.0) on the farthest joint
         t_track = g.wait_state('tracking', node)
         ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t_track + 8e9, 30,
                             '8 s of tracking')
@@ -188,20 +191,26 @@ def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
                          operator='chirp,amplitude=0.25,start_s=2',
                          faults='unplug_at=9,replug_at=12') as lead:
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
-                                  blend_speed_rad_s=1.5)
+                                  blend_speed_rad_s=1.5, leader_timeout_s=0.3)
         g.wait_state('tracking', node)
-        t_lost = g.wait_state('leader_lost', node)
-        lost = [st for _s, st in leader_statuses(g.diags) if state_of(st) == 'leader_lost']
-        assert lost[0].level == DiagnosticStatus.ERROR
+        lead.wait_for_line('unplugged', 30)
+        t_unplug = lead.line_time_ns('unplugged')
+        # the loss the unplug caused (a load stall may have caused an earlier one)
+        ros_client.wait_for(lambda: any(
+            state_of(st) == 'leader_lost' and s_ > t_unplug - 50_000_000
+            for s_, st in leader_statuses(g.diags)), 20, 'leader_lost after the unplug')
+        t_lost, lost = next((s_, st) for s_, st in leader_statuses(g.diags)
+                            if state_of(st) == 'leader_lost' and s_ > t_unplug - 50_000_000)
+        assert lost.level == DiagnosticStatus.ERROR
         lead.wait_for_line('replugged', 10)
-        ros_client.wait_for(lambda: value(leader_statuses(g.diags)[-1][1], 'engagements') == '2',
-                            30, 'tracking again after the replug')
         replug_ns = lead.line_time_ns('replugged')
-    assert lead.line_time_ns('unplugged') < t_lost
+        ros_client.wait_for(lambda: any(state_of(st) == 'tracking' and s_ > replug_ns
+                                        for s_, st in leader_statuses(g.diags)),
+                            30, 'tracking again after the replug')
     # nothing was sent between the loss and the replug
     assert [m for _t, m in g.commands if t_lost < stamp(m) < replug_ns] == []
     hold = series(g.states, t_lost + int(0.5e9), replug_ns)
-    assert len(hold) > 200
+    assert len(hold) > 50  # 2.5 s of states: 125 at a load average of 7 on the 2 cores
     assert np.ptp(hold.position, axis=0).max() < 0.01
     assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
 
