@@ -143,7 +143,7 @@ def test_deadman_stops_streaming_at_once_and_the_follower_holds(
     with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
                          operator='chirp,amplitude=0.25,start_s=2') as lead:
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
-                                  blend_speed_rad_s=1.5)
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0)
         g.wait_state('tracking', node)
         res = ros_client.call(SetBool, '/leader/deadman', SetBool.Request(data=False))
         released_ns = time.time_ns()
@@ -244,7 +244,7 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
     with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
                          operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=9') as lead:
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
-                                  blend_speed_rad_s=1.5)
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0)
         # the stream checks (drops, gaps) have their own tests (test/core/test_quality.py);
         # this shared 2-core machine under load missed 5-20 % of the 100 Hz leader cycles and
         # stalled up to 0.24 s, which would reject every episode for drops and gaps
