@@ -123,12 +123,14 @@ class LeaderNode(Node):
             if not self.connected and time.monotonic() >= next_reconnect:
                 next_reconnect = time.monotonic() + self.cfg.reconnect_period_s
                 self._reconnect()
-            if self.connected:
-                self._read(now)
+            fresh = self._read(now) if self.connected else False
             with self.lock:
                 before = self.control.state
                 decision = self.control.step(time.monotonic_ns())
-            if decision.command is not None:
+            # a command only for a fresh reading: after a failed read it would repeat the last
+            # one under the same stamp (a duplicate stamp, measured in an episode check), and
+            # the driver holds the last target anyway
+            if decision.command is not None and fresh:
                 stamp = self._leader_msg.header.stamp
                 msg = self._cmd_msg
                 msg.header.stamp = stamp
@@ -140,7 +142,8 @@ class LeaderNode(Node):
             if decision.state != before:
                 self._publish_diagnostics()
 
-    def _read(self, now_ns: int) -> None:
+    def _read(self, now_ns: int) -> bool:
+        """Read the leader, publish it and feed the control; return whether it was read."""
         try:
             state = self.bus.read_state()
         except PortLostError as exc:
@@ -148,11 +151,11 @@ class LeaderNode(Node):
             self.connected = False
             self.stats['last_error'] = str(exc)
             self.get_logger().error(f'leader port lost: {exc}; follower holds, reconnecting')
-            return
+            return False
         except BusError as exc:
             self.stats['read_failures'] += 1
             self.stats['last_error'] = str(exc)
-            return
+            return False
         stamp = self.get_clock().now().nanoseconds
         msg = self._leader_msg
         msg.header.stamp = messages.stamp_from_ns(stamp)
@@ -163,6 +166,7 @@ class LeaderNode(Node):
         self.stats['reads'] += 1
         with self.lock:
             self.control.leader_read(state.position, now_ns)
+        return True
 
     def _reconnect(self) -> None:
         try:
