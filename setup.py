@@ -57,9 +57,11 @@ setup(
         'ros-jazzy': ros_wheels('jazzy'),  # the LTS (May 2029); see docs/ros_distributions.md
         # the second physics engine (engine:=pybullet); a 103 MB manylinux wheel, no compiling
         'pybullet': ['pybullet>=3.2.6'],
+        # simreal export --format lerobot (parquet files)
+        'lerobot': ['pyarrow>=14', 'pandas>=2'],
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
-                 'mcap-ros2-support>=0.5'],
+                 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',
@@ -79,6 +81,8 @@ setup(
             'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
             'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
             'simreal_state_publisher = simreal_ros.nodes.state_publisher:main',
+            'simreal_leader = simreal_ros.nodes.leader:main',
+            'simreal_episodes = simreal_ros.nodes.episodes:main',
         ],
     },
 )

@@ -92,6 +92,28 @@ ARGUMENTS: dict[str, Argument] = {
                         ('auto', 'true', 'false')),
     'camera_device': Argument('', 'real/twin: camera device (V4L2 index or path, or stream URL), '
                               'or NAME=DEVICE,... per camera ("" = the spec\'s device)'),
+    'teleop': Argument('', 'add a teleop source of joint_commands: leader = a leader arm on '
+                       'leader_port:= (docs/teleop.md)', ('', 'leader')),
+    'leader_port': Argument('', "teleop: serial port of the leader arm's servo bus"),
+    'leader_robot': Argument('', 'teleop: robot spec of the leader arm ("" = robot:=)'),
+    'leader_rate': Argument('100', 'teleop: leader reads (and commands) per second'),
+    'leader_calibration': Argument('', 'teleop: leader calibration file of simreal '
+                                   'calibrate-leader ("" = 1:1)'),
+    'teleop_start': Argument('blend', 'teleop: when the follower is away from the leader, '
+                             'blend slowly to it or wait until the operator matches it',
+                             ('blend', 'wait')),
+    'teleop_tolerance': Argument('0.1', 'teleop: largest joint distance (rad) at which '
+                                 'tracking starts'),
+    'teleop_deadman': Argument('pressed', 'teleop: deadman state at start (released: nothing '
+                               'moves until ~/deadman true)', ('pressed', 'released')),
+    'episodes': Argument('true', 'teleop: add the episode recorder (~/episode/start, stop, '
+                         'discard; checked at stop)', ('true', 'false')),
+    'episodes_dir': Argument('', 'teleop: episodes directory ("" = ./episodes/simreal_<date>_'
+                             '<time>)'),
+    'episode_cameras': Argument('', 'teleop: cameras recorded in episodes, comma-separated '
+                                '(e.g. camera)'),
+    'task': Argument('', "teleop: task label of the episodes (LeRobot's task)"),
+    'operator': Argument('', 'teleop: who demonstrates (episode metadata)'),
     'realtime': Argument('false', 'run the timing-critical threads under SCHED_FIFO at the '
                          'priorities of RT_PRIORITIES (docs/realtime.md)', ('true', 'false')),
 }

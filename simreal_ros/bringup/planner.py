@@ -39,6 +39,7 @@ from simreal_ros.bringup.plan_realtime import (
     RT_PRIORITIES,
     with_rt_priorities,
 )
+from simreal_ros.bringup.plan_teleop import episodes_node, leader_node
 from simreal_ros.bringup.plan_tf import state_publishers
 from simreal_ros.bringup.record_plan import recorder_spec
 from simreal_ros.bringup.spec import NODES, PACKAGE, NodeSpec, require
@@ -102,6 +103,10 @@ def plan(args: Mapping[str, str]) -> list[NodeSpec]:
     nodes += state_publishers(a, nodes)
     if a['policy']:
         nodes.append(policy_node(a, backend, root))
+    if a['teleop'] == 'leader':
+        nodes.append(leader_node(a, root))
+        if a['episodes'] == 'true':
+            nodes.append(episodes_node(a, root))
     if a['excite']:
         nodes.append(excite(a, backend, root))
     if a['record'] == 'true':

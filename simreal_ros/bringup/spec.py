@@ -21,6 +21,8 @@ NODES: dict[str, tuple[str, str]] = {
     'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
     'camera_driver': ('simreal_camera_driver', 'simreal_ros.nodes.camera_driver'),
     'state_publisher': ('simreal_state_publisher', 'simreal_ros.nodes.state_publisher'),
+    'leader': ('simreal_leader', 'simreal_ros.nodes.leader'),
+    'episodes': ('simreal_episodes', 'simreal_ros.nodes.episodes'),
 }
 
 

@@ -17,7 +17,7 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     from simreal_ros.hardware.emulator import emulator
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
-                         ns.camera_port, ns.camera_faults, ns.trace)
+                         ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -76,6 +76,11 @@ def add_commands(sub: Any) -> None:
                    '(0 = any free port)')
     p.add_argument('--camera-faults', default='', help='e.g. drop_at=5,restore_at=7: the '
                    'stream goes away and comes back')
+    p.add_argument('--role', default='follower', choices=('follower', 'leader'),
+                   help='follower: the robot (motors, physics); leader: a teleop leader arm '
+                   'whose joints a scripted operator moves (docs/teleop.md)')
+    p.add_argument('--operator', default='', help='leader: chirp or waypoints, with options, '
+                   'e.g. chirp,amplitude=0.3,f_max_hz=0.8 or waypoints,offset_rad=0.8')
     p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')

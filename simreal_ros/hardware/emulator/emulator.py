@@ -22,7 +22,10 @@ until SIGINT/SIGTERM. One event loop does three things:
   and plugged in again; ``seed=N`` seeds the fault draws;
 * trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
   ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
-  can compare what the host published with what the servos really measured.
+  can compare what the host published with what the servos really measured; and one line per
+  SYNC WRITE received, ``sync_write ADDR LEN TIME_NS`` (``time.time_ns()`` on arrival, the
+  clock of ROS stamps) then ``ID:HEX`` per servo, so a benchmark can time a goal from its
+  source to the bus.
 
 Answers follow the e-Manual: a bad CRC to one servo gets a CRC error status, an unknown
 instruction an Instruction Error, a bad address an Access Error, a short parameter block a
@@ -302,6 +305,10 @@ class BusEmulator:
                 stride = 1 + length
                 if length == 0 or len(rest) % stride:
                     return out
+                if self.trace is not None:  # when the goal reached the bus (bench teleop)
+                    self.trace(' '.join([f'sync_write {addr} {length} {time.time_ns()}'] + [
+                        f'{rest[k]}:{rest[k + 1:k + stride].hex()}'
+                        for k in range(0, len(rest), stride)]))
                 for k in range(0, len(rest), stride):
                     sid = rest[k]
                     if sid in arm.by_id:
@@ -444,10 +451,12 @@ class BusEmulator:
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
-         trace: str = '') -> int:
+         trace: str = '', role: str = 'follower', operator: str = '') -> int:
     """Run the emulator in this process (``simreal emulate``).
 
-    ``camera``: serve the virtual camera; ``trace``: see the module.
+    ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
+    servos are a leader arm moved by the scripted ``operator``
+    (:mod:`simreal_ros.hardware.emulator.operator`).
     """
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
@@ -464,7 +473,19 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--link {link}: the directory {link_path.parent} does not exist')
     if link_path.exists() and not link_path.is_symlink():
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
-    arm = VirtualArm(spec, overlay, seed=seed)
+    from simreal_ros.hardware.emulator import operator as op
+    if role not in op.ROLES:
+        raise SimrealError(f'--role {role}: expected one of {list(op.ROLES)}')
+    if operator and role != 'leader':
+        raise SimrealError('--operator moves a leader arm: use it with --role leader')
+    if role == 'leader':
+        if camera:
+            raise SimrealError("--camera serves the follower robot's cameras; a leader arm "
+                               'has none (leave out --camera with --role leader)')
+        arm: VirtualArm = op.LeaderArm(spec, op.Operator(spec, op.OperatorConfig.parse(
+            operator or 'chirp')), overlay, seed=seed)
+    else:
+        arm = VirtualArm(spec, overlay, seed=seed)
     try:
         # line-buffered: a reader sees every sync read that was answered, up to the last
         trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None

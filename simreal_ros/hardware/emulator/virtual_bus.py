@@ -34,7 +34,8 @@ class EmulatorProcess:
     def __init__(self, link: str | Path | None = None, robot: str = 'simreal_arm',
                  reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
-                 rt_priority: int = 0, trace: str | Path = '') -> None:
+                 rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
+                 operator: str = '') -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -50,6 +51,10 @@ class EmulatorProcess:
             self.cmd += ['--rt-priority', str(rt_priority)]
         if trace:
             self.cmd += ['--trace', str(trace)]
+        if role != 'follower':
+            self.cmd += ['--role', role]
+        if operator:
+            self.cmd += ['--operator', operator]
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []

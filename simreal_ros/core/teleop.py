@@ -1,0 +1,361 @@
+"""Teleoperation from a leader arm: joint mapping, safe start, deadman and leader loss, no ROS.
+
+A leader arm (GELLO style: a kinematic copy of the robot with servos in its joints, read with
+torque off) is read on its own bus. :class:`LeaderMapping` turns its joint angles into follower
+targets, joint by joint::
+
+    follower = sign * scale * (leader - offset_rad)        then clamped to the follower's limits
+
+``offset_rad`` is the leader's reading when the follower's joint is at 0 (what
+``simreal calibrate-leader`` measures in a known pose), ``sign`` +1/-1 a reversed servo,
+``scale`` a gear ratio (1 for a 1:1 copy).
+
+:class:`TeleopControl` decides, each cycle, whether a follower command is sent, and which:
+
+============== ==================================================================================
+state          what happens
+============== ==================================================================================
+``waiting``    no follower state yet, no leader read yet, or the deadman is released: nothing
+               is sent
+``far``        ``start_mode`` ``wait``: the follower is more than ``start_tolerance_rad``
+               (largest joint difference) from the mapped leader: nothing is sent until the
+               operator brings the leader to the follower
+``blending``   ``start_mode`` ``blend``: the command starts at the follower's position (clamped
+               to the limits) and moves
+               towards the mapped leader at ``blend_speed_rad_s`` per joint, until it is within
+               ``start_tolerance_rad`` of it
+``tracking``   the mapped leader is sent every cycle
+``leader_lost`` no leader read for ``leader_timeout_s`` (unplugged, bus silent): nothing is
+               sent; the follower's driver holds its last goal. When the leader comes back the
+               start check runs again (the leader may have been moved meanwhile)
+============== ==================================================================================
+
+Releasing the deadman stops streaming at the next cycle; pressing it again (or a leader
+returning) starts from ``far``/``blending`` again: the follower never jumps to a leader that
+moved while it was not followed. Time is integer nanoseconds (``time.monotonic_ns()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import yaml
+
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import check_number, dataclass_from_mapping
+from simreal_ros.errors import ConfigError
+
+FloatArray = npt.NDArray[np.float64]
+
+START_MODES = ('wait', 'blend')
+STATES = ('waiting', 'far', 'blending', 'tracking', 'leader_lost')
+
+
+@dataclass(frozen=True)
+class JointMap:
+    """How one follower joint follows the leader."""
+
+    offset_rad: float = 0.0
+    sign: int = 1
+    scale: float = 1.0
+
+
+@dataclass
+class LeaderMapping:
+    """Leader joint angles -> follower joint targets (robot order), clamped to the limits."""
+
+    robot: RobotSpec
+    joints: tuple[JointMap, ...]
+    clamped: int = 0
+    _offset: FloatArray = field(init=False, repr=False)
+    _gain: FloatArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.joints) != self.robot.n:
+            raise ValueError(f'{len(self.joints)} joint maps for {self.robot.n} joints')
+        self._offset = np.array([j.offset_rad for j in self.joints])
+        self._gain = np.array([j.sign * j.scale for j in self.joints], dtype=np.float64)
+
+    @classmethod
+    def identity(cls, robot: RobotSpec) -> 'LeaderMapping':
+        """Return the 1:1 mapping (an uncalibrated copy of the robot)."""
+        return cls(robot, tuple(JointMap() for _ in robot.joints))
+
+    def raw(self, leader: FloatArray) -> FloatArray:
+        """Return the follower angles the leader asks for, before clamping."""
+        out: FloatArray = self._gain * (np.asarray(leader, dtype=np.float64) - self._offset)
+        return out
+
+    def map(self, leader: FloatArray) -> FloatArray:
+        """Return the follower target for the leader angles, clamped to the joint limits."""
+        q = self.raw(leader)
+        out: FloatArray = np.clip(q, self.robot.lower, self.robot.upper)
+        if np.any(out != q):
+            self.clamped += 1
+        return out
+
+    def offsets_for_pose(self, leader: FloatArray, pose: FloatArray) -> FloatArray:
+        """Return the offsets that map ``leader`` onto the follower ``pose`` (calibration)."""
+        out: FloatArray = np.asarray(leader, dtype=np.float64) - np.asarray(pose) / self._gain
+        return out
+
+
+def load_calibration(path: str | Path, robot: RobotSpec) -> LeaderMapping:
+    """Read a leader calibration file (``simreal calibrate-leader`` writes it).
+
+    Format::
+
+        robot: simreal_arm            # the follower it maps onto (must match)
+        joints:
+          base_yaw: {offset_rad: 0.012, sign: 1, scale: 1.0}
+          ...                         # every joint of the robot; sign and scale optional
+
+    A missing joint, an unknown one, a sign other than +1/-1 or a scale that is not a positive
+    number is a ConfigError naming the file and the key.
+    """
+    src = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding='utf-8'))
+    except FileNotFoundError:
+        raise ConfigError(src, '', 'an existing leader calibration file (write one with '
+                          'simreal calibrate-leader)', has_got=False) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(src, '', 'valid YAML', str(exc).splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(src, '', 'a mapping with robot and joints', type(data).__name__)
+    if data.get('robot') != robot.name:
+        raise ConfigError(src, 'robot', f'{robot.name!r} (the follower robot)',
+                          data.get('robot'))
+    joints = data.get('joints')
+    if not isinstance(joints, dict):
+        raise ConfigError(src, 'joints', 'a mapping joint name -> {offset_rad, sign, scale}',
+                          joints)
+    unknown = sorted(set(joints) - set(robot.joint_names))
+    if unknown:
+        raise ConfigError(src, f'joints.{unknown[0]}', f'one of {robot.joint_names}',
+                          'unknown joint')
+    maps = []
+    for name in robot.joint_names:
+        if name not in joints:
+            raise ConfigError(src, f'joints.{name}', 'an entry for every joint', 'missing')
+        entry = joints[name]
+        if not isinstance(entry, dict):
+            raise ConfigError(src, f'joints.{name}', 'a mapping {offset_rad, sign, scale}',
+                              entry)
+        extra = sorted(set(entry) - {'offset_rad', 'sign', 'scale'})
+        if extra:
+            raise ConfigError(src, f'joints.{name}.{extra[0]}', 'offset_rad, sign or scale',
+                              'unknown key')
+        offset = check_number(entry.get('offset_rad', 0.0), src, f'joints.{name}.offset_rad')
+        sign = entry.get('sign', 1)
+        if sign not in (1, -1) or isinstance(sign, bool):
+            raise ConfigError(src, f'joints.{name}.sign', '1 or -1', sign)
+        scale = check_number(entry.get('scale', 1.0), src, f'joints.{name}.scale',
+                             positive=True)
+        maps.append(JointMap(float(offset), int(sign), float(scale)))
+    return LeaderMapping(robot, tuple(maps))
+
+
+def calibration_text(mapping: LeaderMapping, pose_name: str, leader_robot: str) -> str:
+    """Return the calibration file for ``mapping`` (YAML with a header saying how it was made)."""
+    lines = [f'# leader calibration: the leader ({leader_robot}) held in the pose {pose_name!r}',
+             '# follower = sign * scale * (leader - offset_rad), per joint (docs/teleop.md)',
+             f'robot: {mapping.robot.name}', 'joints:']
+    for name, j in zip(mapping.robot.joint_names, mapping.joints, strict=True):
+        lines.append(f'  {name}: {{offset_rad: {j.offset_rad:.6f}, sign: {j.sign}, '
+                     f'scale: {j.scale:g}}}')
+    return '\n'.join(lines) + '\n'
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One cycle's outcome: the command to send (None = nothing) and the state."""
+
+    command: FloatArray | None
+    state: str
+    distance_rad: float
+    events: tuple[str, ...] = ()
+
+
+class TeleopControl:
+    """The safe-start / deadman / leader-loss state machine (see the module docstring)."""
+
+    def __init__(self, mapping: LeaderMapping, *, start_mode: str = 'blend',
+                 start_tolerance_rad: float = 0.1, blend_speed_rad_s: float = 0.5,
+                 leader_timeout_s: float = 0.1, deadman: bool = True) -> None:
+        if start_mode not in START_MODES:
+            raise ValueError(f'start_mode {start_mode!r} not in {START_MODES}')
+        self.mapping = mapping
+        self.names = mapping.robot.joint_names
+        self.start_mode = start_mode
+        self.tolerance = start_tolerance_rad
+        self.blend_speed = blend_speed_rad_s
+        self.leader_timeout_ns = int(leader_timeout_s * 1e9)
+        self.deadman = deadman
+        self.state = 'waiting'
+        self.leader: FloatArray | None = None
+        self.leader_ns: int | None = None
+        self.follower: FloatArray | None = None
+        self._blend: FloatArray | None = None
+        self._last_ns: int | None = None
+        self.distance_rad = math.nan
+        self.engagements = 0
+        self.leader_losses = 0
+
+    # ---- inputs --------------------------------------------------------------------------------
+    def leader_read(self, position: FloatArray, now_ns: int) -> None:
+        """Take a fresh leader reading (robot order, leader angles)."""
+        self.leader = np.asarray(position, dtype=np.float64)
+        self.leader_ns = now_ns
+
+    def follower_state(self, position: FloatArray) -> None:
+        """Take the follower's latest ``joint_states`` position (robot order)."""
+        self.follower = np.asarray(position, dtype=np.float64)
+
+    def set_deadman(self, pressed: bool) -> str:
+        """Press (True) or release (False) the deadman; return what it did."""
+        if pressed == self.deadman:
+            return 'deadman already ' + ('pressed' if pressed else 'released')
+        self.deadman = pressed
+        if not pressed:
+            self._disengage('waiting')
+            return 'deadman released: command streaming stopped'
+        return 'deadman pressed: start check, then streaming'
+
+    def _disengage(self, state: str) -> None:
+        self.state = state
+        self._blend = None
+
+    # ---- the cycle ------------------------------------------------------------------------------
+    def step(self, now_ns: int) -> Decision:
+        """Decide this cycle's command from the latest inputs."""
+        events: list[str] = []
+        dt_s = 0.0 if self._last_ns is None else (now_ns - self._last_ns) / 1e9
+        self._last_ns = now_ns
+        if self.leader_ns is not None and now_ns - self.leader_ns > self.leader_timeout_ns:
+            if self.state != 'leader_lost':
+                self.leader_losses += 1
+                events.append(f'leader lost: no reading for '
+                              f'{(now_ns - self.leader_ns) / 1e9:.2f} s; follower holds')
+            self._disengage('leader_lost')
+            return Decision(None, self.state, self.distance_rad, tuple(events))
+        if self.state == 'leader_lost':
+            events.append('leader back: start check again')
+            self._disengage('waiting')
+        if self.leader is None or self.follower is None or not self.deadman:
+            self._disengage('waiting')
+            return Decision(None, self.state, self.distance_rad, tuple(events))
+        target = self.mapping.map(self.leader)
+        if self.state == 'tracking':
+            self.distance_rad = float(np.max(np.abs(target - self.follower)))
+            return Decision(target, self.state, self.distance_rad, tuple(events))
+        if self.state == 'blending':
+            assert self._blend is not None
+            step = self.blend_speed * dt_s
+            self._blend = self._blend + np.clip(target - self._blend, -step, step)
+            gap = np.abs(target - self._blend)
+            self.distance_rad = float(np.max(gap))
+            if self.distance_rad <= self.tolerance:
+                events.append('blend done: tracking the leader')
+                return self._engage(target, events)
+            return Decision(self._blend.copy(), self.state, self.distance_rad, tuple(events))
+        gap = np.abs(target - self.follower)
+        self.distance_rad = float(np.max(gap))
+        if self.distance_rad <= self.tolerance:
+            events.append(f'follower within {self.distance_rad:.3f} rad of the leader: '
+                          f'tracking')
+            return self._engage(target, events)
+        if self.start_mode == 'blend':
+            self.state = 'blending'
+            # from where the follower is, but inside the limits: an arm that sagged under
+            # gravity before its driver started can rest past a limit (shoulder_pitch 1.80
+            # rad against 1.7 measured on the virtual bus), and no command may leave them
+            self._blend = np.clip(self.follower, self.mapping.robot.lower,
+                                  self.mapping.robot.upper)
+            events.append(f'follower {self.distance_rad:.3f} rad from the leader: blending at '
+                          f'{self.blend_speed:g} rad/s')
+            return Decision(self._blend.copy(), self.state, self.distance_rad, tuple(events))
+        if self.state != 'far':
+            worst = self.names[int(np.argmax(gap))]
+            events.append(f'start refused: follower {self.distance_rad:.3f} rad from the leader '
+                          f'at {worst} (start_tolerance_rad {self.tolerance:g}); move the '
+                          f'leader to the follower, or use start_mode blend')
+        self.state = 'far'
+        return Decision(None, self.state, self.distance_rad, tuple(events))
+
+    def _engage(self, target: FloatArray, events: list[str]) -> Decision:
+        self.state = 'tracking'
+        self._blend = None
+        self.engagements += 1
+        return Decision(target, self.state, self.distance_rad, tuple(events))
+
+
+@dataclass(frozen=True)
+class LeaderConfig:
+    """Parameters of ``simreal_leader`` (the teleop leader node).
+
+    * ``robot``: the follower's robot spec; ``leader_robot``: the leader arm's ('' = the
+      same: a kinematic copy with the same servo IDs).
+    * ``port`` / ``baud``: the leader's own bus (0 = the leader spec's baud).
+    * ``rate_hz``: leader reads (= ``leader/joint_states`` and ``joint_commands``) per second.
+    * ``calibration``: leader calibration file ('' = 1:1 mapping, offsets 0).
+    * ``start_mode``, ``start_tolerance_rad``, ``blend_speed_rad_s``, ``leader_timeout_s``:
+      see :class:`TeleopControl`.
+    * ``deadman_on_start``: start with the deadman pressed (streaming once the start check
+      passes); false = nothing moves until ``~/deadman`` is called with true.
+    * ``reconnect_period_s``: how often a lost leader port is reopened.
+    """
+
+    robot: str = 'simreal_arm'
+    leader_robot: str = ''
+    port: str = ''
+    baud: int = 0
+    rate_hz: float = 100.0
+    calibration: str = ''
+    start_mode: str = 'blend'
+    start_tolerance_rad: float = 0.1
+    blend_speed_rad_s: float = 0.5
+    leader_timeout_s: float = 0.1
+    deadman_on_start: bool = True
+    reconnect_period_s: float = 0.2
+    latency_timer_ms: float = 16.0
+    diagnostics_period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        src = 'leader'
+        if not self.port:
+            raise ConfigError(src, 'port', "the leader arm's serial port (leader_port:=)",
+                              self.port)
+        if self.start_mode not in START_MODES:
+            raise ConfigError(src, 'start_mode', f'one of {list(START_MODES)}', self.start_mode)
+        for key in ('rate_hz', 'start_tolerance_rad', 'blend_speed_rad_s', 'leader_timeout_s',
+                    'reconnect_period_s', 'latency_timer_ms', 'diagnostics_period_s'):
+            check_number(getattr(self, key), src, key, positive=True)
+        if isinstance(self.baud, bool) or not isinstance(self.baud, int) or self.baud < 0:
+            raise ConfigError(src, 'baud', "an integer baud rate >= 0 (0 = the spec's)",
+                              self.baud)
+        if self.leader_timeout_s * self.rate_hz < 2:
+            raise ConfigError(src, 'leader_timeout_s', f'at least two leader periods '
+                              f'(>= {2 / self.rate_hz:g} s at rate_hz {self.rate_hz:g})',
+                              self.leader_timeout_s)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = 'leader') -> 'LeaderConfig':
+        """Build from parameters, rejecting unknown keys and wrong types."""
+        return dataclass_from_mapping(cls, values, source)
+
+
+def mapping_for(cfg_calibration: str, robot: RobotSpec) -> LeaderMapping:
+    """Return the mapping of a calibration file, or 1:1 when none is given."""
+    return load_calibration(cfg_calibration, robot) if cfg_calibration else \
+        LeaderMapping.identity(robot)
+
+
+def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:
+    """Largest absolute element difference."""
+    return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b))))

@@ -1,0 +1,172 @@
+"""The leader arm of the virtual servo bus: servos moved by a scripted operator, not by motors.
+
+``simreal emulate --role leader --operator chirp|waypoints`` serves the same servos and control
+table as the follower bus, but the joints go where a (scripted) human hand puts them: a GELLO
+leader is read with torque off, so its servos only measure. :class:`LeaderArm` replaces the
+physics of :class:`~simreal_ros.hardware.emulator.reality.VirtualArm` with an
+:class:`Operator`'s trajectory of time (seconds since the emulator's first step); the encoder
+model (quantization to ``ticks_per_rev``, ``encoder_noise_rad`` of the reality file) is the
+follower's. Torque enable is accepted and ignored: the scripted hand is stronger than the servo.
+
+Operators (all start at ``home + offset_rad`` on every joint and hold it for ``start_s``):
+
+* ``chirp``: joint ``k`` moves by ``amplitude * (sin(phase + s_k) - sin(s_k))`` (so up to
+  twice ``amplitude`` from the start pose), the phase of a sine whose frequency sweeps
+  ``f_min_hz`` to ``f_max_hz`` over ``period_s``, then again; ``s_k = 2 pi k / n`` so the joints
+  do not move in lockstep; the amplitude ramps in over ``ramp_s`` so the leader starts still;
+* ``waypoints``: a loop of poses (home, then each joint in turn out by ``amplitude`` and back,
+  two joints together), each reached with a cosine move of ``move_s`` and held ``hold_s``:
+  the stop-and-go of a human demonstration, with idle pauses.
+
+Options (``--operator NAME,key=value,...``): ``amplitude`` (0.3), ``offset_rad`` (0),
+``start_s`` (0), ``f_min_hz`` (0.1), ``f_max_hz`` (0.8), ``period_s`` (10), ``ramp_s`` (1),
+``move_s`` (1.5), ``hold_s`` (0.5). Positions are clamped to the joint limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.dynamics import Overlay
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.errors import ConfigError
+from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.emulator.reality import VirtualArm
+
+FloatArray = npt.NDArray[np.float64]
+OPERATORS = ('chirp', 'waypoints')
+ROLES = ('follower', 'leader')
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """The scripted operator's trajectory (see the module docstring)."""
+
+    name: str = 'chirp'
+    amplitude: float = 0.3
+    offset_rad: float = 0.0
+    start_s: float = 0.0
+    f_min_hz: float = 0.1
+    f_max_hz: float = 0.8
+    period_s: float = 10.0
+    ramp_s: float = 1.0
+    move_s: float = 1.5
+    hold_s: float = 0.5
+
+    @classmethod
+    def parse(cls, text: str) -> 'OperatorConfig':
+        """Parse ``chirp`` or ``waypoints,amplitude=0.2,offset_rad=0.8``."""
+        src = '--operator'
+        name, *parts = [s.strip() for s in text.split(',')]
+        if name not in OPERATORS:
+            raise ConfigError(src, 'name', f'one of {list(OPERATORS)}', name)
+        known = [f.name for f in fields(cls) if f.name != 'name']
+        values: dict[str, float] = {}
+        for part in filter(None, parts):
+            key, sep, raw = part.partition('=')
+            if not sep or key not in known:
+                raise ConfigError(src, part, f'key=value with a key among {known}',
+                                  has_got=False)
+            try:
+                values[key] = float(raw)
+            except ValueError:
+                raise ConfigError(src, key, 'a number', raw) from None
+            if not math.isfinite(values[key]):
+                raise ConfigError(src, key, 'a finite number', raw)
+        for key in ('period_s', 'move_s', 'f_max_hz'):
+            if values.get(key, 1.0) <= 0:
+                raise ConfigError(src, key, 'a number > 0', values[key])
+        for key in ('amplitude', 'start_s', 'ramp_s', 'hold_s', 'f_min_hz'):
+            if values.get(key, 0.0) < 0:
+                raise ConfigError(src, key, 'a number >= 0', values[key])
+        return cls(name, **values)
+
+
+class Operator:
+    """Joint positions of the scripted operator as a function of time."""
+
+    def __init__(self, robot: RobotSpec, cfg: OperatorConfig) -> None:
+        self.cfg = cfg
+        self.n = robot.n
+        self.lower, self.upper = robot.lower, robot.upper
+        self.start: FloatArray = np.clip(robot.home + cfg.offset_rad, self.lower, self.upper)
+        a = cfg.amplitude
+        poses = [self.start]
+        for k in range(self.n):  # each joint out and back, then pairs: stop-and-go
+            out = self.start.copy()
+            out[k] += a if k % 2 == 0 else -a
+            poses += [out, self.start]
+        pair = self.start.copy()
+        pair[1] += a
+        pair[2] -= a
+        poses += [pair]
+        self.poses = [np.clip(p, self.lower, self.upper) for p in poses]
+
+    def position(self, t_s: float) -> FloatArray:
+        """Return the joint angles at ``t_s`` seconds after the start."""
+        cfg = self.cfg
+        t = t_s - cfg.start_s
+        if t <= 0:
+            held: FloatArray = self.start.copy()
+            return held
+        if cfg.name == 'chirp':
+            tc = t % cfg.period_s
+            k = (cfg.f_max_hz - cfg.f_min_hz) / cfg.period_s
+            phase = 2 * math.pi * (cfg.f_min_hz * tc + 0.5 * k * tc * tc)
+            ramp = min(1.0, t / cfg.ramp_s) if cfg.ramp_s > 0 else 1.0
+            shifts = 2 * math.pi * np.arange(self.n) / self.n
+            q = self.start + ramp * cfg.amplitude * (np.sin(phase + shifts) - np.sin(shifts))
+        else:
+            seg = cfg.move_s + cfg.hold_s
+            i = int(t // seg)
+            u = min(1.0, (t - i * seg) / cfg.move_s)
+            a, b = self.poses[i % len(self.poses)], self.poses[(i + 1) % len(self.poses)]
+            q = np.asarray(a + (b - a) * 0.5 * (1 - math.cos(math.pi * u)), dtype=np.float64)
+        out: FloatArray = np.clip(q, self.lower, self.upper)
+        return out
+
+
+class LeaderArm(VirtualArm):
+    """A :class:`VirtualArm` whose joints follow an :class:`Operator` (torque is ignored)."""
+
+    def __init__(self, robot: RobotSpec, operator: Operator, overlay: Overlay | None = None,
+                 seed: int = 0) -> None:
+        self.operator = operator
+        self._q = operator.position(0.0)
+        self._qd = np.zeros(robot.n)
+        super().__init__(robot, overlay, seed)
+        for i, reg in enumerate(self.servos):
+            reg.set('goal_position', self.q_to_ticks(i, self._q[i]))
+        self.update_present()
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` steps: the joints are where the operator's hand is."""
+        self.step_count += n
+        q = self.operator.position(self.step_count * self.dt)
+        self._qd = (q - self._q) / (n * self.dt)
+        self._q = q
+
+    def update_present(self) -> None:
+        """Write the present-value registers from the operator's pose (no current)."""
+        if not hasattr(self, '_q'):
+            return
+        meas = self._measure(self._q, noise=True)
+        tick_ms = self.step_count * self.dt * 1000.0
+        for i, reg in enumerate(self.servos):
+            vel = int(round(self.direction[i] * self._qd[i] / ct.VELOCITY_UNIT_RAD_S))
+            reg.set('present_position', self.q_to_ticks(i, meas[i]))
+            reg.set('present_velocity', vel)
+            reg.set('present_current', 0)
+            reg.set('present_temperature', int(round(self.temperature[i])))
+            reg.set('present_input_voltage', 120)
+            reg.set('realtime_tick', int(tick_ms) % 32768)
+            reg.set('moving', int(abs(vel) > reg.get('moving_threshold')))
+
+    def true_position(self) -> FloatArray:
+        """Return the operator's pose (ground truth)."""
+        out: FloatArray = self._q.copy()
+        return out

@@ -1,0 +1,228 @@
+"""``simreal_leader``: a leader arm on its own servo bus drives the robot over ``joint_commands``.
+
+Reads the leader's servos (torque off: the operator's hand moves them) on ``port`` at
+``rate_hz`` with one group sync read per cycle, publishes what it read as
+``leader/joint_states`` (stamped when the read completed), maps it onto the follower's joints
+(:class:`simreal_ros.core.teleop.LeaderMapping`: calibration offsets, signs, scales, limit
+clamping) and publishes ``joint_commands`` (stamped with the same time) whenever
+:class:`simreal_ros.core.teleop.TeleopControl` allows: after the safe-start check against the
+follower's ``joint_states``, while the deadman is pressed and the leader is read. Because the
+commands go through the contract, teleop is the same on ``backend:=sim``, ``real`` and
+``twin``.
+
+Services: ``~/deadman`` (std_srvs/SetBool: true = pressed, streaming allowed; false = stop
+streaming at once). A leader port that vanishes (unplugged) stops streaming (the follower's
+driver holds its goal) and is reopened every ``reconnect_period_s``; after it returns the start
+check runs again. ``/diagnostics``: state, distance to the follower, reads, read failures,
+leader losses, clamps; published at once on every state change.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool
+
+from simreal_ros.core.robot import load_robot, map_names
+from simreal_ros.core.teleop import LeaderConfig, TeleopControl, mapping_for
+from simreal_ros.core.timing import PreciseRate
+from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.runtime import fast_thread_switching, run_node
+
+
+class LeaderNode(Node):
+    """Leader arm -> ``leader/joint_states`` and ``joint_commands``."""
+
+    def __init__(self) -> None:
+        super().__init__('leader')
+        self.cfg = cfg = LeaderConfig.from_mapping(declare_dataclass(self, LeaderConfig),
+                                                   f'{self.get_fully_qualified_name()} params')
+        self.robot = load_robot(cfg.robot)
+        self.leader_robot = load_robot(cfg.leader_robot) if cfg.leader_robot else self.robot
+        if self.leader_robot.n != self.robot.n:
+            raise BusError(f'leader robot {self.leader_robot.name} has {self.leader_robot.n} '
+                           f'joints, the follower {self.robot.name} {self.robot.n}: a leader '
+                           f'arm maps joint by joint')
+        self.mapping = mapping_for(cfg.calibration, self.robot)
+        self.control = TeleopControl(
+            self.mapping, start_mode=cfg.start_mode, start_tolerance_rad=cfg.start_tolerance_rad,
+            blend_speed_rad_s=cfg.blend_speed_rad_s, leader_timeout_s=cfg.leader_timeout_s,
+            deadman=cfg.deadman_on_start)
+        self.lock = threading.Lock()  # guards control and stats (bus thread vs callbacks)
+        self.baud = cfg.baud or self.leader_robot.bus_baud
+        self.bus = DynamixelBus(self.leader_robot, cfg.port, self.baud,
+                                latency_timer_ms=cfg.latency_timer_ms)
+        self.bus.open()
+        self.bus.check_servos(2.0)
+        self.bus.set_torque(False)  # the operator moves the leader; its servos only measure
+        self.stats: dict[str, Any] = {'reads': 0, 'read_failures': 0, 'commands': 0,
+                                      'reconnects': 0, 'last_error': ''}
+        self.connected = True
+        self.pub_leader = self.create_publisher(JointState, 'leader/joint_states', qos.STATE)
+        self.pub_cmd = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.create_subscription(JointState, 'joint_states', self._on_follower, qos.STATE)
+        self.create_service(SetBool, '~/deadman', self._on_deadman)
+        self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
+        self._leader_msg = messages.joint_state(self.leader_robot.joint_names, 0,
+                                                [0.0] * self.robot.n)
+        self._cmd_msg = messages.joint_state(self.robot.joint_names, 0, [0.0] * self.robot.n)
+        self.running = True
+        self.thread = threading.Thread(target=self._run, name='leader', daemon=True)
+        self.thread.start()
+        self.get_logger().info(
+            f'leader {self.leader_robot.name} on {cfg.port} at {self.baud} baud -> '
+            f'{self.robot.name}, {cfg.rate_hz:g} Hz, start {cfg.start_mode} within '
+            f'{cfg.start_tolerance_rad:g} rad, calibration '
+            f'{cfg.calibration or "none (1:1)"}, deadman '
+            f'{"pressed" if cfg.deadman_on_start else "released"}')
+
+    # ---- callbacks -----------------------------------------------------------------------------
+    def _on_follower(self, msg: JointState) -> None:
+        try:
+            q = map_names(list(msg.name), msg.position, self.robot.joint_names,
+                          'joint_states')
+        except ValueError:
+            return
+        with self.lock:
+            self.control.follower_state(q)
+
+    def _on_deadman(self, req: SetBool.Request, res: SetBool.Response) -> SetBool.Response:
+        with self.lock:
+            res.message = self.control.set_deadman(bool(req.data))
+        res.success = True
+        self.get_logger().info(res.message)
+        self._publish_diagnostics()
+        return res
+
+    # ---- the leader thread -------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # noqa: BLE001 - fatal unless shutting down
+            if not self.running or not self.context.ok():
+                return  # Ctrl-C/SIGTERM invalidated the context under a publish
+            self.get_logger().fatal(f'leader thread failed: {exc!r}; no more commands')
+            self.exit_code = 2
+            self.finished = True
+
+    def _loop(self) -> None:
+        rate = PreciseRate(int(1e9 / self.cfg.rate_hz), 100_000)
+        next_reconnect = 0.0
+        while self.running and self.context.ok():
+            rate.sleep()
+            now = time.monotonic_ns()
+            if not self.connected and time.monotonic() >= next_reconnect:
+                next_reconnect = time.monotonic() + self.cfg.reconnect_period_s
+                self._reconnect()
+            fresh = self._read(now) if self.connected else False
+            with self.lock:
+                before = self.control.state
+                decision = self.control.step(time.monotonic_ns())
+            # a command only for a fresh reading: after a failed read it would repeat the last
+            # one under the same stamp (a duplicate stamp, measured in an episode check), and
+            # the driver holds the last target anyway
+            if decision.command is not None and fresh:
+                stamp = self._leader_msg.header.stamp
+                msg = self._cmd_msg
+                msg.header.stamp = stamp
+                msg.position = decision.command.tolist()
+                self.pub_cmd.publish(msg)
+                self.stats['commands'] += 1
+            for event in decision.events:
+                self.get_logger().info(event)
+            if decision.state != before:
+                self._publish_diagnostics()
+
+    def _read(self, now_ns: int) -> bool:
+        """Read the leader, publish it and feed the control; return whether it was read."""
+        try:
+            state = self.bus.read_state()
+        except PortLostError as exc:
+            self.bus.close()
+            self.connected = False
+            self.stats['last_error'] = str(exc)
+            self.get_logger().error(f'leader port lost: {exc}; follower holds, reconnecting')
+            return False
+        except BusError as exc:
+            self.stats['read_failures'] += 1
+            self.stats['last_error'] = str(exc)
+            return False
+        stamp = self.get_clock().now().nanoseconds
+        msg = self._leader_msg
+        msg.header.stamp = messages.stamp_from_ns(stamp)
+        msg.position = state.position.tolist()
+        msg.velocity = state.velocity.tolist()
+        msg.effort = state.effort.tolist()
+        self.pub_leader.publish(msg)
+        self.stats['reads'] += 1
+        with self.lock:
+            self.control.leader_read(state.position, now_ns)
+        return True
+
+    def _reconnect(self) -> None:
+        try:
+            self.bus.open()
+            self.bus.check_servos(0.2)
+            self.bus.set_torque(False)
+        except BusError as exc:
+            self.bus.close()
+            self.stats['last_error'] = str(exc)
+            return
+        self.connected = True
+        self.stats['reconnects'] += 1
+        self.get_logger().info(f'leader reconnected on {self.cfg.port}')
+
+    # ---- diagnostics ---------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        with self.lock:
+            ctl = self.control
+            state, distance, deadman = ctl.state, ctl.distance_rad, ctl.deadman
+            engagements, losses = ctl.engagements, ctl.leader_losses
+            clamped = self.mapping.clamped
+        st = dict(self.stats)
+        level, message = 'ok', state
+        if state == 'far':
+            level, message = 'warn', (f'far: follower {distance:.3f} rad from the leader '
+                                      f'(start_tolerance_rad {self.cfg.start_tolerance_rad:g})')
+        elif state == 'leader_lost':
+            level, message = 'error', f'leader_lost: {st["last_error"] or "no reading"}'
+        elif state == 'waiting' and not deadman:
+            message = 'waiting: deadman released'
+        values: dict[str, object] = {
+            'state': state, 'port': self.cfg.port, 'connected': self.connected,
+            'deadman': deadman, 'distance_rad': distance, 'engagements': engagements,
+            'leader_losses': losses, 'commands_clamped': clamped, **st}
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [messages.diagnostic_status(
+            f'{self.get_fully_qualified_name()}: teleop leader', self.cfg.port, level, message,
+            values)]
+        try:
+            self.pub_diag.publish(arr)
+        except Exception:  # noqa: BLE001 - the context is shutting down
+            pass
+
+    def close(self) -> None:
+        """Stop the leader thread and close the port (the leader's torque stays off)."""
+        self.running = False
+        self.thread.join(timeout=2.0)
+        self.bus.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the teleop leader node."""
+    fast_thread_switching()
+    return run_node(LeaderNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""The teleop core without ROS: mapping, calibration files, safe start, deadman, leader loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop import (
+    JointMap,
+    LeaderConfig,
+    LeaderMapping,
+    TeleopControl,
+    calibration_text,
+    load_calibration,
+)
+from simreal_ros.errors import ConfigError
+
+ROBOT = load_robot('simreal_arm')
+MS = 1_000_000
+
+
+def mapping(**kw: JointMap) -> LeaderMapping:
+    return LeaderMapping(ROBOT, tuple(kw.get(n, JointMap()) for n in ROBOT.joint_names))
+
+
+def test_mapping_applies_offset_sign_scale_and_clamps() -> None:
+    m = mapping(base_yaw=JointMap(offset_rad=0.1, sign=-1, scale=2.0))
+    leader = ROBOT.home.copy()
+    leader[0] = 0.4
+    out = m.map(leader)
+    assert out[0] == pytest.approx(-2.0 * (0.4 - 0.1))
+    assert np.array_equal(out[1:], ROBOT.home[1:])
+    assert m.clamped == 0
+    leader[0] = -5.0  # -2 * (-5.1) = 10.2 rad, beyond the upper limit 2.7
+    assert m.map(leader)[0] == ROBOT.upper[0]
+    assert m.clamped == 1
+
+
+def test_offsets_for_pose_map_the_leader_onto_the_pose() -> None:
+    m = mapping(elbow_pitch=JointMap(sign=-1, scale=1.5))
+    leader = ROBOT.home + np.linspace(0.05, 0.3, ROBOT.n)
+    offsets = m.offsets_for_pose(leader, ROBOT.home)
+    cal = LeaderMapping(ROBOT, tuple(JointMap(float(o), j.sign, j.scale)
+                                     for o, j in zip(offsets, m.joints, strict=True)))
+    assert np.allclose(cal.map(leader), ROBOT.home)
+
+
+def test_calibration_file_round_trip_and_errors(tmp_path) -> None:
+    m = mapping(base_yaw=JointMap(0.25, -1, 1.0), wrist_pitch=JointMap(-0.125, 1, 2.0))
+    path = tmp_path / 'leader.yaml'
+    path.write_text(calibration_text(m, 'home', 'simreal_arm'))
+    back = load_calibration(path, ROBOT)
+    assert back.joints == m.joints
+    path.write_text(calibration_text(m, 'home', 'simreal_arm').replace('sign: -1', 'sign: 2'))
+    with pytest.raises(ConfigError, match=r'leader.yaml: joints.base_yaw.sign: expected 1 or '
+                                          r'-1, got 2'):
+        load_calibration(path, ROBOT)
+    path.write_text('robot: simreal_arm\njoints: {base_yaw: {offset_rad: 0.1}}\n')
+    with pytest.raises(ConfigError, match='joints.shoulder_pitch: expected an entry for every '
+                                          "joint, got 'missing'"):
+        load_calibration(path, ROBOT)
+    with pytest.raises(ConfigError, match='simreal calibrate-leader'):
+        load_calibration(tmp_path / 'none.yaml', ROBOT)
+
+
+def control(**kw: object) -> TeleopControl:
+    args: dict = {'start_mode': 'wait', 'start_tolerance_rad': 0.1, 'blend_speed_rad_s': 0.5,
+                  'leader_timeout_s': 0.1}
+    args.update(kw)
+    return TeleopControl(LeaderMapping.identity(ROBOT), **args)
+
+
+def test_nothing_is_sent_before_both_arms_are_known() -> None:
+    c = control()
+    assert c.step(0).command is None
+    c.leader_read(ROBOT.home, 0)
+    d = c.step(1 * MS)
+    assert (d.command, d.state) == (None, 'waiting')
+
+
+def test_wait_mode_refuses_a_far_follower_until_the_leader_comes_close() -> None:
+    c = control()
+    far = ROBOT.home.copy()
+    far[2] += 0.5
+    c.follower_state(ROBOT.home)
+    c.leader_read(far, 0)
+    d = c.step(1 * MS)
+    assert (d.command, d.state) == (None, 'far')
+    assert d.distance_rad == pytest.approx(0.5)
+    assert 'start refused' in d.events[0] and 'elbow_pitch' in d.events[0]
+    assert c.step(2 * MS).events == ()  # said once
+    near = ROBOT.home + 0.05
+    c.leader_read(near, 3 * MS)
+    d = c.step(4 * MS)
+    assert d.state == 'tracking'
+    assert np.allclose(d.command, near)
+
+
+def test_blend_moves_the_command_at_the_blend_speed_then_tracks() -> None:
+    c = control(start_mode='blend')
+    leader = ROBOT.home.copy()
+    leader[0] += 0.5025
+    c.follower_state(ROBOT.home)
+    c.leader_read(leader, 0)
+    d = c.step(0)
+    assert d.state == 'blending'
+    assert np.allclose(d.command, ROBOT.home)  # starts where the follower is
+    t = 0
+    commands = []
+    while d.state == 'blending':
+        t += 10 * MS
+        c.leader_read(leader, t)
+        d = c.step(t)
+        commands.append(d.command[0])
+        assert t < 2_000 * MS
+    steps = np.diff([ROBOT.home[0]] + commands[:-1])
+    assert np.allclose(steps, 0.5 * 0.01)  # 0.5 rad/s at 100 Hz
+    # within the tolerance (0.1) after 81 steps of 5 mrad (0.5025 - 0.405 = 0.0975)
+    assert t == 810 * MS
+    assert d.state == 'tracking' and d.command[0] == leader[0]
+
+
+def test_deadman_release_stops_at_once_and_press_rechecks_the_start() -> None:
+    c = control()
+    c.follower_state(ROBOT.home)
+    c.leader_read(ROBOT.home, 0)
+    assert c.step(1 * MS).state == 'tracking'
+    assert 'stopped' in c.set_deadman(False)
+    c.leader_read(ROBOT.home, 2 * MS)
+    d = c.step(2 * MS)
+    assert (d.command, d.state) == (None, 'waiting')
+    far = ROBOT.home + 0.3  # the leader moved while released
+    c.leader_read(far, 3 * MS)
+    c.set_deadman(True)
+    d = c.step(3 * MS)
+    assert (d.command, d.state) == (None, 'far')
+
+
+def test_leader_loss_stops_streaming_and_return_rechecks_the_start() -> None:
+    c = control()
+    c.follower_state(ROBOT.home)
+    c.leader_read(ROBOT.home, 0)
+    assert c.step(50 * MS).command is not None
+    d = c.step(101 * MS)  # no reading for 0.101 s > leader_timeout_s 0.1
+    assert (d.command, d.state) == (None, 'leader_lost')
+    assert d.events[0].startswith('leader lost')
+    assert c.leader_losses == 1
+    c.leader_read(ROBOT.home + 0.5, 300 * MS)
+    d = c.step(300 * MS)
+    assert d.state == 'far' and d.command is None
+    assert d.events[0] == 'leader back: start check again'
+
+
+def test_leader_config_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError, match="leader: port: expected the leader arm's serial port"):
+        LeaderConfig()
+    with pytest.raises(ConfigError, match="start_mode: expected one of \\['wait', 'blend'\\]"):
+        LeaderConfig(port='/dev/ttyUSB1', start_mode='jump')
+    with pytest.raises(ConfigError, match='leader_timeout_s: expected at least two leader '
+                                          'periods'):
+        LeaderConfig(port='/dev/ttyUSB1', rate_hz=100.0, leader_timeout_s=0.01)
+
+
+def test_blend_starts_inside_the_limits_for_a_follower_resting_past_one() -> None:
+    c = control(start_mode='blend')
+    sagged = ROBOT.home.copy()
+    sagged[1] = ROBOT.upper[1] + 0.1  # shoulder_pitch fell past its limit, torque off
+    c.follower_state(sagged)
+    c.leader_read(ROBOT.home, 0)
+    d = c.step(0)
+    assert d.state == 'blending'
+    assert d.command[1] == ROBOT.upper[1]

@@ -1,0 +1,23 @@
+"""The teleop benchmark as a smoke test in `make bench` only (it measures, asserts no time)."""
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.bench, pytest.mark.ros]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_teleop_benchmark_reports_its_figures(ros_env):
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'teleop', '--quick',
+                        '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(r.stdout)
+    assert figures['commands'] > 0
+    assert 0 < figures['matched_fraction'] <= 1.0
+    lat = figures['latency_ms']
+    assert 0 < lat['p50'] <= lat['p99'] <= lat['max']  # a goal is written after its read

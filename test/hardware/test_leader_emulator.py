@@ -1,0 +1,90 @@
+"""The leader role of the virtual bus and ``simreal calibrate-leader`` over it (real SDK)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop import load_calibration
+from simreal_ros.errors import ConfigError
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+
+ROBOT = load_robot('simreal_arm')
+TICK = 2 * np.pi / 4096
+
+
+def simreal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, '-m', 'simreal_ros', *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_operators_start_still_at_the_offset_pose_and_stay_in_the_limits() -> None:
+    for name in ('chirp', 'waypoints'):
+        op = Operator(ROBOT, OperatorConfig.parse(f'{name},offset_rad=0.1,start_s=1,'
+                                                  f'amplitude=0.4'))
+        assert np.allclose(op.position(0.5), np.clip(ROBOT.home + 0.1, ROBOT.lower,
+                                                     ROBOT.upper))
+        q = np.array([op.position(t) for t in np.arange(0, 30, 0.01)])
+        assert np.all(q >= ROBOT.lower) and np.all(q <= ROBOT.upper)
+        assert np.ptp(q, axis=0).min() > 0.3  # every joint is moved
+    with pytest.raises(ConfigError, match='--operator: name: expected one of'):
+        OperatorConfig.parse('wave')
+    with pytest.raises(ConfigError, match='--operator: period_s: expected a number > 0'):
+        OperatorConfig.parse('chirp,period_s=0')
+
+
+def test_the_leader_bus_reads_the_operator_pose_through_the_sdk(tmp_path) -> None:
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', role='leader',
+                         operator='waypoints,offset_rad=0.2,start_s=1000') as emu:
+        bus = DynamixelBus(ROBOT, emu.port, ROBOT.bus_baud)
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            bus.set_torque(True)  # accepted and ignored: the operator's hand holds the arm
+            q = bus.read_state().position
+        finally:
+            bus.close()
+    want = np.clip(ROBOT.home + 0.2, ROBOT.lower, ROBOT.upper)
+    assert np.abs(q - want).max() <= TICK
+
+
+def test_calibrate_leader_writes_offsets_that_map_the_pose_home(tmp_path) -> None:
+    out = tmp_path / 'cal' / 'leader.yaml'
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', role='leader',
+                         operator='waypoints,offset_rad=0.2,start_s=1000') as emu:
+        r = simreal('calibrate-leader', '--port', emu.port, '--out', str(out), '--samples', '30',
+                    '--sign', 'elbow_pitch=-1')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f'wrote {out}: 30 readings')
+    mapping = load_calibration(out, ROBOT)
+    leader = np.clip(ROBOT.home + 0.2, ROBOT.lower, ROBOT.upper)
+    assert np.abs(mapping.map(leader) - ROBOT.home).max() <= TICK
+    assert [j.sign for j in mapping.joints] == [1, 1, -1, 1, 1, 1]
+    # elbow_pitch reversed: offset = leader - home / -1
+    assert mapping.joints[2].offset_rad == pytest.approx(leader[2] + ROBOT.home[2], abs=TICK)
+
+
+def test_calibrate_leader_refuses_a_moving_leader_with_one_error_line(tmp_path) -> None:
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', role='leader',
+                         operator='chirp,amplitude=0.3,ramp_s=0') as emu:
+        r = simreal('calibrate-leader', '--port', emu.port, '--out', str(tmp_path / 'c.yaml'),
+                    '--samples', '100')
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    assert r.returncode == 2 and len(errors) == 1, r.stderr
+    assert 'the leader moved during calibration' in errors[0]
+    assert 'Traceback' not in r.stderr
+    assert not (tmp_path / 'c.yaml').exists()
+
+
+def test_emulate_operator_without_the_leader_role_is_one_error_line(tmp_path) -> None:
+    r = simreal('emulate', '--link', str(tmp_path / 'tty'), '--operator', 'chirp')
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    assert r.returncode == 2 and errors == [
+        'simreal emulate: error: --operator moves a leader arm: use it with --role leader']
+    assert 'Traceback' not in r.stderr

@@ -1,0 +1,310 @@
+"""Teleop over two virtual servo buses: a scripted leader arm drives the follower's driver.
+
+The leader is ``simreal emulate --role leader`` (its joints moved by a scripted operator), read
+by the leader node through the real SDK; the follower is the usual virtual bus behind the real
+Dynamixel driver. Everything between them is DDS.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+
+from simreal_ros.core.bag import BagReader
+from simreal_ros.core.gap import Series, estimate_lag_ns, pair
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop_quality import read_meta
+from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.ros import messages
+
+pytestmark = pytest.mark.ros
+ROBOT = load_robot('simreal_arm')
+
+
+def leader_statuses(diags: list) -> list[tuple[int, DiagnosticStatus]]:
+    return [(messages.stamp_to_ns(arr.header.stamp), st) for _t, arr in list(diags)
+            for st in arr.status if st.name.endswith('teleop leader')]
+
+
+def state_of(st: DiagnosticStatus) -> str:
+    return {kv.key: kv.value for kv in st.values}['state']
+
+
+def value(st: DiagnosticStatus, key: str) -> str:
+    return {kv.key: kv.value for kv in st.values}[key]
+
+
+def stamp(msg: JointState) -> int:
+    return messages.stamp_to_ns(msg.header.stamp)
+
+
+def series(samples: list, t0: int = 0, t1: int = 2**62) -> Series:
+    picked = [m for _t, m in list(samples) if t0 <= stamp(m) <= t1]
+    return Series.from_samples(ROBOT.joint_names, [stamp(m) for m in picked],
+                               [list(m.position) for m in picked])
+
+
+class Graph:
+    """The collected topics of one teleop test."""
+
+    def __init__(self, ros_client) -> None:
+        self.client = ros_client
+        self.states = ros_client.collect(JointState, 'joint_states')
+        self.leader = ros_client.collect(JointState, 'leader/joint_states')
+        self.commands = ros_client.collect(JointState, 'joint_commands')
+        self.diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+
+    def wait_state(self, state: str, node, timeout: float = 40.0) -> int:
+        """Wait until the leader node reports ``state``; return the diagnostics' stamp."""
+        try:
+            self.client.wait_for(lambda: any(state_of(st) == state
+                                             for _s, st in leader_statuses(self.diags)),
+                                 timeout, f'leader state {state}')
+        except TimeoutError as exc:
+            raise TimeoutError(f'{exc}; leader output:\n{node.output()}') from None
+        return next(s for s, st in leader_statuses(self.diags) if state_of(st) == state)
+
+
+@pytest.fixture
+def follower(ros_env, tmp_path):
+    with EmulatorProcess(link=tmp_path / 'ttyFollower', env=ros_env) as emu:
+        yield emu
+
+
+def start_teleop(start_node, follower_port: str, leader_port: str, **params: object):
+    drv = start_node('dynamixel_driver', port=follower_port, rate_hz=200.0)
+    leader = start_node('leader', port=leader_port, **params)
+    return drv, leader
+
+
+def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_path, start_node,
+                                                       ros_client) -> None:
+    """The follower (sagged under gravity before its driver started) is blended to the
+    leader, then follows a chirp: small lag-aligned error, positive lag below 0.2 s."""
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=7') as lead:
+        # leader_timeout_s 1: at a load average of 7 the leader thread stalled > 0.1 s (the
+        # default), a "loss" that restarts the blend; engagements == 1 below checks none
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=0.5, diagnostics_period_s=0.5,
+                                  leader_timeout_s=1.0, deadman_on_start=False)
+        # the deadman is pressed once this client hears the leader node, so that it receives
+        # the whole blend (a blend started at once can be over before DDS matched the client)
+        ros_client.wait_for(lambda: len(g.leader) > 10
+                            and ros_client.node.count_publishers('/joint_commands') > 0, 30,
+                            'the leader node matched')
+        assert g.commands == []  # deadman released: nothing is sent
+        assert ros_client.call(SetBool, '/leader/deadman', SetBool.Request(data=True)).success
+        t_track = g.wait_state('tracking', node)
+        # the blend ran first (its start, clamped into the limits, is a unit test)
+        assert 'blending at 0.5 rad/s' in node.output()
+        done = next(line for line in node.output().splitlines() if 'blend done' in line)
+        t_done = int(float(done.split('] [')[1].split(']')[0]) * 1e9)  # the log line's stamp
+        blend = [m for _t, m in g.commands if stamp(m) < t_done - 20_000_000]
+        assert len(blend) > 20
+        moved = np.abs(np.subtract(blend[-1].position, blend[0].position)).max()
+        speed = moved / ((stamp(blend[-1]) - stamp(blend[0])) / 1e9)
+        assert 0.45 < speed < 0.525  # at blend_speed_rad_s (0.5) on the farthest joint
+        t_track = g.wait_state('tracking', node)
+        ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t_track + 8e9, 30,
+                            '8 s of tracking')
+        assert state_of(leader_statuses(g.diags)[-1][1]) == 'tracking'
+        assert value(leader_statuses(g.diags)[-1][1], 'engagements') == '1'
+    leader, states = series(g.leader, t_track + int(1e9)), series(g.states, t_track + int(1e9))
+    # the operator really moved the leader (the chirp: up to 0.5 rad from home)
+    assert np.ptp(leader.position, axis=0).min() > 0.2
+    lag = estimate_lag_ns(leader, states)
+    assert 0 < lag < 200e6, f'lag {lag / 1e6:.1f} ms'
+    aligned = Series(states.names, states.stamps - lag, states.position, states.velocity)
+    err = pair(leader, aligned).position_error
+    rms = np.sqrt(np.nanmean(err ** 2, axis=0))
+    print(f'teleop tracking: lag {lag / 1e6:.1f} ms, rms after alignment {np.round(rms, 4)} '
+          f'rad')
+    # 0.023 rad (shoulder_pitch, against gravity) measured on a quiet machine, 0.06 under a
+    # load average of 10 on its 2 cores; a follower not tracking this chirp (0.3 rad RMS
+    # motion) would be near 0.3
+    assert rms.max() < 0.1, f'rms after lag alignment {np.round(rms, 4)} rad'
+    # every command is inside the limits and is the leader's reading (1:1 mapping), one per
+    # fresh reading: no stamp twice
+    stamps = sorted(stamp(m) for _t, m in g.commands)
+    assert len(set(stamps)) == len(stamps)
+    cmd = np.array([m.position for _t, m in g.commands])
+    assert np.all(cmd >= ROBOT.lower) and np.all(cmd <= ROBOT.upper)
+    by_stamp = {stamp(m): m.position for _t, m in g.leader}
+    tracked = [m for _t, m in g.commands if stamp(m) > t_track and stamp(m) in by_stamp]
+    assert len(tracked) > 100
+    assert all(np.array_equal(m.position, by_stamp[stamp(m)]) for m in tracked)
+
+
+def test_deadman_stops_streaming_at_once_and_the_follower_holds(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,start_s=2') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0)
+        g.wait_state('tracking', node)
+        res = ros_client.call(SetBool, '/leader/deadman', SetBool.Request(data=False))
+        released_ns = time.time_ns()
+        assert res.success and res.message == 'deadman released: command streaming stopped'
+        ros_client.wait_for(lambda: stamp(g.leader[-1][1]) > released_ns + 3e9, 20,
+                            '3 s of leader motion after the release')
+        statuses = leader_statuses(g.diags)
+        assert state_of(statuses[-1][1]) == 'waiting'
+        assert statuses[-1][1].message == 'waiting: deadman released'
+    # no command produced after the service answered
+    late = [stamp(m) for _t, m in g.commands if stamp(m) > released_ns]
+    assert late == []
+    # the follower holds (after finishing the last goal) while the leader keeps moving
+    hold = series(g.states, released_ns + int(0.5e9), released_ns + int(3e9))
+    moved = series(g.leader, released_ns + int(0.5e9), released_ns + int(3e9))
+    assert np.ptp(moved.position, axis=0).max() > 0.1
+    assert np.ptp(hold.position, axis=0).max() < 0.01
+
+
+def test_start_refuses_a_far_away_follower(follower, ros_env, tmp_path, start_node,
+                                           ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='waypoints,offset_rad=0.6,start_s=1000') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='wait',
+                                  start_tolerance_rad=0.1)
+        t_far = g.wait_state('far', node)
+        ros_client.wait_for(lambda: len([m for _t, m in g.leader if stamp(m) > t_far]) > 200,
+                            20, '200 leader readings while refused')
+        st = leader_statuses(g.diags)[-1][1]
+        assert (state_of(st), st.level) == ('far', DiagnosticStatus.WARN)
+        assert float(value(st, 'distance_rad')) > 0.5
+    assert g.commands == []
+    assert 'start refused: follower' in node.output()
+    # Ctrl-C: the leader thread stops without an exception (it printed one on every launch
+    # stop, publishing on the invalidated context). The exit code is not asserted: one run
+    # in about ten of the whole file exited 1 on SIGINT, not yet explained (docs/teleop.md)
+    node.stop()
+    assert 'Exception in thread leader' not in node.log_path.read_text()
+
+
+def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    g = Graph(ros_client)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,start_s=2',
+                         faults='unplug_at=9,replug_at=12') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5, leader_timeout_s=0.3)
+        g.wait_state('tracking', node)
+        lead.wait_for_line('unplugged', 30)
+        t_unplug = lead.line_time_ns('unplugged')
+        # the loss the unplug caused (a load stall may have caused an earlier one)
+        ros_client.wait_for(lambda: any(
+            state_of(st) == 'leader_lost' and s_ > t_unplug - 50_000_000
+            for s_, st in leader_statuses(g.diags)), 20, 'leader_lost after the unplug')
+        t_lost, lost = next((s_, st) for s_, st in leader_statuses(g.diags)
+                            if state_of(st) == 'leader_lost' and s_ > t_unplug - 50_000_000)
+        assert lost.level == DiagnosticStatus.ERROR
+        lead.wait_for_line('replugged', 10)
+        replug_ns = lead.line_time_ns('replugged')
+        ros_client.wait_for(lambda: any(state_of(st) == 'tracking' and s_ > replug_ns
+                                        for s_, st in leader_statuses(g.diags)),
+                            30, 'tracking again after the replug')
+    # nothing was sent between the loss and the replug
+    assert [m for _t, m in g.commands if t_lost < stamp(m) < replug_ns] == []
+    hold = series(g.states, t_lost + int(0.5e9), replug_ns)
+    assert len(hold) > 50  # 2.5 s of states: 125 at a load average of 7 on the 2 cores
+    assert np.ptp(hold.position, axis=0).max() < 0.01
+    assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
+
+
+class Episodes:
+    """Clients of the episode services, made once: a response to a client made just before
+    the call can be lost while its reader is still being matched (DDS discovery), which a
+    shared 2-core machine under load made happen (a 60 s wait on a served ~/episode/stop)."""
+
+    def __init__(self, ros_client) -> None:
+        self.clients = {name: ros_client.node.create_client(Trigger, f'/episodes/episode/{name}')
+                        for name in ('start', 'stop', 'discard')}
+
+    def __call__(self, name: str) -> Trigger.Response:
+        cli = self.clients[name]
+        assert cli.wait_for_service(timeout_sec=30), f'no ~/episode/{name}'
+        future = cli.call_async(Trigger.Request())
+        deadline = time.monotonic() + 60
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert future.done(), f'~/episode/{name} did not answer'
+        return future.result()
+
+
+def test_episodes_are_cut_checked_at_stop_and_discarded(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    """An idle episode (the operator has not started) is rejected with its reason, a moving
+    one accepted, a discarded one deleted; the metadata carries task, operator and robot."""
+    g = Graph(ros_client)
+    directory = tmp_path / 'episodes'
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=9') as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0)
+        # the stream checks (drops, gaps) have their own tests (test/core/test_quality.py);
+        # this shared 2-core machine under load missed 5-20 % of the 100 Hz leader cycles and
+        # stalled up to 0.24 s, which would reject every episode for drops and gaps
+        eps = start_node('episodes', directory=str(directory), task='wave', operator='ada',
+                         thresholds=['max_dropped_fraction=0.5', 'max_gaps=1000'])
+        call = Episodes(ros_client)
+        g.wait_state('tracking', node)
+        # idle: the leader is held still (the chirp starts 9 s after the emulator)
+        res = call('start')
+        t0 = time.time_ns()
+        assert res.success, res.message
+        assert call('start').message == 'episode 0 is open: stop or discard it'
+        ros_client.wait_for(lambda: stamp(g.commands[-1][1]) > t0 + 2.5e9, 20, '2.5 s')
+        res = call('stop')
+        assert res.success and res.message.startswith('episode 0 rejected: idle '), res.message
+        # moving: once the chirp has run 2 s
+        ros_client.wait_for(lambda: lead.line_times_ns and time.time_ns()
+                            > lead.line_time_ns('ready') + 11e9, 30, 'the chirp running')
+        assert call('start').success
+        t1 = time.time_ns()
+        ros_client.wait_for(lambda: stamp(g.commands[-1][1]) > t1 + 5e9, 20, '5 s of chirp')
+        res = call('stop')
+        assert res.success and res.message.startswith('episode 1 accepted'), (
+            res.message + eps.output())
+        assert call('start').message.startswith('episode 2 started')
+        assert call('discard').message == 'episode episode_0002 discarded'
+    meta0 = read_meta(directory / 'episode_0000')
+    meta1 = read_meta(directory / 'episode_0001')
+    assert (meta0['accepted'], meta1['accepted']) == (False, True)
+    assert [r.split(':')[0] for r in meta0['reasons']] == ['idle /joint_commands']
+    assert (meta1['task'], meta1['operator'], meta1['robot']) == ('wave', 'ada', 'simreal_arm')
+    assert meta1['reasons'] == []
+    lag = next(f for f in meta1['findings'] if f['check'] == 'lag')
+    assert 0 < lag['value'] < 0.2
+    assert not (directory / 'episode_0002').exists()
+    with BagReader(str(directory / 'episode_0001' / 'bag')) as reader:
+        info = reader.info
+    assert {'/joint_states', '/leader/joint_states', '/joint_commands'} <= set(info.topics)
+    assert info.custom_data['episode.task'] == 'wave'
+    # the export takes the accepted episode only, at the commands' rate
+    out = tmp_path / 'dataset'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'export', str(directory),
+                        '--out', str(out), '--json'], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary['episodes'] == ['episode_0001']
+    assert [s['episode'] for s in summary['skipped']] == ['episode_0000']
+    info = json.loads((out / 'meta/info.json').read_text())
+    assert info['total_episodes'] == 1 and info['fps'] == summary['fps']
+    data = pq.read_table(out / 'data/chunk-000/file-000.parquet')
+    assert data.num_rows == info['total_frames'] > 4 * summary['fps']
+    assert set(data.column('task_index').to_pylist()) == {0}
