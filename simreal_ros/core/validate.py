@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import yaml
 
@@ -123,6 +123,29 @@ class Section:
             known = ', '.join(sorted(self._seen | set(extra_allowed)))
             raise ConfigError(self.source, self.path(unknown[0]),
                               f'one of the known keys ({known})', 'unknown key')
+
+
+def key_numbers(parts: Iterable[str], known: Sequence[str], source: str, *,
+                finite: bool = False) -> dict[str, float]:
+    """Parse ``key=number`` command-line parts (``crc=0.01``) with keys among ``known``.
+
+    Empty parts are skipped; a part without ``=``, with an unknown key or a value that is not
+    a number (with ``finite``: not a finite one) is a ConfigError naming ``source`` (the
+    option) and the part or key.
+    """
+    values: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in parts)):
+        key, sep, raw = part.partition('=')
+        if not sep or key not in known:
+            raise ConfigError(source, part, f'key=value with a key among {list(known)}',
+                              has_got=False)
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise ConfigError(source, key, 'a number', raw) from None
+        if finite and not math.isfinite(values[key]):
+            raise ConfigError(source, key, 'a finite number', raw)
+    return values
 
 
 def check_number(v: Any, source: str, key: str, *, minimum: float | None = None,

@@ -55,6 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import protocol as p
@@ -84,17 +85,8 @@ class Faults:
     def parse(cls, text: str) -> 'Faults':
         """Parse ``crc=0.01,timeout=0.005,late=0.01,late_s=0.03,unplug_at=5,seed=1`` etc."""
         src = '--faults'
-        values: dict[str, float] = {}
         known = ('crc', 'timeout', 'late', 'late_s', 'unplug_at', 'replug_at', 'seed')
-        for part in filter(None, (s.strip() for s in text.split(','))):
-            key, sep, raw = part.partition('=')
-            if not sep or key not in known:
-                raise ConfigError(src, part, f'key=value with a key among {list(known)}',
-                                  has_got=False)
-            try:
-                values[key] = float(raw)
-            except ValueError:
-                raise ConfigError(src, key, 'a number', raw) from None
+        values = key_numbers(text.split(','), known, src)
         for key in ('crc', 'timeout', 'late'):
             if not 0.0 <= values.get(key, 0.0) <= 1.0:
                 raise ConfigError(src, key, 'a probability in [0, 1]', values[key])

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.emulator.reality import VirtualArm
@@ -65,18 +66,7 @@ class OperatorConfig:
         if name not in OPERATORS:
             raise ConfigError(src, 'name', f'one of {list(OPERATORS)}', name)
         known = [f.name for f in fields(cls) if f.name != 'name']
-        values: dict[str, float] = {}
-        for part in filter(None, parts):
-            key, sep, raw = part.partition('=')
-            if not sep or key not in known:
-                raise ConfigError(src, part, f'key=value with a key among {known}',
-                                  has_got=False)
-            try:
-                values[key] = float(raw)
-            except ValueError:
-                raise ConfigError(src, key, 'a number', raw) from None
-            if not math.isfinite(values[key]):
-                raise ConfigError(src, key, 'a finite number', raw)
+        values = key_numbers(parts, known, src, finite=True)
         for key in ('period_s', 'move_s', 'f_max_hz'):
             if values.get(key, 1.0) <= 0:
                 raise ConfigError(src, key, 'a number > 0', values[key])
