@@ -8,18 +8,26 @@
   every waiting message in each callback as the recorder does (draining). Target ratio
   recorder / bare >= 0.8 against both. Rounds alternate, median reported.
 * **image_30hz**: four 1 kHz JointState topics plus a 640x480 rgb8 image stream at 30 Hz
-  into the recorder, once with the bag written by a thread of the recorder (the default) and
-  once by a child process (``writer_process:=true``), alternating (``image_30hz_backlog_s``
-  lists every round's backlog per mode): MB/s offered (bytes / publishing time) and recorded
-  (bytes / span of bag receive times), MB/s written to disk, whether every message arrived,
-  and how long after the publisher's last message the last one was received (how far the
-  recorder fell behind); the same load into the bare subscriber for comparison.
+  (27.6 MB/s) into the recorder, once with the bag written by a thread of the recorder (the
+  default) and once by a child process (``writer_process:=true``), alternating
+  (``image_30hz_backlog_s`` lists every round's backlog per mode). The images come from a
+  participant of their own, as the stack's cameras publish them; one more round publishes them
+  from the JointState topics' participant (``image_30hz_shared_participant``), where DDS itself
+  holds the JointState samples back for 0.3-2 s (:mod:`simreal_ros.ros.image_participant`).
+  Figures: MB/s offered (bytes / publishing time) and recorded (bytes / span of bag times),
+  MB/s written to disk, whether every message arrived, the backlog (how long after the
+  publisher's last message the last one reached the bag), ``max_delay_ms`` (the largest bag
+  time - header stamp: how late any message could be taken) and the recorder's own
+  ``write_lag_max_ms`` (queued to written); the same load into a bare subscriber for
+  comparison, whose ``max_delay_ms`` is its take time - header stamp. Target: lossless,
+  backlog and the largest delay <= 0.2 s, with the stack's layout.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+import struct
 import subprocess
 import sys
 import tempfile
@@ -37,7 +45,7 @@ from simreal_ros.ros.client import RosClient
 DOMAIN = bench_domain(3)
 
 BARE = r"""
-import json, sys, time
+import json, struct, sys, time
 from simreal_ros.core.netenv import apply_to_current_process
 apply_to_current_process()
 import rclpy
@@ -48,18 +56,22 @@ rclpy.init()
 node = Node('bare_subscriber')
 count = int(sys.argv[1])
 drain = sys.argv[2] == 'drain'
-got = []
+got = []  # (receive ns, take ns, header stamp ns, bytes): every message starts with a Header
 subs = {}
+def keep(data, info):
+    sec, nsec = struct.unpack_from('<iI', data, 4)
+    got.append((info['received_timestamp'], time.time_ns(), sec * 1000000000 + nsec,
+                len(data)))
 def make_cb(name, cls):
     def cb(data, info):
-        got.append((info['received_timestamp'], len(data)))
+        keep(data, info)
         while drain:  # the recorder's technique: take what else waits, in the same callback
             handle = subs[name].handle
             with handle:
                 more = handle.take_message(cls, True)
             if more is None:
                 return
-            got.append((more[1]['received_timestamp'], len(more[0])))
+            keep(*more)
     return cb
 qos = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_ALL,
                  reliability=ReliabilityPolicy.RELIABLE)
@@ -70,8 +82,9 @@ deadline = time.monotonic() + 120
 while len(got) < count and time.monotonic() < deadline:
     rclpy.spin_once(node, timeout_sec=0.1)
 print(json.dumps({'received': len(got), 'first_ns': got[0][0] if got else 0,
-                  'last_ns': got[-1][0] if got else 0, 'bytes': sum(n for _t, n in got)}),
-      flush=True)
+                  'last_ns': max(g[0] for g in got) if got else 0,
+                  'max_delay_ns': max(g[1] - g[2] for g in got) if got else 0,
+                  'bytes': sum(g[3] for g in got)}), flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
 """
@@ -162,9 +175,11 @@ def ingest(tmp: Path, env: dict[str, str], client: RosClient, count: int, rounds
 
 IMAGE_LOAD = ('--topics', '4', '--rate', '1000', '--image', '--image-rate', '30',
               '--settle', '0.5')
+#: the camera-load target: lossless, and no message more than this late into the bag
+TARGET_DELAY_S = 0.2
 
 
-def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
+def _bare_images(env: dict[str, str], seconds: float, participant: str) -> dict[str, Any]:
     topics = [f'/load/t{i}' for i in range(4)] + ['/load/image_raw']
     ticks = int(round(seconds * 1000))
     every = max(1, int(round(1000 / 30)))  # as loadgen: one image every `every` ticks
@@ -173,7 +188,8 @@ def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
                            env=env,
                            stdout=subprocess.PIPE, text=True)
     try:
-        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        load = _loadgen(env, *IMAGE_LOAD, '--image-participant', participant,
+                        '--duration', str(seconds))
         out, _ = sub.communicate(timeout=180)
     finally:
         if sub.poll() is None:
@@ -183,33 +199,46 @@ def _bare_images(env: dict[str, str], seconds: float) -> dict[str, Any]:
     published_s = (load['last_ns'] - load['first_ns']) / 1e9
     return {'lossless': res['received'] == sum(load['sent'].values()),
             'offered_mb_per_s': res['bytes'] / 1e6 / published_s,
-            'last_receive_after_publisher_s': (res['last_ns'] - load['last_ns']) / 1e9}
+            'last_receive_after_publisher_s': (res['last_ns'] - load['last_ns']) / 1e9,
+            'max_delay_ms': res['max_delay_ns'] / 1e6}
 
 
 def images(tmp: Path, env: dict[str, str], client: RosClient, seconds: float,
-           writer_process: bool = False, name: str = 'images') -> dict[str, Any]:
-    bare = _bare_images(env, seconds)
+           writer_process: bool = False, name: str = 'images', participant: str = 'own'
+           ) -> dict[str, Any]:
+    bare = _bare_images(env, seconds, participant)
     rec = _recorder(tmp, env, name, ['/load/*'], writer_process)
     try:
-        load = _loadgen(env, *IMAGE_LOAD, '--duration', str(seconds))
+        load = _loadgen(env, *IMAGE_LOAD, '--image-participant', participant,
+                        '--duration', str(seconds))
         sent = load['sent']
         _stop_when_written(client, rec, sum(sent.values()))
     finally:
         rec.stop()
     with BagReader(tmp / name) as b:
         counts = {t.lstrip('/'): n for t, (_ty, n) in b.info.topics.items()}
-        first, last, size = None, 0, 0
+        lag_ms = float(b.info.custom_data['recorder.write_lag_max_ms'])
+        first, last, size, delay = None, 0, 0, 0
         for m in b.messages():
             first = m.timestamp if first is None else first
-            last = m.timestamp
+            last = max(last, m.timestamp)
             size += len(m.data)
+            sec, nsec = struct.unpack_from('<iI', m.data, 4)  # the header stamp
+            delay = max(delay, m.timestamp - (sec * 1_000_000_000 + nsec))
     on_disk = sum(p.stat().st_size for p in (tmp / name).glob('*.mcap'))
     published_s = (load['last_ns'] - load['first_ns']) / 1e9
     span = (last - (first or last)) / 1e9
-    return {'published_s': published_s, 'sent': sent, 'recorded': counts,
-            'lossless': counts == sent, 'offered_mb_per_s': size / 1e6 / published_s,
+    backlog = (last - load['last_ns']) / 1e9
+    return {'published_s': published_s, 'image_participant': participant,
+            'writer': 'process' if writer_process else 'thread', 'sent': sent,
+            'recorded': counts, 'lossless': counts == sent,
+            'offered_mb_per_s': size / 1e6 / published_s,
             'recorded_mb_per_s': size / 1e6 / span, 'written_mb_per_s': on_disk / 1e6 / span,
-            'last_receive_after_publisher_s': (last - load['last_ns']) / 1e9,
+            'last_receive_after_publisher_s': backlog, 'max_delay_ms': delay / 1e6,
+            'write_lag_max_ms': lag_ms,
+            'target_met': (counts == sent and backlog <= TARGET_DELAY_S
+                           and delay / 1e9 <= TARGET_DELAY_S
+                           and lag_ms / 1e3 <= TARGET_DELAY_S),
             'image_mb_per_s_nominal': 640 * 480 * 3 * 30 / 1e6, 'bare_subscriber': bare}
 
 
@@ -231,11 +260,19 @@ def run(quick: bool = False) -> dict[str, Any]:
                                              f'images_{mode}_{k}'))
             out['image_30hz'] = runs['thread'][-1]
             out['image_30hz_writer_process'] = runs['process'][-1]
+            out['image_30hz_shared_participant'] = images(
+                tmp, env, client, seconds, name='images_shared', participant='shared')
             out['image_30hz_backlog_s'] = {
                 mode: [r['last_receive_after_publisher_s'] for r in rs]
                 for mode, rs in runs.items()}
+            out['image_30hz_max_delay_ms'] = {mode: [r['max_delay_ms'] for r in rs]
+                                              for mode, rs in runs.items()}
+            out['image_30hz_write_lag_max_ms'] = {mode: [r['write_lag_max_ms'] for r in rs]
+                                                  for mode, rs in runs.items()}
             out['image_30hz_lossless'] = {mode: [r['lossless'] for r in rs]
                                           for mode, rs in runs.items()}
+            out['image_30hz_target_met'] = {mode: [r['target_met'] for r in rs]
+                                            for mode, rs in runs.items()}
             return out
     finally:
         client.close()

@@ -30,3 +30,15 @@ def test_recorder_benchmark_reports_its_figures(ros_env):
     assert ingest['target_met'] is (min(ingest['ratio_recorder_over_bare'],
                                         ingest['ratio_recorder_over_bare_draining']) >= 0.8)
     assert image['recorded_mb_per_s'] > 1.0  # a 640x480 rgb8 image at 30 Hz alone is 27.6 MB/s
+    # the stack's layout and the shared participant, each with its own bare comparison
+    shared = figures['image_30hz_shared_participant']
+    assert (image['image_participant'], shared['image_participant']) == ('own', 'shared')
+    assert figures['image_30hz_writer_process']['writer'] == 'process'
+    for run in (image, shared, figures['image_30hz_writer_process']):
+        assert run['write_lag_max_ms'] > 0 and run['max_delay_ms'] > 0, run
+        assert run['bare_subscriber']['max_delay_ms'] > 0, run
+        # the verdict follows from its figures
+        assert run['target_met'] is (run['lossless']
+                                     and run['last_receive_after_publisher_s'] <= 0.2
+                                     and run['max_delay_ms'] <= 200.0
+                                     and run['write_lag_max_ms'] <= 200.0), run

@@ -154,6 +154,8 @@ class RecorderConfig(_FromMapping):
       ``key=value`` entries added to it.
     * ``writer_process``: write the bag in a child process instead of a thread of the node
       (see docs/recording.md for what each measured).
+    * ``camera_gap_period_s``: with a gap pair, how often one pair of the two robots' frames
+      of each camera is compared live (PSNR, SSIM, ...; 0 = never).
     """
 
     SOURCE = 'recorder'
@@ -178,10 +180,12 @@ class RecorderConfig(_FromMapping):
     embed: tuple[str, ...] = ()
     custom_data: tuple[str, ...] = ()
     writer_process: bool = False
+    camera_gap_period_s: float = 1.0
 
     def __post_init__(self) -> None:
         src = self.SOURCE
         _ = self.bag_options  # validates the storage fields
+        check_number(self.camera_gap_period_s, src, 'camera_gap_period_s', minimum=0.0)
         for key in ('discovery_period_s', 'diagnostics_period_s', 'gap_window_s',
                     'gap_max_lag_s'):
             check_number(getattr(self, key), src, key, positive=True)

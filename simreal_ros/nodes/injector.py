@@ -14,6 +14,11 @@ middleware's threads, which receive and stamp every message before any Python ru
 delivery thread sleeps until ``spin_us`` before a deadline, then busy-waits (bounded by
 :data:`simreal_ros.core.realtime.MAX_SPIN_NS`), and beats a heartbeat that the ``timing``
 status turns into ERROR when it stops.
+
+Image routes (``LAZY_TYPES``) are relayed only while their output is watched, and published
+through a participant of their own (:mod:`simreal_ros.ros.image_participant`): on the
+injector's participant a 640x480 frame crowds the 1 kHz joint streams out of the shared-memory
+segment, and their repair stalls every subscriber for 0.3-2 s.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from simreal_ros.core.realtime import (
 )
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.image_participant import ImageParticipant
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.perturb import PERTURBERS, check_applicable
 from simreal_ros.ros.runtime import fast_thread_switching, log_rt, run_node, start_rt
@@ -145,6 +151,7 @@ class Injector(Node):
         self._counter = itertools.count()
         self.running = True
         self._lazy_timer: Any = None
+        self.images: ImageParticipant | None = None
         for r in self.routes:
             if r.cfg.msg_type:
                 self._open(r, r.cfg.msg_type, configured=True)
@@ -229,9 +236,14 @@ class Injector(Node):
             reliability = ReliabilityPolicy.BEST_EFFORT  # matches every publisher
         profile = QoSProfile(depth=QUEUE_DEPTH, history=HistoryPolicy.KEEP_LAST,
                              reliability=reliability, durability=DurabilityPolicy.VOLATILE)
-        r.pub = self.create_publisher(r.cls, r.cfg.output, profile)
-        r.qos = profile
         lazy = msg_type in LAZY_TYPES
+        if lazy:  # images go out through a participant of their own (see ImageParticipant)
+            if self.images is None:
+                self.images = ImageParticipant(self)
+            r.pub = self.images.create_publisher(r.cls, r.cfg.output, profile)
+        else:
+            r.pub = self.create_publisher(r.cls, r.cfg.output, profile)
+        r.qos = profile
         if not lazy:
             self._subscribe(r)
         elif self._lazy_timer is None:
@@ -514,6 +526,8 @@ class Injector(Node):
         with self.cond:
             self.cond.notify_all()
         self.thread.join(timeout=1.0)
+        if self.images is not None:
+            self.images.close()
 
 
 def main(args: list[str] | None = None) -> int:

@@ -13,7 +13,14 @@ Live gap (``gap_primary`` / ``gap_secondary`` set, e.g. ``sim_a/joint_states`` a
 interpolation; ``gap/joint_error`` carries primary - secondary position and velocity for each
 paired primary sample, and ``/diagnostics`` (``diagnostics_period_s``) carries per-joint
 windowed RMSE and max error, the lag between the streams, and per-topic rate, gaps,
-out-of-order and duplicate stamps and stamp-vs-receive skew.
+out-of-order and duplicate stamps and stamp-vs-receive skew. With the pair set, each camera
+of the primary whose counterpart the secondary has (``/sim_a/camera/image_raw`` and
+``/sim_b/camera/image_raw``) is compared live too (:mod:`simreal_ros.core.live_camera_gap`):
+one pair of frames per ``camera_gap_period_s`` on a thread of its own, reported as
+``<node>: camera gap <camera topic>``. The recorder's own lag, how long
+the oldest waiting message has been queued when the writer takes a batch (its bag time to
+now, wall clock only), is ``write_lag_ms`` (the maximum over the last period) and
+``write_lag_max_ms`` (since the start, also ``recorder.write_lag_max_ms`` in ``custom_data``).
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 
 from simreal_ros import __version__
 from simreal_ros.core.bag import BagWriter, QosSpec, TypeRegistry
 from simreal_ros.core.bag.process_writer import ProcessBagWriter
+from simreal_ros.core.image_metrics import IMAGE, UInt8Array, to_array
+from simreal_ros.core.live_camera_gap import PRIMARY, SECONDARY, LiveCameraGap
 from simreal_ros.core.live_gap import LiveGap
 from simreal_ros.core.node_configs import RecorderConfig
 from simreal_ros.core.provenance import embed_files, git_revision
@@ -113,6 +122,10 @@ def _stamp_of(data: bytes) -> int | None:
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
+def _decode_image(data: bytes) -> UInt8Array:
+    return to_array(deserialize_message(data, Image))
+
+
 def _key_values(entries: Sequence[str], what: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for e in entries:
@@ -127,7 +140,8 @@ def _key_values(entries: Sequence[str], what: str) -> dict[str, str]:
 
 class _Topic:
     __slots__ = ('name', 'msgtype', 'cls', 'handle', 'has_header', 'stats', 'sub', 'received',
-                 'live_role', 'reliable', 'transient', 'publishers', 'last_stamp', 'held_back')
+                 'live_role', 'reliable', 'transient', 'publishers', 'last_stamp', 'held_back',
+                 'camera')
 
     def __init__(self, name: str, msgtype: str, cls: type, handle: int) -> None:
         self.name = name
@@ -144,6 +158,7 @@ class _Topic:
         self.publishers = 0
         self.last_stamp = 0  # the bag timestamp of the message taken last (ns)
         self.held_back = 0  # messages received before one taken ahead of them (DDS repair)
+        self.camera: tuple[LiveCameraGap, int] | None = None  # (live camera gap, side)
 
 
 DESCRIPTIONS = {
@@ -156,6 +171,8 @@ DESCRIPTIONS = {
              'publishers), N = keep the last N',
     'writer_process': 'write the bag in a child process (true; measured slower on 2 loaded '
                       'cores, see docs/recording.md) or a thread of this one (false)',
+    'camera_gap_period_s': 'with a gap pair: seconds between live comparisons of one pair of '
+                           'frames per camera (0 = never)',
 }
 
 
@@ -192,10 +209,16 @@ class Recorder(Node):
         self.drain = True
         self.written = 0
         self.write_error = ''
+        # write lag (wall clock only): bag time of the oldest queued message to its write
+        self.lag_max_ns = 0
+        self.lag_window_ns = 0
         self.lock = threading.Lock()
         self.gap_topics = (self._resolve(p.gap_primary) if p.gap_primary else '',
                            self._resolve(p.gap_secondary) if p.gap_secondary else '')
         self.live = LiveGap(int(p.gap_window_s * 1e9), int(p.gap_max_lag_s * 1e9))
+        self.camera_gaps: dict[str, tuple[LiveCameraGap, set[int]]] = {}
+        self.camera_stop = threading.Event()
+        self.camera_thread: threading.Thread | None = None
         self.pub_error = self.create_publisher(JointState, 'gap/joint_error', qos.STATE)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.running = True
@@ -255,6 +278,8 @@ class Recorder(Node):
             t.reliable, t.transient = profile.reliability == ReliabilityPolicy.RELIABLE, \
                 profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
             t.publishers = len(infos)
+            if types[0] == IMAGE:
+                self._attach_camera(t)
             if name == self.gap_topics[0]:
                 t.live_role = 'primary'
             elif name == self.gap_topics[1]:
@@ -265,6 +290,35 @@ class Recorder(Node):
             self.get_logger().info(f'recording {name} [{types[0]}] '
                                    f'({profile.reliability.name.lower()}, '
                                    f'{profile.durability.name.lower()})')
+
+    def _attach_camera(self, t: _Topic) -> None:
+        """Feed an image topic of either robot of the gap pair to its live camera gap."""
+        if not self.gap_topics[0] or self.p.camera_gap_period_s <= 0:
+            return
+        pa, sa = (g.rpartition('/')[0] for g in self.gap_topics)
+        if t.name.startswith(sa + '/'):  # first: the twin's namespace is inside the root one
+            side, rest = SECONDARY, t.name[len(sa):]
+        elif t.name.startswith(pa + '/'):
+            side, rest = PRIMARY, t.name[len(pa):]
+        else:
+            return
+        with self.lock:
+            gap, sides = self.camera_gaps.setdefault(rest, (LiveCameraGap(
+                pa + rest, sa + rest, int(self.p.gap_max_lag_s * 1e9)), set()))
+            sides.add(side)
+            t.camera = (gap, side)
+        if self.camera_thread is None:
+            self.camera_thread = threading.Thread(target=self._camera_loop, name='camera_gap',
+                                                  daemon=True)
+            self.camera_thread.start()
+
+    def _camera_loop(self) -> None:
+        """Compare one pair per camera every ``camera_gap_period_s`` (its own thread)."""
+        while not self.camera_stop.wait(self.p.camera_gap_period_s):
+            with self.lock:
+                gaps = [g for g, sides in self.camera_gaps.values() if len(sides) == 2]
+            for gap in gaps:
+                gap.evaluate(_decode_image)
 
     def _revisit_qos(self, t: _Topic) -> None:
         """Weaken a subscription when a publisher joins that it could not match.
@@ -380,6 +434,10 @@ class Recorder(Node):
                 time.sleep(WRITER_IDLE_S)
                 continue
             with self.lock:
+                if not self.use_sim_time:  # how far behind DDS: the oldest waiting message's age
+                    lag = time.time_ns() - queue[0][1]
+                    self.lag_window_ns = max(self.lag_window_ns, lag)
+                    self.lag_max_ns = max(self.lag_max_ns, lag)
                 n = 0
                 while queue and n < WRITE_BATCH:
                     t, stamp, data = queue.popleft()
@@ -391,6 +449,8 @@ class Recorder(Node):
                     t.stats.add(hstamp, stamp)
                     if t.live_role:
                         self._feed_live(t, data)
+                    if t.camera is not None and hstamp is not None:
+                        t.camera[0].offer(t.camera[1], hstamp, data)
                 if writer.flush_due():
                     writer.flush()
             time.sleep(0)  # hand the GIL to the executor thread between batches
@@ -434,12 +494,18 @@ class Recorder(Node):
         with self.lock:
             summaries = {t.name: (t.stats.summary(), t.held_back) for t in self.topics.values()}
             gap = self.live.summary() if self.gap_topics[0] else None
+            cameras = {rest: g for rest, (g, sides) in self.camera_gaps.items()
+                       if len(sides) == 2}
             values: dict[str, object] = {
                 'bag': str(self.writer.path), 'messages_written': self.written,
                 'megabytes_in': self.writer.bytes_in / 1e6, 'queue': len(self.queue),
                 'dropped': self.dropped, 'topics': len(self.topics),
                 'elapsed_s': time.monotonic() - self.start_mono,
             }
+            if not self.use_sim_time:
+                values['write_lag_ms'] = self.lag_window_ns / 1e6
+                values['write_lag_max_ms'] = self.lag_max_ns / 1e6
+                self.lag_window_ns = 0
         for topic, err in sorted(self.failed.items()):
             values[f'failed {topic}'] = err
         waiting = [t for t in self.patterns if not any(c in t for c in '*?[')
@@ -475,8 +541,23 @@ class Recorder(Node):
                     f'{name}: gap', 'gap', 'ok',
                     f'worst {worst[0]} rmse {worst[1].rmse:.4g} rad, lag {gap.lag_ms:.2f} ms',
                     gv))
+        for rest, cam in sorted(cameras.items()):
+            statuses.append(self._camera_status(f'{name}: camera gap {rest}', cam.summary()))
         arr.status = statuses
         self.pub_diag.publish(arr)
+
+    @staticmethod
+    def _camera_status(name: str, summary: dict[str, object]) -> Any:
+        if 'error' in summary:
+            return messages.diagnostic_status(name, 'camera_gap', 'warn',
+                                              f'cannot compare: {summary["error"]}', summary)
+        if 'ssim_mean' not in summary:
+            return messages.diagnostic_status(name, 'camera_gap', 'stale',
+                                              'waiting for a pair of frames', summary)
+        return messages.diagnostic_status(
+            name, 'camera_gap', 'ok', f'ssim {summary["ssim_mean"]:.3f}, psnr '
+            f'{summary["psnr_db_mean"]:.1f} dB over the last {summary["window_pairs"]} pairs',
+            summary)
 
     def _check_duration(self) -> None:
         if time.monotonic() - self.start_mono >= self.p.duration_s:
@@ -486,6 +567,7 @@ class Recorder(Node):
 
     def close(self) -> None:
         """Stop the subscriptions, drain the queue into the bag and close it."""
+        self.camera_stop.set()
         for t in self.topics.values():
             if t.sub is not None:
                 self.destroy_subscription(t.sub)
@@ -495,6 +577,8 @@ class Recorder(Node):
         with self.lock:
             self.writer.custom['recorder.messages_written'] = str(self.written)
             self.writer.custom['recorder.dropped_queue_full'] = str(self.dropped)
+            if not self.use_sim_time:
+                self.writer.custom['recorder.write_lag_max_ms'] = f'{self.lag_max_ns / 1e6:.1f}'
             self.writer.close()
         counts = ', '.join(f'{t.name}: {t.received}' for t in self.topics.values())
         print(f'recorded {self.written} messages into {self.writer.path} ({counts})'

@@ -53,7 +53,11 @@ def camera_info_msg(info: CameraInfoData, stamp_ns: int, frame_id: str) -> Any:
 
 
 class CameraPublisher:
-    """The two topics of one camera on ``node`` (relative names, so namespaces apply)."""
+    """The two topics of one camera on ``node`` (relative names, so namespaces apply).
+
+    ``node`` may be an :class:`~simreal_ros.ros.image_participant.ImageParticipant`: anything
+    with ``create_publisher``.
+    """
 
     def __init__(self, node: Any, cam: CameraSpec, info: CameraInfoData) -> None:
         self.cam = cam
@@ -81,14 +85,22 @@ class SimCameras:
     ``SUBSCRIBER_CHECK_S``), as ROS camera drivers publish lazily: a 640x480 software render at
     30 Hz takes most of a CPU core here, which a graph that never looks at the images (most
     tests, a policy on joint states) should not pay.
+
+    The images go out through a participant of their own (:class:`~simreal_ros.ros.
+    image_participant.ImageParticipant`, node ``<bridge>_images``): on the bridge's participant
+    a 640x480 frame crowds the 1 kHz ``joint_states`` out of the shared-memory segment, and
+    their repair stalled every subscriber for 0.3-2 s.
     """
 
     SUBSCRIBER_CHECK_S = 0.2
 
     def __init__(self, node: Any, sim: Any, cameras: tuple[CameraSpec, ...]) -> None:
+        from simreal_ros.ros.image_participant import ImageParticipant
         from simreal_ros.sim.camera import RenderThread
         self.node = node
-        self.pubs = [CameraPublisher(node, c, CameraInfoData.ideal(c)) for c in cameras]
+        self.participant = ImageParticipant(node)
+        self.pubs = [CameraPublisher(self.participant, c, CameraInfoData.ideal(c))
+                     for c in cameras]
         self.render = RenderThread(lambda: sim.camera_renderer(cameras), cameras,
                                    self._on_frame, self._on_error)
         self.watched = False
@@ -104,14 +116,14 @@ class SimCameras:
             self.render.offer(stamp_ns, state)
 
     def _on_frame(self, stamp_ns: int, images: list[Any]) -> None:
-        if not self.node.context.ok():  # shutting down: the publishers are gone
+        if not self.participant.ok():  # shutting down: the publishers are gone
             return
         for pub, img in zip(self.pubs, images, strict=True):
             if img is not None:
                 pub.publish(img, stamp_ns)
 
     def _on_error(self, exc: BaseException) -> None:
-        if not self.node.context.ok():  # a publish raced the shutdown: not a failure
+        if not self.participant.ok():  # a publish raced the shutdown: not a failure
             return
         self.node.get_logger().error(f'camera rendering stopped: {exc!r} (physics goes on; '
                                      f'MUJOCO_GL=egl or osmesa must be able to render here)')
@@ -121,5 +133,6 @@ class SimCameras:
         return {'cameras_watched': self.watched, **self.render.values()}
 
     def close(self) -> None:
-        """Stop rendering."""
+        """Stop rendering, then close the image participant."""
         self.render.close()
+        self.participant.close()

@@ -4,7 +4,9 @@
 topic has ``--subscribers`` subscribers, publishes JointState messages whose header stamp is
 the publish time (wall clock) and whose ``position[0]`` is the sequence number, then prints one
 JSON line: ``{"sent": {topic: n}, "first_ns": ..., "last_ns": ...}``. ``--image`` adds a
-640x480 rgb8 image stream at ``--image-rate``. Publishers are reliable with a deep history
+640x480 rgb8 image stream at ``--image-rate``, published from a participant of its own as the
+stack's cameras are (:mod:`simreal_ros.ros.image_participant`), or with ``--image-participant
+shared`` from the one the JointState topics use. Publishers are reliable with a deep history
 (``--depth``), so a subscriber that keeps up receives every message.
 """
 
@@ -52,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--settle', type=float, default=1.0, help='wait after subscribers match')
     ap.add_argument('--image', action='store_true')
     ap.add_argument('--image-rate', type=float, default=30.0)
+    ap.add_argument('--image-participant', choices=('own', 'shared'), default='own',
+                    help="images from a participant of their own (as the stack's cameras) or "
+                         "from the JointState topics' one")
     ap.add_argument('--stamps-file', default='', help='write every publish stamp (ns) here')
     ns = ap.parse_args(argv)
 
@@ -63,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image, JointState
 
+    from simreal_ros.ros.image_participant import ImageParticipant
     from simreal_ros.ros.messages import stamp_from_ns
 
     rclpy.init()
@@ -72,7 +78,13 @@ def main(argv: list[str] | None = None) -> int:
                          reliability=ReliabilityPolicy.RELIABLE)
     names = [f'{ns.prefix}{i}' for i in range(ns.topics)]
     pubs = [node.create_publisher(JointState, n, profile) for n in names]
-    img_pub = node.create_publisher(Image, 'load/image_raw', profile) if ns.image else None
+    own: ImageParticipant | None = None
+    img_pub = None
+    if ns.image and ns.image_participant == 'own':
+        own = ImageParticipant(node)
+        img_pub = own.create_publisher(Image, 'load/image_raw', profile)
+    elif ns.image:
+        img_pub = node.create_publisher(Image, 'load/image_raw', profile)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     stop = threading.Event()
@@ -110,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     rate = PreciseRate(period_ns, 0)
     sent = [0] * len(pubs)
     stamps: list[int] = []
-    images = 0
+    frames = 0
     blocked = 0
     first = time.time_ns()
     for k in range(total):
@@ -126,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if image is not None and img_every and k % img_every == 0:
             image.header.stamp = msg.header.stamp
             blocked += _publish(img_pub, image)
-            images += 1
+            frames += 1
     last = time.time_ns()
     from rclpy.duration import Duration
     acked = all(p.wait_for_all_acked(Duration(seconds=60)) for p in all_pubs)
@@ -134,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {'sent': sent_by_topic, 'first_ns': first, 'last_ns': last,
            'overruns': rate.overruns, 'acked': acked, 'blocked': blocked}
     if image is not None:
-        sent_by_topic['load/image_raw'] = images
+        sent_by_topic['load/image_raw'] = frames
     if ns.stamps_file:
         with open(ns.stamps_file, 'w', encoding='utf-8') as f:
             json.dump(stamps, f)
@@ -142,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     stop.set()
     spin.join()
     executor.shutdown()
+    if own is not None:
+        own.close()
     node.destroy_node()
     rclpy.try_shutdown()
     return 0

@@ -241,3 +241,23 @@ def test_the_injector_watches_a_camera_only_while_its_output_is_watched(
     ros_client.wait_for(idle, 60, 'an idle camera route and an unwatched camera')
     out = ros_client.collect(Image, 'camera/image_raw', IMAGE)
     ros_client.wait_for(lambda: len(out) >= 2, 120, 'frames once the output is watched')
+
+
+def test_images_leave_through_a_participant_of_their_own(start_node, ros_client, small_cameras):
+    """On the bridge's participant a 640x480 frame crowded joint_states out of the shared-memory
+    segment (their repair stalled subscribers 0.3-2 s): the images have a node of their own,
+    in the bridge's namespace, on the topic the remapping gives; both stop cleanly."""
+    robot, scene = small_cameras
+    images = ros_client.collect(Image, '/sim_a/backend/camera/image_raw', IMAGE)
+    states = ros_client.collect(JointState, '/sim_a/joint_states')
+    bridge = start_node('sim_bridge', namespace='/sim_a', robot=robot, scene=scene, cameras=True,
+                        remappings=(('camera/image_raw', 'backend/camera/image_raw'),))
+    ros_client.wait_for(lambda: len(images) >= 2 and len(states) > 50, 120, 'frames, states')
+
+    def publishers(topic: str) -> list[tuple[str, str]]:
+        return [(i.node_namespace, i.node_name)
+                for i in ros_client.node.get_publishers_info_by_topic(topic)]
+    assert publishers('/sim_a/backend/camera/image_raw') == [('/sim_a', 'sim_bridge_images')]
+    assert publishers('/sim_a/camera/camera_info') == [('/sim_a', 'sim_bridge_images')]
+    assert publishers('/sim_a/joint_states') == [('/sim_a', 'sim_bridge')]
+    assert bridge.stop() == 0, bridge.output()[-3000:]

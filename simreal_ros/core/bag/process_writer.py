@@ -1,9 +1,10 @@
 """A :class:`~simreal_ros.core.bag.writer.BagWriter` in a child process.
 
-The recorder's executor thread needs the GIL for every message it takes from DDS; a writer
-thread in the same process that builds MCAP records takes the GIL from it, and with a
-640x480 30 Hz image stream next to four 1 kHz topics the recorder ended 0.9-3 s behind the
-publisher (bench/recorder.py, ``image_30hz``). :class:`ProcessBagWriter` has the writer's
+The recorder's executor thread needs the GIL for every message it takes from DDS, and a
+writer thread in the same process that builds MCAP records takes the GIL from it; a writer
+process avoids that. (The 0.9-3 s the recorder once fell behind a 640x480 30 Hz image stream
+next to four 1 kHz topics was DDS, not the GIL: see :mod:`simreal_ros.ros.image_participant`.)
+:class:`ProcessBagWriter` has the writer's
 interface (``add_topic``, ``write``, ``flush_due``, ``flush``, ``close``, ``custom``,
 ``bytes_in``, ``path``) but ``write`` only appends to a batch; ``flush`` sends the batch through
 a pipe (one pickle, one ``send``: the copy and the system call release the GIL) to a spawned
