@@ -217,7 +217,9 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     when the arm is first back within :data:`RECOVERED_RAD` of the command on every joint (the
     sag recovery took 0.4 s on a quiet machine and 3 s with a load average of 13 on the
     2 cores). Times are header stamps: commands of the undelayed ``/joint_commands``, states
-    of the driver's own ``/backend/joint_states``.
+    of the driver's own ``/backend/joint_states``; and it starts no earlier than the first
+    ``/backend/joint_commands`` (the relayed commands sysid replays) by bag time, as sysid
+    reads them, so sysid's data cover exactly this window.
     """
     import numpy as np
 
@@ -225,14 +227,16 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     from simreal_ros.core.episode import load_episode
     with BagReader(bag) as reader:
         present = set(reader.info.topics)
-    ep = load_episode(str(bag), topics=[t for t in ('/joint_commands', '/backend/joint_states',
-                                                    '/backend/joint_commands') if t in present])
+        # sysid reads the relayed commands by bag time (when the driver got them, the
+        # injector's delay after their stamp), so the window starts at that time too: from
+        # the header stamp it began 4.06 ms before sysid's data in one run where the recorder
+        # found the topic late
+        first_relayed = next((int(m.timestamp) for m in
+                              reader.messages(['/backend/joint_commands'])), None)
+    ep = load_episode(str(bag), topics=[t for t in ('/joint_commands', '/backend/joint_states')
+                                        if t in present])
     cmd = ep.joints.get('/joint_commands')
     st = ep.joints.get('/backend/joint_states')
-    # sysid replays the commands the driver got (after the injector); the recorder finds that
-    # topic by polling the graph once the injector has seen the excitation, 1.3 s after the
-    # first command in one run at load average 6: the window starts where both are recorded
-    relayed = ep.joints.get('/backend/joint_commands')
     if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
         raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
     c_ns = np.asarray(cmd.stamps, dtype=np.int64)
@@ -249,8 +253,11 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     back = np.nonzero(after & (err < RECOVERED_RAD))[0]
     if back.size:
         start = max(start, int(s_ns[back[0]]))
-    if relayed is not None and len(relayed.stamps):
-        start = max(start, int(min(relayed.stamps)))
+    # sysid replays the commands the driver got (after the injector); the recorder finds that
+    # topic by polling the graph once the injector has seen the excitation, 1.3 s after the
+    # first command in one run at load average 6: the window starts where both are recorded
+    if first_relayed is not None:
+        start = max(start, first_relayed)
     end = int(c_ns[-1])
     if start >= end - MIN_WINDOW_NS:
         raise SimrealError(f'{bag}: less than {MIN_WINDOW_NS / 1e9:g} s of the excitation '

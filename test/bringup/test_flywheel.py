@@ -194,3 +194,33 @@ def test_injector_timing_of_a_bag_with_known_delays(tmp_path):
     for route in t.values():
         assert route['lateness_p50_ms'] == 0.0 and route['lateness_p99_ms'] == 0.0
     assert one_line_injector(t).startswith('command injected p50/p99 ')
+
+
+def test_the_excitation_window_is_the_window_sysid_reads(tmp_path):
+    """The relayed commands, found late by the recorder, start the window at their bag time:
+    sysid reads them by bag time (the injector's delay after their stamp), and its data then
+    cover exactly the window the flywheel reports (it began 4.06 ms earlier in one suite run)."""
+    from episode_bags import NAMES, ROBOT, T0, joint_state
+    import numpy as np
+
+    from simreal_ros.bringup.flywheel import excitation_window
+    from simreal_ros.core.bag import BagWriter, QosSpec
+    from simreal_ros.sysid.data import load_sysid_data
+
+    bag = tmp_path / 'bag'
+    period, delay = 4_000_000, 4_060_000
+    relayed_from = 500  # the recorder found /backend/joint_commands 2 s into the excitation
+    with BagWriter(bag) as w:
+        cmd, st, rel = (w.add_topic(t, 'sensor_msgs/msg/JointState', [QosSpec()])
+                        for t in ('/joint_commands', '/backend/joint_states',
+                                  '/backend/joint_commands'))
+        for k in range(1500):  # 6 s at 250 Hz; the arm follows at once (no sag)
+            stamp = T0 + k * period
+            q = np.full(len(NAMES), 0.1 * np.sin(k / 100))
+            w.write(cmd, stamp, joint_state(stamp, q))
+            w.write(st, stamp + 1_000_000, joint_state(stamp, q, np.zeros(len(NAMES))))
+            if k >= relayed_from:
+                w.write(rel, stamp + delay, joint_state(stamp, q))
+    window = excitation_window(bag, 1.0)
+    assert window == (T0 + relayed_from * period + delay, T0 + 1499 * period)
+    assert load_sysid_data(bag, ROBOT, window).window_ns == window
