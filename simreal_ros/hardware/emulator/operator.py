@@ -21,6 +21,12 @@ Operators (all start at ``home + offset_rad`` on every joint and hold it for ``s
 Options (``--operator NAME,key=value,...``): ``amplitude`` (0.3), ``offset_rad`` (0),
 ``start_s`` (0), ``f_min_hz`` (0.1), ``f_max_hz`` (0.8), ``period_s`` (10), ``ramp_s`` (1),
 ``move_s`` (1.5), ``hold_s`` (0.5). Positions are clamped to the joint limits.
+
+The operator's thumb on a **button** (GELLO style, wired to a servo's register):
+``button_id`` (0 = no button) names the servo whose Indirect Data 1 (address 224) reads 1
+while the button is pressed and 0 while it is released. The operator presses it for
+``button_press_s`` (5), releases it for ``button_release_s`` (0 = never), and again, from the
+emulator's start; the joints move on while it is released (the hand keeps moving the leader).
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ class OperatorConfig:
     ramp_s: float = 1.0
     move_s: float = 1.5
     hold_s: float = 0.5
+    button_id: float = 0.0
+    button_press_s: float = 5.0
+    button_release_s: float = 0.0
 
     @classmethod
     def parse(cls, text: str) -> 'OperatorConfig':
@@ -67,10 +76,14 @@ class OperatorConfig:
             raise ConfigError(src, 'name', f'one of {list(OPERATORS)}', name)
         known = [f.name for f in fields(cls) if f.name != 'name']
         values = key_numbers(parts, known, src, finite=True)
-        for key in ('period_s', 'move_s', 'f_max_hz'):
+        button = values.get('button_id', 0.0)
+        if button != int(button) or not 0 <= button <= 252:
+            raise ConfigError(src, 'button_id', 'a servo ID 1..252 (0 = no button)', button)
+        for key in ('period_s', 'move_s', 'f_max_hz', 'button_press_s'):
             if values.get(key, 1.0) <= 0:
                 raise ConfigError(src, key, 'a number > 0', values[key])
-        for key in ('amplitude', 'start_s', 'ramp_s', 'hold_s', 'f_min_hz'):
+        for key in ('amplitude', 'start_s', 'ramp_s', 'hold_s', 'f_min_hz',
+                    'button_release_s'):
             if values.get(key, 0.0) < 0:
                 raise ConfigError(src, key, 'a number >= 0', values[key])
         return cls(name, **values)
@@ -119,6 +132,13 @@ class Operator:
         out: FloatArray = np.clip(q, self.lower, self.upper)
         return out
 
+    def button_pressed(self, t_s: float) -> bool:
+        """Return whether the operator holds the button down at ``t_s`` seconds."""
+        cfg = self.cfg
+        if cfg.button_release_s <= 0:
+            return True
+        return t_s % (cfg.button_press_s + cfg.button_release_s) < cfg.button_press_s
+
 
 class LeaderArm(VirtualArm):
     """A :class:`VirtualArm` whose joints follow an :class:`Operator` (torque is ignored)."""
@@ -128,6 +148,12 @@ class LeaderArm(VirtualArm):
         self.operator = operator
         self._q = operator.position(0.0)
         self._qd = np.zeros(robot.n)
+        ids = [j.servo.servo_id for j in robot.joints]
+        button = int(operator.cfg.button_id)
+        if button and button not in ids:
+            raise ConfigError('--operator', 'button_id', f'a servo ID of {robot.name} {ids}',
+                              button)
+        self._button = ids.index(button) if button else None
         super().__init__(robot, overlay, seed)
         for i, reg in enumerate(self.servos):
             reg.set('goal_position', self.q_to_ticks(i, self._q[i]))
@@ -155,6 +181,9 @@ class LeaderArm(VirtualArm):
             reg.set('present_input_voltage', 120)
             reg.set('realtime_tick', int(tick_ms) % 32768)
             reg.set('moving', int(abs(vel) > reg.get('moving_threshold')))
+        if self._button is not None:
+            pressed = self.operator.button_pressed(self.step_count * self.dt)
+            self.servos[self._button].set('indirect_data_1', int(pressed))
 
     def true_position(self) -> FloatArray:
         """Return the operator's pose (ground truth)."""
