@@ -268,6 +268,18 @@ class DynamixelBus:
         self._check(sid, f'read {name}', result, error)
         return ct.to_signed(value, it.size) if it.signed else int(value)
 
+    def read_address(self, sid: int, address: int, size: int) -> int:
+        """Read ``size`` (1, 2, 4) bytes at ``address`` of servo ``sid`` once, unsigned.
+
+        Not retried: a cycle's extra read (the leader's button) that fails fails the cycle
+        (BusError), and the next cycle reads again.
+        """
+        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
+              4: self.ph.read4ByteTxRx}[size]
+        value, result, error = self._guard(fn, self._port(), sid, address)
+        self._check(sid, f'read address {address}', result, error)
+        return int(value)
+
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one control-table item of servo ``sid`` (retried on comm errors)."""
         it = ct.BY_NAME[name]
