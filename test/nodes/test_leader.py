@@ -8,6 +8,7 @@ Dynamixel driver. Everything between them is DDS.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -22,7 +23,9 @@ from std_srvs.srv import SetBool, Trigger
 from simreal_ros.core.bag import BagReader
 from simreal_ros.core.gap import Series, estimate_lag_ns, pair
 from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop import LeaderConfig, leader_mapping
 from simreal_ros.core.teleop_quality import read_meta
+from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 
@@ -224,6 +227,84 @@ def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
     assert len(hold) > 50  # 2.5 s of states: 125 at a load average of 7 on the 2 cores
     assert np.ptp(hold.position, axis=0).max() < 0.01
     assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
+
+
+BUTTON_OPERATOR = 'chirp,amplitude=0.25,button_id=6,button_press_s=7,button_release_s=3'
+GRIPPER = {'gripper_joint': 'wrist_roll', 'gripper_trigger_open_rad': 0.0,
+           'gripper_trigger_closed_rad': 0.4, 'gripper_open_rad': -0.3,
+           'gripper_closed_rad': 0.3}
+
+
+def logged_stamps(output: str, event: str) -> list[int]:
+    """Stamps of the leader readings at which the node logged ``event``."""
+    return [int(s) for s in re.findall(re.escape(event) + r' \(leader reading stamped (\d+) ns\)',
+                                       output)]
+
+
+def test_leader_button_stops_in_its_cycle_and_resumes_through_the_start_with_a_gripper(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    """The scripted operator releases the leader's button (servo 6, Indirect Data 1) for 3 s
+    in every 10 s while the chirp goes on; wrist_roll plays a gripper driven by its trigger."""
+    # the chirp's period is the button's (10 s): in every window the leader moves 0.6 rad
+    # (mapped) between the release and the press, so the press must go through the blend
+    op = Operator(ROBOT, OperatorConfig.parse(BUTTON_OPERATOR))
+    mapping = leader_mapping(LeaderConfig(port='p', **GRIPPER), ROBOT, ROBOT)
+    moved = [np.abs(mapping.map(op.position(10 * k + 7)) - mapping.map(op.position(10 * k + 10)))
+             .max() for k in range(30)]
+    assert min(moved) > 0.5
+    g = Graph(ros_client)
+    released, pressed = 'deadman button released: command streaming stopped', \
+        'deadman button pressed: start check, then streaming'
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator=BUTTON_OPERATOR) as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0, button_id=6,
+                                  **GRIPPER)
+        t_track = g.wait_state('tracking', node)
+        ros_client.wait_for(lambda: any(s_ > t_track for s_ in logged_stamps(node.output(),
+                                                                             released)),
+                            40, 'a button release while tracking')
+        t_release = next(s_ for s_ in logged_stamps(node.output(), released) if s_ > t_track)
+        ros_client.wait_for(lambda: any(s_ > t_release for s_ in logged_stamps(node.output(),
+                                                                               pressed)),
+                            20, 'the button pressed again')
+        t_press = next(s_ for s_ in logged_stamps(node.output(), pressed) if s_ > t_release)
+        ros_client.wait_for(lambda: any(state_of(st) == 'tracking' and s_ > t_press
+                                        for s_, st in leader_statuses(g.diags)),
+                            20, 'tracking again after the press')
+        t_track2 = next(s_ for s_, st in leader_statuses(g.diags)
+                        if state_of(st) == 'tracking' and s_ > t_press)
+        ros_client.wait_for(lambda: stamp(g.leader[-1][1]) > t_press + 6e9, 20,
+                            '6 s of leader readings after the press')
+        output = node.output()
+    commands = sorted(((stamp(m), m) for _t, m in list(g.commands)), key=lambda c: c[0])
+    # released: no command for the reading that saw it, nor after it until the press; the
+    # stream went on up to the reading before (tracking)
+    assert [s_ for s_, _m in commands if t_release <= s_ < t_press] == []
+    assert max(s_ for s_, _m in commands if s_ < t_release) > t_track
+    assert any(st.message == 'waiting: deadman button released' and t_release <= s_ < t_press
+               for s_, st in leader_statuses(g.diags))
+    # pressed: the start check ran (the next event is the blend), and the first command is
+    # where the follower held, not the leader 0.6 rad away
+    after_press = output[output.index(f'{pressed} (leader reading stamped {t_press} ns)'):]
+    assert 'blending at 1.5 rad/s' in after_press.splitlines()[1]
+    first = np.array(next(m.position for s_, m in commands if s_ >= t_press))
+    held = np.array([m.position for _t, m in g.states if stamp(m) < t_press][-1])
+    leader_at_press = [m.position for _t, m in g.leader if stamp(m) <= t_press][-1]
+    assert np.abs(first - held).max() < 0.02
+    assert np.abs(first - mapping.map(np.array(leader_at_press))).max() > 0.4
+    # tracking after the press (up to a next release): the command is the mapped leader,
+    # wrist_roll the trigger's linear map with both stops hit
+    next_release = min([s_ for s_ in logged_stamps(output, released) if s_ > t_press],
+                       default=2**62)
+    by_stamp = {stamp(m): np.array(m.position) for _t, m in g.leader}
+    tracked = [(by_stamp[s_], np.array(m.position)) for s_, m in commands
+               if t_track2 < s_ < next_release and s_ in by_stamp]
+    assert len(tracked) > 100
+    assert all(np.array_equal(cmd, mapping.map(lead_q)) for lead_q, cmd in tracked)
+    grip = np.array([cmd[5] for _q, cmd in tracked])
+    assert grip.min() == -0.3 and grip.max() == 0.3
+    assert np.any((grip > -0.29) & (grip < 0.29))
 
 
 class Episodes:
