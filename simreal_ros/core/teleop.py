@@ -47,6 +47,13 @@ leader's raw reading of that joint (the trigger, no calibration offset) is mappe
 from ``trigger_open_rad``..``trigger_closed_rad`` onto the follower's
 ``open_rad``..``closed_rad``, the fraction clamped to 0..1 (a trigger pushed past its stops
 holds the gripper fully open or closed), then clamped to the joint's limits like every joint.
+
+**Gravity/friction compensation** (:func:`compensation_current`, optional): the leader's servos
+in current mode push with a light current so the arm floats in the operator's hand: per joint
+``gravity_fraction`` times the torque that holds the leader's pose against gravity (the robot's
+MuJoCo model: the leader is kinematically the follower), plus ``friction_nm`` in the direction
+of motion once the joint moves faster than ``friction_deadband_rad_s``, divided by the motor
+constant and clamped to +-``max_current_a``.
 """
 
 from __future__ import annotations
@@ -395,6 +402,9 @@ class LeaderConfig:
       ``gripper_trigger_closed_rad``: the trigger's raw readings when open / squeezed,
       ``gripper_open_rad`` / ``gripper_closed_rad``: the follower joint's targets for them
       (:class:`GripperMap`).
+    * ``compensation``: drive the leader's servos in current mode with the light current of
+      :func:`compensation_current` (false = torque off, read only); ``gravity_fraction``
+      (0..1), ``friction_nm``, ``friction_deadband_rad_s``, ``max_current_a``: its terms.
     """
 
     robot: str = 'simreal_arm'
@@ -420,6 +430,11 @@ class LeaderConfig:
     gripper_trigger_closed_rad: float = 1.0
     gripper_open_rad: float = 0.0
     gripper_closed_rad: float = 1.0
+    compensation: bool = False
+    gravity_fraction: float = 0.5
+    friction_nm: float = 0.0
+    friction_deadband_rad_s: float = 0.05
+    max_current_a: float = 0.3
 
     def __post_init__(self) -> None:
         src = 'leader'
@@ -454,6 +469,10 @@ class LeaderConfig:
             raise ConfigError(src, 'gripper_trigger_closed_rad', 'a reading other than '
                               f'gripper_trigger_open_rad ({self.gripper_trigger_open_rad:g})',
                               self.gripper_trigger_closed_rad)
+        check_number(self.gravity_fraction, src, 'gravity_fraction', minimum=0.0, maximum=1.0)
+        check_number(self.friction_nm, src, 'friction_nm', minimum=0.0)
+        for key in ('friction_deadband_rad_s', 'max_current_a'):
+            check_number(getattr(self, key), src, key, positive=True)
         if self.leader_timeout_s * self.rate_hz < 2:
             raise ConfigError(src, 'leader_timeout_s', f'at least two leader periods '
                               f'(>= {2 / self.rate_hz:g} s at rate_hz {self.rate_hz:g})',
@@ -507,3 +526,18 @@ def button_pressed(raw: int, cfg: LeaderConfig) -> bool:
 def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:
     """Largest absolute element difference."""
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b))))
+
+
+def compensation_current(hold_nm: FloatArray, velocity_rad_s: FloatArray,
+                         torque_per_amp: FloatArray, cfg: LeaderConfig) -> FloatArray:
+    """Return the leader's compensation currents (A, robot order; see the module).
+
+    ``hold_nm``: the torque that holds the leader's pose against gravity (MuJoCo's
+    ``qfrc_bias`` at rest), ``velocity_rad_s``: the leader's joint velocities.
+    """
+    v = np.asarray(velocity_rad_s, dtype=np.float64)
+    moving = np.abs(v) > cfg.friction_deadband_rad_s
+    torque = cfg.gravity_fraction * np.asarray(hold_nm, dtype=np.float64) + \
+        np.where(moving, cfg.friction_nm * np.sign(v), 0.0)
+    out: FloatArray = np.clip(torque / torque_per_amp, -cfg.max_current_a, cfg.max_current_a)
+    return out

@@ -15,7 +15,11 @@ streaming at once). With ``button_id`` the leader's button register is read righ
 sync read of every cycle, a second deadman: streaming needs both pressed, and a cycle that reads
 the button released sends nothing (the log names the reading's stamp). A trigger
 (``gripper_joint``) drives one follower joint linearly
-(:class:`~simreal_ros.core.teleop.GripperMap`). A leader port that vanishes (unplugged) stops
+(:class:`~simreal_ros.core.teleop.GripperMap`). With ``compensation`` the leader's servos run in
+current mode and every cycle, after the reads, get the light gravity/friction current of
+:func:`~simreal_ros.core.teleop.compensation_current` at the pose just read (the holding torque
+from the leader's MuJoCo model, ``qfrc_bias``: 12 us a call); torque goes off again when the
+node stops. A leader port that vanishes (unplugged) stops
 streaming (the follower's driver holds its goal) and is reopened every ``reconnect_period_s``;
 after it returns the start check runs again. ``/diagnostics``: state, distance to the follower,
 button, reads, read failures, leader losses, clamps; published at once on every state change.
@@ -28,12 +32,19 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
 
 from simreal_ros.core.robot import load_robot, map_names
-from simreal_ros.core.teleop import LeaderConfig, TeleopControl, button_pressed, leader_mapping
+from simreal_ros.core.teleop import (
+    LeaderConfig,
+    TeleopControl,
+    button_pressed,
+    compensation_current,
+    leader_mapping,
+)
 from simreal_ros.core.timing import PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
@@ -69,8 +80,14 @@ class LeaderNode(Node):
         self.bus.open()
         self.bus.check_servos(2.0)
         self.bus.set_torque(False)  # the operator moves the leader; its servos only measure
+        self.gravity: Any = None
+        if cfg.compensation:  # ... and, with compensation, push lightly in current mode
+            from simreal_ros.sim.engines import make_sim
+            self.gravity = make_sim(self.leader_robot)
+            self.kt = np.array([j.servo.torque_per_amp for j in self.leader_robot.joints])
+            self.bus.set_current_mode()
         self.stats: dict[str, Any] = {'reads': 0, 'read_failures': 0, 'commands': 0,
-                                      'reconnects': 0, 'last_error': ''}
+                                      'reconnects': 0, 'last_error': '', 'max_current_a': 0.0}
         self.connected = True
         self.pub_leader = self.create_publisher(JointState, 'leader/joint_states', qos.STATE)
         self.pub_cmd = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
@@ -163,6 +180,11 @@ class LeaderNode(Node):
             button = button_pressed(self.bus.read_address(
                 cfg.button_id, cfg.button_address, cfg.button_size), cfg) \
                 if cfg.button_id else None
+            if self.gravity is not None:
+                current = compensation_current(self.gravity.probe(state.position).gravity,
+                                               state.velocity, self.kt, cfg)
+                self.bus.write_current(current)
+                self.stats['max_current_a'] = float(np.max(np.abs(current)))
         except PortLostError as exc:
             self.bus.close()
             self.connected = False
@@ -196,6 +218,8 @@ class LeaderNode(Node):
             self.bus.open()
             self.bus.check_servos(0.2)
             self.bus.set_torque(False)
+            if self.gravity is not None:
+                self.bus.set_current_mode()
         except BusError as exc:
             self.bus.close()
             self.stats['last_error'] = str(exc)
@@ -239,9 +263,14 @@ class LeaderNode(Node):
             pass
 
     def close(self) -> None:
-        """Stop the leader thread and close the port (the leader's torque stays off)."""
+        """Stop the leader thread, switch a compensating leader's torque off, close the port."""
         self.running = False
         self.thread.join(timeout=2.0)
+        if self.gravity is not None and self.connected:
+            try:
+                self.bus.set_torque(False)
+            except BusError as exc:  # PortLostError too: unplugged, nothing to switch off
+                self.get_logger().warning(f'leader torque off at stop failed: {exc}')
         self.bus.close()
 
 

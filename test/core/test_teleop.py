@@ -14,6 +14,7 @@ from simreal_ros.core.teleop import (
     TeleopControl,
     button_pressed,
     calibration_text,
+    compensation_current,
     leader_mapping,
     load_calibration,
 )
@@ -274,3 +275,21 @@ def test_an_existing_joint_plays_the_gripper() -> None:
     with pytest.raises(ConfigError, match='leader: gripper_trigger_closed_rad: expected a '
                                           'reading other than gripper_trigger_open_rad'):
         LeaderConfig(port='p', gripper_joint='wrist_roll', gripper_trigger_closed_rad=0.0)
+
+
+def test_compensation_current_is_a_fraction_of_the_holding_torque_plus_friction_clamped() -> None:
+    cfg = LeaderConfig(port='p', compensation=True, gravity_fraction=0.5, friction_nm=0.1,
+                       friction_deadband_rad_s=0.05, max_current_a=0.3)
+    kt = np.full(4, 2.0)
+    hold = np.array([0.4, -0.4, 0.4, 3.0])
+    vel = np.array([0.0, 0.04, -1.0, 0.0])  # still, inside the deadband, moving, still
+    i = compensation_current(hold, vel, kt, cfg)
+    # 0.5 * 0.4 / 2; -0.5 * 0.4 / 2 (no friction inside the deadband); (0.2 - 0.1) / 2;
+    # 0.5 * 3.0 / 2 = 0.75 clamped to 0.3
+    assert i == pytest.approx([0.1, -0.1, 0.05, 0.3])
+    for kw, msg in (({'gravity_fraction': 1.5}, 'leader: gravity_fraction: expected a number '
+                                                '<= 1.0'),
+                    ({'friction_nm': -0.1}, 'leader: friction_nm: expected a number >= 0.0'),
+                    ({'max_current_a': 0.0}, 'leader: max_current_a: expected a number > 0')):
+        with pytest.raises(ConfigError, match=msg):
+            LeaderConfig(port='p', **kw)

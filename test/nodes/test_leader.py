@@ -25,9 +25,11 @@ from simreal_ros.core.gap import Series, estimate_lag_ns, pair
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.teleop import LeaderConfig, leader_mapping
 from simreal_ros.core.teleop_quality import read_meta
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
+from simreal_ros.sim.engines import make_sim
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
@@ -390,3 +392,50 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
     data = pq.read_table(out / 'data/chunk-000/file-000.parquet')
     assert data.num_rows == info['total_frames'] > 4 * summary['fps']
     assert set(data.column('task_index').to_pylist()) == {0}
+
+
+def test_gravity_compensation_currents_arrive_and_the_held_leader_drifts_less(
+        ros_env, tmp_path, start_node, ros_client) -> None:
+    """The operator's hand holds the leader at home as a spring (10 N*m/rad): without
+    compensation the arm sags under its weight; with 0.8 of the holding torque as current
+    it sags a fifth as far. The currents read back are the ones commanded; at stop the
+    leader's torque is off again."""
+    hold_model = make_sim(ROBOT)
+    leader = ros_client.collect(JointState, 'leader/joint_states')
+    runs = {}
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='waypoints,start_s=1000,hand_stiffness_nm_rad=10') as lead:
+        for compensation in (False, True):
+            t0 = time.time_ns()  # this run's readings only (the node stamps with wall time)
+
+            def readings(t0: int = t0) -> list[JointState]:
+                return [m for _t, m in list(leader) if stamp(m) > t0]
+
+            node = start_node('leader', port=lead.port, compensation=compensation,
+                              gravity_fraction=0.8, max_current_a=0.5, leader_timeout_s=1.0)
+            ros_client.wait_for(lambda: len(readings()) >= 60, 30, '60 leader readings')
+            # from the 21st: the first reading precedes the first current write
+            runs[compensation] = readings()[20:60]
+            assert node.stop() == 0
+        bus = DynamixelBus(ROBOT, lead.port, ROBOT.bus_baud)
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            torque = [bus.read_register(sid, 'torque_enable') for sid in range(1, 7)]
+        finally:
+            bus.close()
+    assert torque == [0] * 6  # switched off at the node's stop
+    drift = {c: np.mean([np.abs(np.subtract(m.position, ROBOT.home)).max() for m in msgs])
+             for c, msgs in runs.items()}
+    print(f'leader drift from the held pose: {drift[False]:.4f} rad without, '
+          f'{drift[True]:.4f} rad with compensation')
+    # 0.716 N*m holds shoulder_pitch at home: 0.072 rad of sag on the 10 N*m/rad hand
+    assert drift[False] > 0.05
+    assert drift[True] < 0.3 * drift[False]
+    # the present currents (effort) are what the node commanded for the pose it read
+    # (0.8 * holding torque, clamped to 0.5 A * 1.78 N*m/A), to a current register (2.69 mA)
+    assert all(not np.any(m.effort) for m in runs[False])
+    for m in runs[True]:
+        want = np.clip(0.8 * hold_model.probe(np.array(m.position)).gravity, -0.89, 0.89)
+        assert np.abs(np.subtract(m.effort, want)).max() < 0.015
+    assert np.abs(runs[True][-1].effort).max() > 0.4  # shoulder_pitch: 0.57 N*m

@@ -497,6 +497,34 @@ class DynamixelBus:
         for sid in self.ids:  # a lost sync write must not leave a servo on: confirm each
             self.write_register(sid, 'torque_enable', 1 if enable else 0)
 
+    def set_current_mode(self) -> None:
+        """Torque off, Operating Mode 0 (current control), goal current 0, torque on.
+
+        For a leader arm's gravity compensation: the servos then only push with the goal
+        current written by :meth:`write_current`; :meth:`set_torque` (False) ends it.
+        """
+        self.set_torque(False)  # Operating Mode is EEPROM: written with torque off
+        for sid in self.ids:
+            self.write_register(sid, 'operating_mode', ct.MODE_CURRENT)
+            self.write_register(sid, 'goal_current', 0)
+        self.set_torque(True)
+
+    def write_current(self, current_a: FloatArray) -> tuple[int, ...]:
+        """Group sync write of goal currents (A, joint direction, robot order).
+
+        Returns the registers sent; the caller clamps (the servo clamps to its Current Limit).
+        """
+        gsw = sdk.GroupSyncWrite(self._port(), self.ph, _A['goal_current'].address, 2)
+        sent = []
+        for sid, d, a in zip(self.ids, self.direction, current_a, strict=True):
+            reg = int(round(float(d * a) / ct.CURRENT_UNIT_A))
+            sent.append(reg)
+            gsw.addParam(sid, list(ct.to_unsigned(reg, 2).to_bytes(2, 'little')))
+        result = self._guard(gsw.txPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync write goal current: {self._count(result)}')
+        return tuple(sent)
+
     def hold_present(self) -> BusState:
         """Set every goal to the present position (before enabling torque)."""
         state = self.read_state()

@@ -107,6 +107,7 @@ TABLE_SIZE = 225  # bytes 0..224 (147..223 unmodelled: they read as 0, writes ar
 
 OPERATING_MODES = {0: 'current', 1: 'velocity', 3: 'position', 4: 'extended position',
                    5: 'current-based position', 16: 'pwm'}
+MODE_CURRENT = 0
 MODE_POSITION = 3
 MODE_EXTENDED_POSITION = 4
 MODE_CURRENT_BASED_POSITION = 5
