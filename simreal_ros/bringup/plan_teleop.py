@@ -42,6 +42,22 @@ def gripper_params(text: str) -> dict[str, Any]:
             'gripper_open_rad': values['open'], 'gripper_closed_rad': values['closed']}
 
 
+COMPENSATION_KEYS = ('gravity_fraction', 'friction_nm', 'friction_deadband_rad_s',
+                     'max_current_a')
+
+
+def compensation_params(text: str) -> dict[str, Any]:
+    """Return the leader's compensation parameters of ``leader_compensation:=`` ('' = off)."""
+    if not text:
+        return {}
+    parts = [] if text.strip() == 'on' else text.split(',')
+    try:
+        values = key_numbers(parts, COMPENSATION_KEYS, 'leader_compensation:=', finite=True)
+    except ConfigError as exc:
+        raise PlanError(f'{exc} (or on: the defaults)') from None
+    return {'compensation': True, **values}
+
+
 def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
     """Return the leader node of ``teleop:=leader``."""
     require('leader', 'teleop:=leader')
@@ -59,7 +75,8 @@ def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
         'start_tolerance_rad': typed(a, 'teleop_tolerance', float, 'a number (rad)'),
         'deadman_on_start': a['teleop_deadman'] == 'pressed',
         'button_id': typed(a, 'leader_button', int, 'a servo ID (0 = no button)'),
-        **gripper_params(a['leader_gripper'])}
+        **gripper_params(a['leader_gripper']),
+        **compensation_params(a['leader_compensation'])}
     prevalidate(LeaderConfig, params, 'leader')
     try:  # the keys bound to the robots (button servo, gripper joint and its limits)
         robot = load_robot(a['robot'])

@@ -73,3 +73,22 @@ def test_leader_button_and_gripper_arguments() -> None:
                                         'closed=1'})
     with pytest.raises(PlanError, match='leader_gripper:=: grip: expected key=value'):
         plan({**base, 'leader_gripper': 'wrist_roll,grip'})
+
+
+def test_leader_compensation_argument() -> None:
+    base = {'teleop': 'leader', 'leader_port': '/dev/ttyUSB1'}
+
+    def params(text: str) -> dict:
+        return next(n for n in plan({**base, 'leader_compensation': text})
+                    if n.kind == 'leader').parameters
+
+    assert 'compensation' not in params('')
+    assert params('on')['compensation'] is True
+    p = params('gravity_fraction=0.7,max_current_a=0.25')
+    assert (p['compensation'], p['gravity_fraction'], p['max_current_a']) == (True, 0.7, 0.25)
+    with pytest.raises(PlanError, match='leader settings: leader: gravity_fraction: expected a '
+                                        'number <= 1.0, got 2.0'):
+        params('gravity_fraction=2')
+    with pytest.raises(PlanError, match=r'leader_compensation:=: strong: expected key=value with '
+                                        r"a key among \['gravity_fraction'"):
+        params('strong')
