@@ -231,7 +231,8 @@ def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
     assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
 
 
-BUTTON_OPERATOR = 'chirp,amplitude=0.25,button_id=6,button_press_s=7,button_release_s=3'
+BUTTON_OPERATOR = ('chirp,amplitude=0.25,start_s=8,button_id=6,button_press_s=7,'
+                   'button_release_s=3')
 GRIPPER = {'gripper_joint': 'wrist_roll', 'gripper_trigger_open_rad': 0.0,
            'gripper_trigger_closed_rad': 0.4, 'gripper_open_rad': -0.3,
            'gripper_closed_rad': 0.3}
@@ -247,13 +248,18 @@ def test_leader_button_stops_in_its_cycle_and_resumes_through_the_start_with_a_g
         follower, ros_env, tmp_path, start_node, ros_client) -> None:
     """The scripted operator releases the leader's button (servo 6, Indirect Data 1) for 3 s
     in every 10 s while the chirp goes on; wrist_roll plays a gripper driven by its trigger."""
-    # the chirp's period is the button's (10 s): in every window the leader moves 0.6 rad
-    # (mapped) between the release and the press, so the press must go through the blend
+    # the chirp's period is the button's (10 s): in every window the leader moves >= 0.4 rad
+    # (mapped) between the release and the press, so the press must go through the blend.
+    # The chirp jumps where its period wraps (start_s + 10 k): start_s 8 puts that inside
+    # the releases, not at a press (where the joints' read and the button's, one transaction
+    # apart, could fall on either side of it: 0.13 rad instead of 0.6 was seen that way)
     op = Operator(ROBOT, OperatorConfig.parse(BUTTON_OPERATOR))
     mapping = leader_mapping(LeaderConfig(port='p', **GRIPPER), ROBOT, ROBOT)
-    moved = [np.abs(mapping.map(op.position(10 * k + 7)) - mapping.map(op.position(10 * k + 10)))
-             .max() for k in range(30)]
-    assert min(moved) > 0.5
+    skew = np.linspace(-0.1, 0.1, 9)  # a read up to 0.1 s either side of the button's edge
+    moved = [np.abs(mapping.map(op.position(10 * k + 7 + a)) -
+                    mapping.map(op.position(10 * k + 10 + b))).max()
+             for k in range(12) for a in skew for b in skew]
+    assert min(moved) > 0.4
     g = Graph(ros_client)
     released, pressed = 'deadman button released: command streaming stopped', \
         'deadman button pressed: start check, then streaming'
@@ -287,14 +293,15 @@ def test_leader_button_stops_in_its_cycle_and_resumes_through_the_start_with_a_g
     assert any(st.message == 'waiting: deadman button released' and t_release <= s_ < t_press
                for s_, st in leader_statuses(g.diags))
     # pressed: the start check ran (the next event is the blend), and the first command is
-    # where the follower held, not the leader 0.6 rad away
+    # where the follower held, not the leader >= 0.4 rad away (less the follower's tracking
+    # error when it stopped)
     after_press = output[output.index(f'{pressed} (leader reading stamped {t_press} ns)'):]
     assert 'blending at 1.5 rad/s' in after_press.splitlines()[1]
     first = np.array(next(m.position for s_, m in commands if s_ >= t_press))
     held = np.array([m.position for _t, m in g.states if stamp(m) < t_press][-1])
     leader_at_press = [m.position for _t, m in g.leader if stamp(m) <= t_press][-1]
     assert np.abs(first - held).max() < 0.02
-    assert np.abs(first - mapping.map(np.array(leader_at_press))).max() > 0.4
+    assert np.abs(first - mapping.map(np.array(leader_at_press))).max() > 0.25
     # tracking after the press (up to a next release): the command is the mapped leader,
     # wrist_roll the trigger's linear map with both stops hit
     next_release = min([s_ for s_ in logged_stamps(output, released) if s_ > t_press],
