@@ -296,12 +296,15 @@ def test_leader_button_stops_in_its_cycle_and_resumes_through_the_start_with_a_g
     # where the follower held, not the leader >= 0.4 rad away (less the follower's tracking
     # error when it stopped)
     after_press = output[output.index(f'{pressed} (leader reading stamped {t_press} ns)'):]
-    assert 'blending at 1.5 rad/s' in after_press.splitlines()[1]
+    assert 'blending at 1.5 rad/s' in after_press.splitlines()[1], output
     first = np.array(next(m.position for s_, m in commands if s_ >= t_press))
     held = np.array([m.position for _t, m in g.states if stamp(m) < t_press][-1])
     leader_at_press = [m.position for _t, m in g.leader if stamp(m) <= t_press][-1]
     assert np.abs(first - held).max() < 0.02
-    assert np.abs(first - mapping.map(np.array(leader_at_press))).max() > 0.25
+    away = np.abs(first - mapping.map(np.array(leader_at_press))).max()
+    print(f'first command after the press: {np.abs(first - held).max():.4f} rad from the held '
+          f'follower, {away:.3f} rad from the leader')
+    assert away > 0.25
     # tracking after the press (up to a next release): the command is the mapped leader,
     # wrist_roll the trigger's linear map with both stops hit
     next_release = min([s_ for s_ in logged_stamps(output, released) if s_ > t_press],

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
+import dynamixel_sdk.protocol2_packet_handler as sdk_p2
 import numpy as np
 import numpy.typing as npt
 import serial
@@ -272,13 +273,25 @@ class DynamixelBus:
         """Read ``size`` (1, 2, 4) bytes at ``address`` of servo ``sid`` once, unsigned.
 
         Not retried: a cycle's extra read (the leader's button) that fails fails the cycle
-        (BusError), and the next cycle reads again.
+        (BusError), and the next cycle reads again. The answer's length is checked: the SDK
+        takes the first status packet with the servo's ID, and a late answer of that servo to
+        an earlier sync read (16 bytes) would otherwise be cut to ``size`` bytes and read as
+        the value (a leader button seen released for one cycle while held, on a loaded host).
         """
-        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
-              4: self.ph.read4ByteTxRx}[size]
-        value, result, error = self._guard(fn, self._port(), sid, address)
-        self._check(sid, f'read address {address}', result, error)
-        return int(value)
+        tx = [0] * 14
+        tx[sdk_p2.PKT_ID] = sid
+        tx[sdk_p2.PKT_LENGTH_L] = 7
+        tx[sdk_p2.PKT_INSTRUCTION] = sdk.INST_READ
+        tx[sdk_p2.PKT_PARAMETER0:sdk_p2.PKT_PARAMETER0 + 4] = [
+            address & 0xFF, address >> 8, size & 0xFF, size >> 8]
+        rx, result, error = self._guard(self.ph.txRxPacket, self._port(), tx)
+        what = f'read address {address}'
+        if result == sdk.COMM_SUCCESS and \
+                rx[sdk_p2.PKT_LENGTH_L] + (rx[sdk_p2.PKT_LENGTH_H] << 8) != size + 4:
+            raise BusError(f'servo {sid}: {what}: {self._count(STALE)} answer')
+        self._check(sid, what, result, error)
+        data = rx[sdk_p2.PKT_PARAMETER0 + 1:sdk_p2.PKT_PARAMETER0 + 1 + size]
+        return int.from_bytes(bytes(data), 'little')
 
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one control-table item of servo ``sid`` (retried on comm errors)."""
