@@ -99,6 +99,14 @@ ARGUMENTS: dict[str, Argument] = {
     'leader_rate': Argument('100', 'teleop: leader reads (and commands) per second'),
     'leader_calibration': Argument('', 'teleop: leader calibration file of simreal '
                                    'calibrate-leader ("" = 1:1)'),
+    'leader_button': Argument('0', 'teleop: servo ID of the leader whose Indirect Data 1 (224) '
+                              'is its deadman button, 1 = pressed (0 = none)'),
+    'leader_gripper': Argument('', 'teleop: JOINT,trigger_open=R,trigger_closed=R,open=R,'
+                               'closed=R: the leader joint at JOINT is a trigger driving that '
+                               'follower joint linearly ("" = none)'),
+    'leader_compensation': Argument('', 'teleop: gravity/friction current on the leader: on, '
+                                    'or KEY=VALUE,... of gravity_fraction, friction_nm, '
+                                    'friction_deadband_rad_s, max_current_a ("" = off)'),
     'teleop_start': Argument('blend', 'teleop: when the follower is away from the leader, '
                              'blend slowly to it or wait until the operator matches it',
                              ('blend', 'wait')),

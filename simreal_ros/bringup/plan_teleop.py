@@ -15,9 +15,47 @@ from typing import Any, Mapping
 
 from simreal_ros.bringup.arguments import typed
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
-from simreal_ros.core.teleop import LeaderConfig
+from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop import LeaderConfig, leader_mapping
 from simreal_ros.core.teleop_quality import EpisodesConfig
-from simreal_ros.errors import PlanError
+from simreal_ros.core.validate import key_numbers
+from simreal_ros.errors import ConfigError, PlanError
+
+GRIPPER_KEYS = ('trigger_open', 'trigger_closed', 'open', 'closed')
+
+
+def gripper_params(text: str) -> dict[str, Any]:
+    """Return the leader's gripper parameters of ``leader_gripper:=`` ('' = none)."""
+    if not text:
+        return {}
+    joint, *parts = [s.strip() for s in text.split(',')]
+    try:
+        values = key_numbers(parts, GRIPPER_KEYS, 'leader_gripper:=', finite=True)
+    except ConfigError as exc:
+        raise PlanError(str(exc)) from None
+    missing = [k for k in GRIPPER_KEYS if k not in values]
+    if missing:
+        raise PlanError(f'leader_gripper:={text!r} is not valid; expected JOINT,'
+                        f'{",".join(k + "=R" for k in GRIPPER_KEYS)} (missing {missing[0]})')
+    return {'gripper_joint': joint, 'gripper_trigger_open_rad': values['trigger_open'],
+            'gripper_trigger_closed_rad': values['trigger_closed'],
+            'gripper_open_rad': values['open'], 'gripper_closed_rad': values['closed']}
+
+
+COMPENSATION_KEYS = ('gravity_fraction', 'friction_nm', 'friction_deadband_rad_s',
+                     'max_current_a')
+
+
+def compensation_params(text: str) -> dict[str, Any]:
+    """Return the leader's compensation parameters of ``leader_compensation:=`` ('' = off)."""
+    if not text:
+        return {}
+    parts = [] if text.strip() == 'on' else text.split(',')
+    try:
+        values = key_numbers(parts, COMPENSATION_KEYS, 'leader_compensation:=', finite=True)
+    except ConfigError as exc:
+        raise PlanError(f'{exc} (or on: the defaults)') from None
+    return {'compensation': True, **values}
 
 
 def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
@@ -35,8 +73,17 @@ def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
         'rate_hz': typed(a, 'leader_rate', float, 'a number (Hz)'),
         'calibration': a['leader_calibration'], 'start_mode': a['teleop_start'],
         'start_tolerance_rad': typed(a, 'teleop_tolerance', float, 'a number (rad)'),
-        'deadman_on_start': a['teleop_deadman'] == 'pressed'}
+        'deadman_on_start': a['teleop_deadman'] == 'pressed',
+        'button_id': typed(a, 'leader_button', int, 'a servo ID (0 = no button)'),
+        **gripper_params(a['leader_gripper']),
+        **compensation_params(a['leader_compensation'])}
     prevalidate(LeaderConfig, params, 'leader')
+    try:  # the keys bound to the robots (button servo, gripper joint and its limits)
+        robot = load_robot(a['robot'])
+        leader_mapping(LeaderConfig.from_mapping(params), robot,
+                       load_robot(a['leader_robot']) if a['leader_robot'] else robot)
+    except ConfigError as exc:
+        raise PlanError(f'leader settings: {exc}') from None
     return NodeSpec('leader', 'leader', root, params)
 
 

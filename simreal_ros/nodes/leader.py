@@ -11,10 +11,18 @@ commands go through the contract, teleop is the same on ``backend:=sim``, ``real
 ``twin``.
 
 Services: ``~/deadman`` (std_srvs/SetBool: true = pressed, streaming allowed; false = stop
-streaming at once). A leader port that vanishes (unplugged) stops streaming (the follower's
-driver holds its goal) and is reopened every ``reconnect_period_s``; after it returns the start
-check runs again. ``/diagnostics``: state, distance to the follower, reads, read failures,
-leader losses, clamps; published at once on every state change.
+streaming at once). With ``button_id`` the leader's button register is read right after the
+sync read of every cycle, a second deadman: streaming needs both pressed, and a cycle that reads
+the button released sends nothing (the log names the reading's stamp). A trigger
+(``gripper_joint``) drives one follower joint linearly
+(:class:`~simreal_ros.core.teleop.GripperMap`). With ``compensation`` the leader's servos run in
+current mode and every cycle, after the reads, get the light gravity/friction current of
+:func:`~simreal_ros.core.teleop.compensation_current` at the pose just read (the holding torque
+from the leader's MuJoCo model, ``qfrc_bias``: 12 us a call); torque goes off again when the
+node stops. A leader port that vanishes (unplugged) stops
+streaming (the follower's driver holds its goal) and is reopened every ``reconnect_period_s``;
+after it returns the start check runs again. ``/diagnostics``: state, distance to the follower,
+button, reads, read failures, leader losses, clamps; published at once on every state change.
 """
 
 from __future__ import annotations
@@ -24,12 +32,19 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
 
 from simreal_ros.core.robot import load_robot, map_names
-from simreal_ros.core.teleop import LeaderConfig, TeleopControl, mapping_for
+from simreal_ros.core.teleop import (
+    LeaderConfig,
+    TeleopControl,
+    button_pressed,
+    compensation_current,
+    leader_mapping,
+)
 from simreal_ros.core.timing import PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
@@ -51,11 +66,13 @@ class LeaderNode(Node):
             raise BusError(f'leader robot {self.leader_robot.name} has {self.leader_robot.n} '
                            f'joints, the follower {self.robot.name} {self.robot.n}: a leader '
                            f'arm maps joint by joint')
-        self.mapping = mapping_for(cfg.calibration, self.robot)
+        self.mapping = leader_mapping(cfg, self.robot, self.leader_robot)
         self.control = TeleopControl(
             self.mapping, start_mode=cfg.start_mode, start_tolerance_rad=cfg.start_tolerance_rad,
             blend_speed_rad_s=cfg.blend_speed_rad_s, leader_timeout_s=cfg.leader_timeout_s,
-            deadman=cfg.deadman_on_start)
+            deadman=cfg.deadman_on_start,
+            # a configured button counts as released until it is read pressed
+            button=False if cfg.button_id else None)
         self.lock = threading.Lock()  # guards control and stats (bus thread vs callbacks)
         self.baud = cfg.baud or self.leader_robot.bus_baud
         self.bus = DynamixelBus(self.leader_robot, cfg.port, self.baud,
@@ -63,8 +80,14 @@ class LeaderNode(Node):
         self.bus.open()
         self.bus.check_servos(2.0)
         self.bus.set_torque(False)  # the operator moves the leader; its servos only measure
+        self.gravity: Any = None
+        if cfg.compensation:  # ... and, with compensation, push lightly in current mode
+            from simreal_ros.sim.engines import make_sim
+            self.gravity = make_sim(self.leader_robot)
+            self.kt = np.array([j.servo.torque_per_amp for j in self.leader_robot.joints])
+            self.bus.set_current_mode()
         self.stats: dict[str, Any] = {'reads': 0, 'read_failures': 0, 'commands': 0,
-                                      'reconnects': 0, 'last_error': ''}
+                                      'reconnects': 0, 'last_error': '', 'max_current_a': 0.0}
         self.connected = True
         self.pub_leader = self.create_publisher(JointState, 'leader/joint_states', qos.STATE)
         self.pub_cmd = self.create_publisher(JointState, 'joint_commands', qos.COMMAND)
@@ -83,7 +106,10 @@ class LeaderNode(Node):
             f'{self.robot.name}, {cfg.rate_hz:g} Hz, start {cfg.start_mode} within '
             f'{cfg.start_tolerance_rad:g} rad, calibration '
             f'{cfg.calibration or "none (1:1)"}, deadman '
-            f'{"pressed" if cfg.deadman_on_start else "released"}')
+            f'{"pressed" if cfg.deadman_on_start else "released"}'
+            + (f', button at servo {cfg.button_id} address {cfg.button_address}'
+               if cfg.button_id else '')
+            + (f', gripper {cfg.gripper_joint} from the trigger' if cfg.gripper_joint else ''))
 
     # ---- callbacks -----------------------------------------------------------------------------
     def _on_follower(self, msg: JointState) -> None:
@@ -144,8 +170,21 @@ class LeaderNode(Node):
 
     def _read(self, now_ns: int) -> bool:
         """Read the leader, publish it and feed the control; return whether it was read."""
+        cfg = self.cfg
         try:
             state = self.bus.read_state()
+            # right after the joints, every cycle: one more request/answer, 5.15 -> 6.23 ms
+            # (median of 3 x 300) for the cycle's reads on the virtual bus, inside the 10 ms
+            # of 100 Hz; a release must stop the very cycle that reads it, which a slower
+            # button rate could not give (docs/teleop.md)
+            button = button_pressed(self.bus.read_address(
+                cfg.button_id, cfg.button_address, cfg.button_size), cfg) \
+                if cfg.button_id else None
+            if self.gravity is not None:
+                current = compensation_current(self.gravity.probe(state.position).gravity,
+                                               state.velocity, self.kt, cfg)
+                self.bus.write_current(current)
+                self.stats['max_current_a'] = float(np.max(np.abs(current)))
         except PortLostError as exc:
             self.bus.close()
             self.connected = False
@@ -164,8 +203,14 @@ class LeaderNode(Node):
         msg.effort = state.effort.tolist()
         self.pub_leader.publish(msg)
         self.stats['reads'] += 1
+        event = None
         with self.lock:
             self.control.leader_read(state.position, now_ns)
+            if button is not None:
+                event = self.control.set_button(button)
+        if event is not None:
+            self.get_logger().info(f'{event} (leader reading stamped {stamp} ns)')
+            self._publish_diagnostics()
         return True
 
     def _reconnect(self) -> None:
@@ -173,6 +218,8 @@ class LeaderNode(Node):
             self.bus.open()
             self.bus.check_servos(0.2)
             self.bus.set_torque(False)
+            if self.gravity is not None:
+                self.bus.set_current_mode()
         except BusError as exc:
             self.bus.close()
             self.stats['last_error'] = str(exc)
@@ -186,6 +233,7 @@ class LeaderNode(Node):
         with self.lock:
             ctl = self.control
             state, distance, deadman = ctl.state, ctl.distance_rad, ctl.deadman
+            button = {None: 'none', True: 'pressed', False: 'released'}[ctl.button]
             engagements, losses = ctl.engagements, ctl.leader_losses
             clamped = self.mapping.clamped
         st = dict(self.stats)
@@ -197,9 +245,12 @@ class LeaderNode(Node):
             level, message = 'error', f'leader_lost: {st["last_error"] or "no reading"}'
         elif state == 'waiting' and not deadman:
             message = 'waiting: deadman released'
+        elif state == 'waiting' and button == 'released':
+            message = 'waiting: deadman button released'
         values: dict[str, object] = {
             'state': state, 'port': self.cfg.port, 'connected': self.connected,
-            'deadman': deadman, 'distance_rad': distance, 'engagements': engagements,
+            'deadman': deadman, 'button': button, 'distance_rad': distance,
+            'engagements': engagements,
             'leader_losses': losses, 'commands_clamped': clamped, **st}
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
@@ -212,9 +263,14 @@ class LeaderNode(Node):
             pass
 
     def close(self) -> None:
-        """Stop the leader thread and close the port (the leader's torque stays off)."""
+        """Stop the leader thread, switch a compensating leader's torque off, close the port."""
         self.running = False
         self.thread.join(timeout=2.0)
+        if self.gravity is not None and self.connected:
+            try:
+                self.bus.set_torque(False)
+            except BusError as exc:  # PortLostError too: unplugged, nothing to switch off
+                self.get_logger().warning(f'leader torque off at stop failed: {exc}')
         self.bus.close()
 
 

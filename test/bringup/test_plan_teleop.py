@@ -44,3 +44,51 @@ def test_teleop_adds_the_episode_recorder_with_the_metadata() -> None:
         'task': 'pick the cube', 'operator': 'ada', 'calibration': ''}
     nodes = plan({'teleop': 'leader', 'leader_port': '/dev/ttyUSB1', 'episodes': 'false'})
     assert [n.kind for n in nodes if n.kind in ('leader', 'episodes')] == ['leader']
+
+
+def test_leader_button_and_gripper_arguments() -> None:
+    base = {'teleop': 'leader', 'leader_port': '/dev/ttyUSB1'}
+    p = next(n for n in plan({**base, 'leader_button': '6',
+                              'leader_gripper': 'wrist_roll,trigger_open=0,trigger_closed=0.4,'
+                                                'open=-0.3,closed=0.3'})
+             if n.kind == 'leader').parameters
+    assert (p['button_id'], p['gripper_joint'], p['gripper_trigger_open_rad'],
+            p['gripper_trigger_closed_rad'], p['gripper_open_rad'], p['gripper_closed_rad']) == (
+        6, 'wrist_roll', 0.0, 0.4, -0.3, 0.3)
+    p = next(n for n in plan(base) if n.kind == 'leader').parameters
+    assert p['button_id'] == 0 and 'gripper_joint' not in p
+    with pytest.raises(PlanError, match=r'leader settings: leader: button_id: expected a servo '
+                                        r'ID of the leader simreal_arm \[1, 2, 3, 4, 5, 6\] '
+                                        r'\(0 = no button\), got 7'):
+        plan({**base, 'leader_button': '7'})
+    with pytest.raises(PlanError, match="leader_button:='x' is not valid; expected a servo ID"):
+        plan({**base, 'leader_button': 'x'})
+    with pytest.raises(PlanError, match="leader_gripper:='wrist_roll,open=0' is not valid; "
+                                        'expected JOINT,trigger_open=R,trigger_closed=R,open=R,'
+                                        r'closed=R \(missing trigger_open\)'):
+        plan({**base, 'leader_gripper': 'wrist_roll,open=0'})
+    with pytest.raises(PlanError, match='leader settings: leader: gripper_joint: expected a '
+                                        'joint of simreal_arm'):
+        plan({**base, 'leader_gripper': 'finger,trigger_open=0,trigger_closed=1,open=0,'
+                                        'closed=1'})
+    with pytest.raises(PlanError, match='leader_gripper:=: grip: expected key=value'):
+        plan({**base, 'leader_gripper': 'wrist_roll,grip'})
+
+
+def test_leader_compensation_argument() -> None:
+    base = {'teleop': 'leader', 'leader_port': '/dev/ttyUSB1'}
+
+    def params(text: str) -> dict:
+        return next(n for n in plan({**base, 'leader_compensation': text})
+                    if n.kind == 'leader').parameters
+
+    assert 'compensation' not in params('')
+    assert params('on')['compensation'] is True
+    p = params('gravity_fraction=0.7,max_current_a=0.25')
+    assert (p['compensation'], p['gravity_fraction'], p['max_current_a']) == (True, 0.7, 0.25)
+    with pytest.raises(PlanError, match='leader settings: leader: gravity_fraction: expected a '
+                                        'number <= 1.0, got 2.0'):
+        params('gravity_fraction=2')
+    with pytest.raises(PlanError, match=r'leader_compensation:=: strong: expected key=value with '
+                                        r"a key among \['gravity_fraction'"):
+        params('strong')

@@ -7,11 +7,15 @@ import pytest
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.teleop import (
+    GripperMap,
     JointMap,
     LeaderConfig,
     LeaderMapping,
     TeleopControl,
+    button_pressed,
     calibration_text,
+    compensation_current,
+    leader_mapping,
     load_calibration,
 )
 from simreal_ros.errors import ConfigError
@@ -171,3 +175,121 @@ def test_blend_starts_inside_the_limits_for_a_follower_resting_past_one() -> Non
     d = c.step(0)
     assert d.state == 'blending'
     assert d.command[1] == ROBOT.upper[1]
+
+
+def tracking_with_button() -> TeleopControl:
+    c = control(button=False)
+    c.follower_state(ROBOT.home)
+    c.leader_read(ROBOT.home, 0)
+    assert c.step(1 * MS).command is None  # a configured button is released until read
+    assert c.set_button(True) == 'deadman button pressed: start check, then streaming'
+    assert c.set_button(True) is None  # no change, no event
+    assert c.step(2 * MS).state == 'tracking'
+    return c
+
+
+def test_button_release_stops_in_the_cycle_that_reads_it_and_press_rechecks_the_start() -> None:
+    c = tracking_with_button()
+    c.leader_read(ROBOT.home, 3 * MS)
+    assert c.set_button(False) == 'deadman button released: command streaming stopped'
+    d = c.step(3 * MS)
+    assert (d.command, d.state) == (None, 'waiting')
+    c.leader_read(ROBOT.home + 0.3, 4 * MS)  # the hand moved the leader while released
+    c.set_button(True)
+    d = c.step(4 * MS)
+    assert (d.command, d.state) == (None, 'far')
+
+
+def test_the_service_and_the_button_both_must_be_pressed() -> None:
+    c = tracking_with_button()
+    # the service released: pressing the button does not override it
+    assert c.set_deadman(False) == 'deadman released: command streaming stopped'
+    c.set_button(False)
+    assert c.set_button(True) == ('deadman button pressed; ~/deadman is released: nothing '
+                                  'streams until ~/deadman true')
+    c.leader_read(ROBOT.home, 5 * MS)
+    assert c.step(5 * MS).command is None
+    # the button released: pressing the service does not override it
+    assert c.set_button(False) == 'deadman button released'
+    assert c.set_deadman(True) == ('deadman pressed; the leader button is released: nothing '
+                                   'streams until it is pressed')
+    c.leader_read(ROBOT.home, 6 * MS)
+    assert c.step(6 * MS).command is None
+    # the last one pressed starts (through the start check: here the follower is close)
+    c.set_button(True)
+    c.leader_read(ROBOT.home, 7 * MS)
+    d = c.step(7 * MS)
+    assert d.state == 'tracking' and d.events == ('follower within 0.000 rad of the leader: '
+                                                  'tracking',)
+
+
+def test_button_value_and_config_errors_name_the_key() -> None:
+    cfg = LeaderConfig(port='p', button_id=6, button_size=2, button_pressed_value=0)
+    assert button_pressed(0, cfg) is True
+    assert button_pressed(1, cfg) is False
+    for kw, msg in (({'button_id': 253}, 'leader: button_id: expected a servo ID 1..252'),
+                    ({'button_size': 3}, 'leader: button_size: expected a register size'),
+                    ({'button_address': 65535, 'button_size': 2},
+                     'leader: button_address: expected an integer 0..65534 \\(button_size 2\\)'),
+                    ({'button_pressed_value': 256},
+                     'leader: button_pressed_value: expected an integer 0..255')):
+        with pytest.raises(ConfigError, match=msg):
+            LeaderConfig(port='p', **kw)
+    with pytest.raises(ConfigError, match=r'leader: button_id: expected a servo ID of the '
+                                          r'leader simreal_arm \[1, 2, 3, 4, 5, 6\]'):
+        leader_mapping(LeaderConfig(port='p', button_id=9), ROBOT, ROBOT)
+
+
+def test_gripper_trigger_maps_linearly_and_clamps() -> None:
+    g = GripperMap(5, trigger_open_rad=0.2, trigger_closed_rad=-0.6, open_rad=1.0,
+                   closed_rad=-1.0)
+    assert g.target(0.2) == 1.0
+    assert g.target(-0.6) == -1.0
+    assert g.target(-0.2) == pytest.approx(0.0)
+    assert g.target(0.5) == 1.0 and g.target(-2.0) == -1.0  # past the trigger's stops
+    with pytest.raises(ValueError, match='must differ'):
+        GripperMap(5, 0.1, 0.1, 0.0, 1.0)
+
+
+def test_an_existing_joint_plays_the_gripper() -> None:
+    """simreal_arm has no gripper: wrist_roll (the last joint) plays it, mapped from the
+    leader's raw reading (no calibration offset), the other joints unchanged."""
+    cfg = LeaderConfig(port='p', gripper_joint='wrist_roll', gripper_trigger_open_rad=0.0,
+                       gripper_trigger_closed_rad=0.5, gripper_open_rad=-1.0,
+                       gripper_closed_rad=1.0)
+    m = leader_mapping(cfg, ROBOT, ROBOT)
+    k = ROBOT.joint_names.index('wrist_roll')
+    leader = ROBOT.home.copy()
+    for trigger, want in ((0.0, -1.0), (0.25, 0.0), (0.5, 1.0), (0.9, 1.0), (-0.3, -1.0)):
+        leader[k] = trigger
+        q = m.map(leader)
+        assert q[k] == pytest.approx(want)
+        assert np.array_equal(np.delete(q, k), np.delete(ROBOT.home, k))
+    assert m.clamped == 0  # the trigger's clamping is not a limit hit
+    for kw, msg in (({'gripper_joint': 'finger'}, 'leader: gripper_joint: expected a joint '
+                                                 'of simreal_arm'),
+                    ({'gripper_joint': 'wrist_roll', 'gripper_closed_rad': 9.0},
+                     'leader: gripper_closed_rad: expected an angle within wrist_roll limits')):
+        with pytest.raises(ConfigError, match=msg):
+            leader_mapping(LeaderConfig(port='p', **kw), ROBOT, ROBOT)
+    with pytest.raises(ConfigError, match='leader: gripper_trigger_closed_rad: expected a '
+                                          'reading other than gripper_trigger_open_rad'):
+        LeaderConfig(port='p', gripper_joint='wrist_roll', gripper_trigger_closed_rad=0.0)
+
+
+def test_compensation_current_is_a_fraction_of_the_holding_torque_plus_friction_clamped() -> None:
+    cfg = LeaderConfig(port='p', compensation=True, gravity_fraction=0.5, friction_nm=0.1,
+                       friction_deadband_rad_s=0.05, max_current_a=0.3)
+    kt = np.full(4, 2.0)
+    hold = np.array([0.4, -0.4, 0.4, 3.0])
+    vel = np.array([0.0, 0.04, -1.0, 0.0])  # still, inside the deadband, moving, still
+    i = compensation_current(hold, vel, kt, cfg)
+    # 0.5 * 0.4 / 2; -0.5 * 0.4 / 2 (no friction inside the deadband); (0.2 - 0.1) / 2;
+    # 0.5 * 3.0 / 2 = 0.75 clamped to 0.3
+    assert i == pytest.approx([0.1, -0.1, 0.05, 0.3])
+    for kw, msg in (({'gravity_fraction': 1.5}, 'leader: gravity_fraction: expected a number '
+                                                '<= 1.0'),
+                    ({'friction_nm': -0.1}, 'leader: friction_nm: expected a number >= 0.0'),
+                    ({'max_current_a': 0.0}, 'leader: max_current_a: expected a number > 0')):
+        with pytest.raises(ConfigError, match=msg):
+            LeaderConfig(port='p', **kw)

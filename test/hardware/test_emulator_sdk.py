@@ -73,8 +73,8 @@ def test_read_and_write_registers(bus) -> None:
     assert result == sdk.COMM_SUCCESS and error == p.ERR_ACCESS
     result, error = ph.write1ByteTxRx(port, 1, A['operating_mode'].address, 2)
     assert result == sdk.COMM_SUCCESS and error == p.ERR_DATA_LIMIT  # no mode 2
-    _v, result, error = ph.readTxRx(port, 1, 140, 20)
-    assert result == sdk.COMM_SUCCESS and error == p.ERR_ACCESS  # beyond the table
+    _v, result, error = ph.readTxRx(port, 1, 220, 20)
+    assert result == sdk.COMM_SUCCESS and error == p.ERR_ACCESS  # beyond the table (0..224)
 
 
 def test_sync_write_moves_the_servos_and_sync_read_sees_it(bus) -> None:

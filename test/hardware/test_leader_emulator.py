@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -87,4 +88,40 @@ def test_emulate_operator_without_the_leader_role_is_one_error_line(tmp_path) ->
     errors = [line for line in r.stderr.splitlines() if 'error:' in line]
     assert r.returncode == 2 and errors == [
         'simreal emulate: error: --operator moves a leader arm: use it with --role leader']
+    assert 'Traceback' not in r.stderr
+
+
+def test_the_operator_presses_and_releases_the_button_read_through_the_sdk(tmp_path) -> None:
+    op = Operator(ROBOT, OperatorConfig.parse('chirp,button_id=6,button_press_s=0.5,'
+                                              'button_release_s=0.25'))
+    assert [op.button_pressed(t) for t in (0.0, 0.49, 0.5, 0.74, 0.75)] == \
+        [True, True, False, False, True]
+    assert Operator(ROBOT, OperatorConfig.parse('chirp')).button_pressed(1e6) is True
+    with pytest.raises(ConfigError, match='--operator: button_id: expected a servo ID 1..252'):
+        OperatorConfig.parse('chirp,button_id=1.5')
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', role='leader',
+                         operator='chirp,button_id=6,button_press_s=0.5,'
+                                  'button_release_s=0.5') as emu:
+        bus = DynamixelBus(ROBOT, emu.port, ROBOT.bus_baud)
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            seen = set()
+            deadline = time.monotonic() + 30
+            while seen != {0, 1} and time.monotonic() < deadline:
+                seen.add(bus.read_address(6, 224, 1))
+            others = {bus.read_address(sid, 224, 1) for sid in (1, 2, 3, 4, 5)}
+        finally:
+            bus.close()
+    assert seen == {0, 1}  # pressed and released, as the script says
+    assert others == {0}  # only the button's servo has it wired
+
+
+def test_emulate_operator_button_on_a_missing_servo_is_one_error_line(tmp_path) -> None:
+    r = simreal('emulate', '--link', str(tmp_path / 'ttyLeader'), '--role', 'leader',
+                '--operator', 'chirp,button_id=9')
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    assert r.returncode == 2 and errors == [
+        'simreal emulate: error: --operator: button_id: expected a servo ID of simreal_arm '
+        '[1, 2, 3, 4, 5, 6], got 9']
     assert 'Traceback' not in r.stderr

@@ -8,6 +8,7 @@ Dynamixel driver. Everything between them is DDS.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -22,9 +23,13 @@ from std_srvs.srv import SetBool, Trigger
 from simreal_ros.core.bag import BagReader
 from simreal_ros.core.gap import Series, estimate_lag_ns, pair
 from simreal_ros.core.robot import load_robot
+from simreal_ros.core.teleop import LeaderConfig, leader_mapping
 from simreal_ros.core.teleop_quality import read_meta
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
+from simreal_ros.sim.engines import make_sim
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
@@ -226,6 +231,94 @@ def test_leader_unplug_holds_the_follower_and_replug_restarts_safely(
     assert 'leader port lost' in node.output() and 'leader reconnected' in node.output()
 
 
+BUTTON_OPERATOR = ('chirp,amplitude=0.25,start_s=8,button_id=6,button_press_s=7,'
+                   'button_release_s=3')
+GRIPPER = {'gripper_joint': 'wrist_roll', 'gripper_trigger_open_rad': 0.0,
+           'gripper_trigger_closed_rad': 0.4, 'gripper_open_rad': -0.3,
+           'gripper_closed_rad': 0.3}
+
+
+def logged_stamps(output: str, event: str) -> list[int]:
+    """Stamps of the leader readings at which the node logged ``event``."""
+    return [int(s) for s in re.findall(re.escape(event) + r' \(leader reading stamped (\d+) ns\)',
+                                       output)]
+
+
+def test_leader_button_stops_in_its_cycle_and_resumes_through_the_start_with_a_gripper(
+        follower, ros_env, tmp_path, start_node, ros_client) -> None:
+    """The scripted operator releases the leader's button (servo 6, Indirect Data 1) for 3 s
+    in every 10 s while the chirp goes on; wrist_roll plays a gripper driven by its trigger."""
+    # the chirp's period is the button's (10 s): in every window the leader moves >= 0.4 rad
+    # (mapped) between the release and the press, so the press must go through the blend.
+    # The chirp jumps where its period wraps (start_s + 10 k): start_s 8 puts that inside
+    # the releases, not at a press (where the joints' read and the button's, one transaction
+    # apart, could fall on either side of it: 0.13 rad instead of 0.6 was seen that way)
+    op = Operator(ROBOT, OperatorConfig.parse(BUTTON_OPERATOR))
+    mapping = leader_mapping(LeaderConfig(port='p', **GRIPPER), ROBOT, ROBOT)
+    skew = np.linspace(-0.1, 0.1, 9)  # a read up to 0.1 s either side of the button's edge
+    moved = [np.abs(mapping.map(op.position(10 * k + 7 + a)) -
+                    mapping.map(op.position(10 * k + 10 + b))).max()
+             for k in range(12) for a in skew for b in skew]
+    assert min(moved) > 0.4
+    g = Graph(ros_client)
+    released, pressed = 'deadman button released: command streaming stopped', \
+        'deadman button pressed: start check, then streaming'
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator=BUTTON_OPERATOR) as lead:
+        _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
+                                  blend_speed_rad_s=1.5, leader_timeout_s=1.0, button_id=6,
+                                  **GRIPPER)
+        t_track = g.wait_state('tracking', node)
+        ros_client.wait_for(lambda: any(s_ > t_track for s_ in logged_stamps(node.output(),
+                                                                             released)),
+                            40, 'a button release while tracking')
+        t_release = next(s_ for s_ in logged_stamps(node.output(), released) if s_ > t_track)
+        ros_client.wait_for(lambda: any(s_ > t_release for s_ in logged_stamps(node.output(),
+                                                                               pressed)),
+                            20, 'the button pressed again')
+        t_press = next(s_ for s_ in logged_stamps(node.output(), pressed) if s_ > t_release)
+        ros_client.wait_for(lambda: any(state_of(st) == 'tracking' and s_ > t_press
+                                        for s_, st in leader_statuses(g.diags)),
+                            20, 'tracking again after the press')
+        t_track2 = next(s_ for s_, st in leader_statuses(g.diags)
+                        if state_of(st) == 'tracking' and s_ > t_press)
+        ros_client.wait_for(lambda: stamp(g.leader[-1][1]) > t_press + 6e9, 20,
+                            '6 s of leader readings after the press')
+        output = node.output()
+    commands = sorted(((stamp(m), m) for _t, m in list(g.commands)), key=lambda c: c[0])
+    # released: no command for the reading that saw it, nor after it until the press; the
+    # stream went on up to the reading before (tracking)
+    assert [s_ for s_, _m in commands if t_release <= s_ < t_press] == []
+    assert max(s_ for s_, _m in commands if s_ < t_release) > t_track
+    assert any(st.message == 'waiting: deadman button released' and t_release <= s_ < t_press
+               for s_, st in leader_statuses(g.diags))
+    # pressed: the start check ran (the next event is the blend), and the first command is
+    # where the follower held, not the leader >= 0.4 rad away (less the follower's tracking
+    # error when it stopped)
+    after_press = output[output.index(f'{pressed} (leader reading stamped {t_press} ns)'):]
+    assert 'blending at 1.5 rad/s' in after_press.splitlines()[1], output
+    first = np.array(next(m.position for s_, m in commands if s_ >= t_press))
+    held = np.array([m.position for _t, m in g.states if stamp(m) < t_press][-1])
+    leader_at_press = [m.position for _t, m in g.leader if stamp(m) <= t_press][-1]
+    assert np.abs(first - held).max() < 0.02
+    away = np.abs(first - mapping.map(np.array(leader_at_press))).max()
+    print(f'first command after the press: {np.abs(first - held).max():.4f} rad from the held '
+          f'follower, {away:.3f} rad from the leader')
+    assert away > 0.25
+    # tracking after the press (up to a next release): the command is the mapped leader,
+    # wrist_roll the trigger's linear map with both stops hit
+    next_release = min([s_ for s_ in logged_stamps(output, released) if s_ > t_press],
+                       default=2**62)
+    by_stamp = {stamp(m): np.array(m.position) for _t, m in g.leader}
+    tracked = [(by_stamp[s_], np.array(m.position)) for s_, m in commands
+               if t_track2 < s_ < next_release and s_ in by_stamp]
+    assert len(tracked) > 100
+    assert all(np.array_equal(cmd, mapping.map(lead_q)) for lead_q, cmd in tracked)
+    grip = np.array([cmd[5] for _q, cmd in tracked])
+    assert grip.min() == -0.3 and grip.max() == 0.3
+    assert np.any((grip > -0.29) & (grip < 0.29))
+
+
 class Episodes:
     """Clients of the episode services, made once: a response to a client made just before
     the call can be lost while its reader is still being matched (DDS discovery), which a
@@ -309,3 +402,50 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
     data = pq.read_table(out / 'data/chunk-000/file-000.parquet')
     assert data.num_rows == info['total_frames'] > 4 * summary['fps']
     assert set(data.column('task_index').to_pylist()) == {0}
+
+
+def test_gravity_compensation_currents_arrive_and_the_held_leader_drifts_less(
+        ros_env, tmp_path, start_node, ros_client) -> None:
+    """The operator's hand holds the leader at home as a spring (10 N*m/rad): without
+    compensation the arm sags under its weight; with 0.8 of the holding torque as current
+    it sags a fifth as far. The currents read back are the ones commanded; at stop the
+    leader's torque is off again."""
+    hold_model = make_sim(ROBOT)
+    leader = ros_client.collect(JointState, 'leader/joint_states')
+    runs = {}
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
+                         operator='waypoints,start_s=1000,hand_stiffness_nm_rad=10') as lead:
+        for compensation in (False, True):
+            t0 = time.time_ns()  # this run's readings only (the node stamps with wall time)
+
+            def readings(t0: int = t0) -> list[JointState]:
+                return [m for _t, m in list(leader) if stamp(m) > t0]
+
+            node = start_node('leader', port=lead.port, compensation=compensation,
+                              gravity_fraction=0.8, max_current_a=0.5, leader_timeout_s=1.0)
+            ros_client.wait_for(lambda: len(readings()) >= 60, 30, '60 leader readings')
+            # from the 21st: the first reading precedes the first current write
+            runs[compensation] = readings()[20:60]
+            assert node.stop() == 0
+        bus = DynamixelBus(ROBOT, lead.port, ROBOT.bus_baud)
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            torque = [bus.read_register(sid, 'torque_enable') for sid in range(1, 7)]
+        finally:
+            bus.close()
+    assert torque == [0] * 6  # switched off at the node's stop
+    drift = {c: np.mean([np.abs(np.subtract(m.position, ROBOT.home)).max() for m in msgs])
+             for c, msgs in runs.items()}
+    print(f'leader drift from the held pose: {drift[False]:.4f} rad without, '
+          f'{drift[True]:.4f} rad with compensation')
+    # 0.716 N*m holds shoulder_pitch at home: 0.072 rad of sag on the 10 N*m/rad hand
+    assert drift[False] > 0.05
+    assert drift[True] < 0.3 * drift[False]
+    # the present currents (effort) are what the node commanded for the pose it read
+    # (0.8 * holding torque, clamped to 0.5 A * 1.78 N*m/A), to a current register (2.69 mA)
+    assert all(not np.any(m.effort) for m in runs[False])
+    for m in runs[True]:
+        want = np.clip(0.8 * hold_model.probe(np.array(m.position)).gravity, -0.89, 0.89)
+        assert np.abs(np.subtract(m.effort, want)).max() < 0.015
+    assert np.abs(runs[True][-1].effort).max() > 0.4  # shoulder_pitch: 0.57 N*m

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
+import dynamixel_sdk.protocol2_packet_handler as sdk_p2
 import numpy as np
 import numpy.typing as npt
 import serial
@@ -268,6 +269,30 @@ class DynamixelBus:
         self._check(sid, f'read {name}', result, error)
         return ct.to_signed(value, it.size) if it.signed else int(value)
 
+    def read_address(self, sid: int, address: int, size: int) -> int:
+        """Read ``size`` (1, 2, 4) bytes at ``address`` of servo ``sid`` once, unsigned.
+
+        Not retried: a cycle's extra read (the leader's button) that fails fails the cycle
+        (BusError), and the next cycle reads again. The answer's length is checked: the SDK
+        takes the first status packet with the servo's ID, and a late answer of that servo to
+        an earlier sync read (16 bytes) would otherwise be cut to ``size`` bytes and read as
+        the value (a leader button seen released for one cycle while held, on a loaded host).
+        """
+        tx = [0] * 14
+        tx[sdk_p2.PKT_ID] = sid
+        tx[sdk_p2.PKT_LENGTH_L] = 7
+        tx[sdk_p2.PKT_INSTRUCTION] = sdk.INST_READ
+        tx[sdk_p2.PKT_PARAMETER0:sdk_p2.PKT_PARAMETER0 + 4] = [
+            address & 0xFF, address >> 8, size & 0xFF, size >> 8]
+        rx, result, error = self._guard(self.ph.txRxPacket, self._port(), tx)
+        what = f'read address {address}'
+        if result == sdk.COMM_SUCCESS and \
+                rx[sdk_p2.PKT_LENGTH_L] + (rx[sdk_p2.PKT_LENGTH_H] << 8) != size + 4:
+            raise BusError(f'servo {sid}: {what}: {self._count(STALE)} answer')
+        self._check(sid, what, result, error)
+        data = rx[sdk_p2.PKT_PARAMETER0 + 1:sdk_p2.PKT_PARAMETER0 + 1 + size]
+        return int.from_bytes(bytes(data), 'little')
+
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one control-table item of servo ``sid`` (retried on comm errors)."""
         it = ct.BY_NAME[name]
@@ -484,6 +509,34 @@ class DynamixelBus:
         self._guard(gsw.txPacket)
         for sid in self.ids:  # a lost sync write must not leave a servo on: confirm each
             self.write_register(sid, 'torque_enable', 1 if enable else 0)
+
+    def set_current_mode(self) -> None:
+        """Torque off, Operating Mode 0 (current control), goal current 0, torque on.
+
+        For a leader arm's gravity compensation: the servos then only push with the goal
+        current written by :meth:`write_current`; :meth:`set_torque` (False) ends it.
+        """
+        self.set_torque(False)  # Operating Mode is EEPROM: written with torque off
+        for sid in self.ids:
+            self.write_register(sid, 'operating_mode', ct.MODE_CURRENT)
+            self.write_register(sid, 'goal_current', 0)
+        self.set_torque(True)
+
+    def write_current(self, current_a: FloatArray) -> tuple[int, ...]:
+        """Group sync write of goal currents (A, joint direction, robot order).
+
+        Returns the registers sent; the caller clamps (the servo clamps to its Current Limit).
+        """
+        gsw = sdk.GroupSyncWrite(self._port(), self.ph, _A['goal_current'].address, 2)
+        sent = []
+        for sid, d, a in zip(self.ids, self.direction, current_a, strict=True):
+            reg = int(round(float(d * a) / ct.CURRENT_UNIT_A))
+            sent.append(reg)
+            gsw.addParam(sid, list(ct.to_unsigned(reg, 2).to_bytes(2, 'little')))
+        result = self._guard(gsw.txPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync write goal current: {self._count(result)}')
+        return tuple(sent)
 
     def hold_present(self) -> BusState:
         """Set every goal to the present position (before enabling torque)."""

@@ -97,13 +97,17 @@ ITEMS: tuple[Item, ...] = (
     Item('position_trajectory', 140, 4, False, 0, signed=True),
     Item('present_input_voltage', 144, 2, False, 120),
     Item('present_temperature', 146, 1, False, 25),
+    # Indirect Data 1: a GELLO-style leader wires its button here (or maps the register of an
+    # external port into it); the leader node reads it as its deadman (docs/teleop.md)
+    Item('indirect_data_1', 224, 1, True, 0, minimum=0, maximum=255),
 )
 
 BY_NAME: dict[str, Item] = {it.name: it for it in ITEMS}
-TABLE_SIZE = 147  # bytes 0..146
+TABLE_SIZE = 225  # bytes 0..224 (147..223 unmodelled: they read as 0, writes are refused)
 
 OPERATING_MODES = {0: 'current', 1: 'velocity', 3: 'position', 4: 'extended position',
                    5: 'current-based position', 16: 'pwm'}
+MODE_CURRENT = 0
 MODE_POSITION = 3
 MODE_EXTENDED_POSITION = 4
 MODE_CURRENT_BASED_POSITION = 5

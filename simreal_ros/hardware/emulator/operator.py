@@ -21,6 +21,21 @@ Operators (all start at ``home + offset_rad`` on every joint and hold it for ``s
 Options (``--operator NAME,key=value,...``): ``amplitude`` (0.3), ``offset_rad`` (0),
 ``start_s`` (0), ``f_min_hz`` (0.1), ``f_max_hz`` (0.8), ``period_s`` (10), ``ramp_s`` (1),
 ``move_s`` (1.5), ``hold_s`` (0.5). Positions are clamped to the joint limits.
+
+The operator's thumb on a **button** (GELLO style, wired to a servo's register):
+``button_id`` (0 = no button) names the servo whose Indirect Data 1 (address 224) reads 1
+while the button is pressed and 0 while it is released. The operator presses it for
+``button_press_s`` (5), releases it for ``button_release_s`` (0 = never), and again, from the
+emulator's start; the joints move on while it is released (the hand keeps moving the leader).
+
+The hand's grip: ``hand_stiffness_nm_rad`` (0 = rigid, the default: the joints are exactly where
+the script puts them) makes the hand a spring around the scripted pose, so the arm sags under
+its own weight (the MuJoCo model's holding torque at the pose) unless its motors help: in
+current mode (Operating Mode 0) with torque on, a servo adds ``goal_current`` (limited to
+``current_limit``) times the motor constant, and reports that current as its present current.
+The joints rest where the spring balances them, ``q = q_script + (tau_motor - tau_hold) /
+stiffness`` (quasi-static, evaluated at the scripted pose): the observable of a leader's
+gravity compensation is how far it drifts from where the hand holds it.
 """
 
 from __future__ import annotations
@@ -57,6 +72,10 @@ class OperatorConfig:
     ramp_s: float = 1.0
     move_s: float = 1.5
     hold_s: float = 0.5
+    button_id: float = 0.0
+    button_press_s: float = 5.0
+    button_release_s: float = 0.0
+    hand_stiffness_nm_rad: float = 0.0
 
     @classmethod
     def parse(cls, text: str) -> 'OperatorConfig':
@@ -67,10 +86,14 @@ class OperatorConfig:
             raise ConfigError(src, 'name', f'one of {list(OPERATORS)}', name)
         known = [f.name for f in fields(cls) if f.name != 'name']
         values = key_numbers(parts, known, src, finite=True)
-        for key in ('period_s', 'move_s', 'f_max_hz'):
+        button = values.get('button_id', 0.0)
+        if button != int(button) or not 0 <= button <= 252:
+            raise ConfigError(src, 'button_id', 'a servo ID 1..252 (0 = no button)', button)
+        for key in ('period_s', 'move_s', 'f_max_hz', 'button_press_s'):
             if values.get(key, 1.0) <= 0:
                 raise ConfigError(src, key, 'a number > 0', values[key])
-        for key in ('amplitude', 'start_s', 'ramp_s', 'hold_s', 'f_min_hz'):
+        for key in ('amplitude', 'start_s', 'ramp_s', 'hold_s', 'f_min_hz',
+                    'button_release_s', 'hand_stiffness_nm_rad'):
             if values.get(key, 0.0) < 0:
                 raise ConfigError(src, key, 'a number >= 0', values[key])
         return cls(name, **values)
@@ -119,15 +142,33 @@ class Operator:
         out: FloatArray = np.clip(q, self.lower, self.upper)
         return out
 
+    def button_pressed(self, t_s: float) -> bool:
+        """Return whether the operator holds the button down at ``t_s`` seconds."""
+        cfg = self.cfg
+        if cfg.button_release_s <= 0:
+            return True
+        return t_s % (cfg.button_press_s + cfg.button_release_s) < cfg.button_press_s
+
 
 class LeaderArm(VirtualArm):
-    """A :class:`VirtualArm` whose joints follow an :class:`Operator` (torque is ignored)."""
+    """A :class:`VirtualArm` whose joints follow an :class:`Operator`.
+
+    Position control is ignored (the hand is stronger); current mode acts against a compliant
+    hand (``hand_stiffness_nm_rad``, see the module).
+    """
 
     def __init__(self, robot: RobotSpec, operator: Operator, overlay: Overlay | None = None,
                  seed: int = 0) -> None:
         self.operator = operator
         self._q = operator.position(0.0)
         self._qd = np.zeros(robot.n)
+        self._current = np.zeros(robot.n, dtype=np.int64)  # present current registers
+        ids = [j.servo.servo_id for j in robot.joints]
+        button = int(operator.cfg.button_id)
+        if button and button not in ids:
+            raise ConfigError('--operator', 'button_id', f'a servo ID of {robot.name} {ids}',
+                              button)
+        self._button = ids.index(button) if button else None
         super().__init__(robot, overlay, seed)
         for i, reg in enumerate(self.servos):
             reg.set('goal_position', self.q_to_ticks(i, self._q[i]))
@@ -137,11 +178,25 @@ class LeaderArm(VirtualArm):
         """Advance ``n`` steps: the joints are where the operator's hand is."""
         self.step_count += n
         q = self.operator.position(self.step_count * self.dt)
+        motor = self._motor_torque()
+        k = self.operator.cfg.hand_stiffness_nm_rad
+        if k > 0:
+            q = np.clip(q + (motor - self.sim.probe(q).gravity) / k, self.operator.lower,
+                        self.operator.upper)
         self._qd = (q - self._q) / (n * self.dt)
         self._q = q
 
+    def _motor_torque(self) -> FloatArray:
+        """Return the joint torques of the servos in current mode with torque on (N*m)."""
+        for i, reg in enumerate(self.servos):
+            on = reg.get('torque_enable') == 1 and reg.get('operating_mode') == ct.MODE_CURRENT
+            limit = reg.get('current_limit')
+            self._current[i] = max(-limit, min(limit, reg.get('goal_current'))) if on else 0
+        out: FloatArray = self.direction * self._current * ct.CURRENT_UNIT_A * self.kt
+        return out
+
     def update_present(self) -> None:
-        """Write the present-value registers from the operator's pose (no current)."""
+        """Write the present-value registers from the operator's pose (and motor current)."""
         if not hasattr(self, '_q'):
             return
         meas = self._measure(self._q, noise=True)
@@ -150,11 +205,14 @@ class LeaderArm(VirtualArm):
             vel = int(round(self.direction[i] * self._qd[i] / ct.VELOCITY_UNIT_RAD_S))
             reg.set('present_position', self.q_to_ticks(i, meas[i]))
             reg.set('present_velocity', vel)
-            reg.set('present_current', 0)
+            reg.set('present_current', int(self._current[i]))
             reg.set('present_temperature', int(round(self.temperature[i])))
             reg.set('present_input_voltage', 120)
             reg.set('realtime_tick', int(tick_ms) % 32768)
             reg.set('moving', int(abs(vel) > reg.get('moving_threshold')))
+        if self._button is not None:
+            pressed = self.operator.button_pressed(self.step_count * self.dt)
+            self.servos[self._button].set('indirect_data_1', int(pressed))
 
     def true_position(self) -> FloatArray:
         """Return the operator's pose (ground truth)."""
