@@ -216,7 +216,7 @@ def play_step(p: FloatArray | None, x: FloatArray, width: FloatArray) -> FloatAr
 
 
 def play_feature(x: FloatArray, p: FloatArray, width: FloatArray) -> FloatArray:
-    """The history feature ``(x - p) / width``, clipped to [-1, 1].
+    """Return the history feature ``(x - p) / width``, clipped to [-1, 1].
 
     Clipped because rounding puts it a hair past +-1 at the edges of the play, where it sits
     whenever the set-point moves: unclipped, 99.8 % of the steps of a virtual-bus replay were
@@ -266,5 +266,5 @@ def load_residual(path: str | Path) -> ResidualModel:
     return ResidualModel(src, header, layers)
 
 
-__all__ = ['FEATURES', 'HISTORY_FEATURE', 'KINDS', 'ResidualModel', 'ResidualStats', 'load_residual',
-           'overlay_sha256', 'play_feature', 'play_step']
+__all__ = ['FEATURES', 'HISTORY_FEATURE', 'KINDS', 'ResidualModel', 'ResidualStats',
+           'load_residual', 'overlay_sha256', 'play_feature', 'play_step']

@@ -231,7 +231,7 @@ def add_commands(sub: Any) -> None:
                    help=f'training epochs [default: {res.DEFAULT_EPOCHS}]')
     r.add_argument('--seed', type=int, default=0, help='training seed [default: 0]')
     r.add_argument('--history', type=float, default=None, metavar='WIDTH',
-                   help='add a history feature: the set-point\'s last direction of motion '
+                   help="add a history feature: the set-point's last direction of motion "
                    '(a play operator of this half-width, rad; for backlash) [default: off]')
     r.add_argument('--quiet', action='store_true', help='no progress lines')
     r.add_argument('--json', action='store_true', help='print the summary as JSON')

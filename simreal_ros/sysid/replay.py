@@ -244,10 +244,10 @@ class Replayer:
         return out
 
     def history_rows(self, start_ns: int, delay_steps: int) -> FloatArray:
-        """The set-points (robot order) of the ``HISTORY_S`` before ``start_ns``, per step.
+        """Return the set-points (robot order) of the ``HISTORY_NS`` before ``start_ns``.
 
-        What a residual's history feature has seen when a replay starts mid-bag; the bag's
-        data window bounds it (before it, the first set-point is held).
+        One row per physics step: what a residual's history feature has seen when a replay
+        starts mid-bag; the bag's data window bounds it.
         """
         lo = max(int(self.data.window_ns[0]), start_ns - HISTORY_NS)
         steps = (start_ns - lo) // self.dt_ns
