@@ -321,6 +321,8 @@ def test_cli_fits_and_validate_compares(rdir: Path, train_bag: Path, held_bag: P
     (['fit', 'BAG', '--overlay', 'nominal', '--out', 'EXISTING'], 'exists already'),
     (['fit', 'BAG', '--overlay', 'nominal', '--out', 'x.pt', '--holdout', '0.9'],
      '--holdout 0.9'),
+    (['fit', 'BAG', '--overlay', 'nominal', '--out', 'x.pt', '--history', '0'],
+     '--history 0.0: expected a play half-width'),
 ])
 def test_cli_bad_input_is_one_error_line(rdir: Path, train_bag: Path, args: list,
                                          needle: str) -> None:
