@@ -19,7 +19,18 @@ Inference (:meth:`ResidualModel.__call__`) is numpy: inputs are clamped to the t
 out-of-distribution, normalized, passed through the tanh MLP, and the output is
 ``output_bound * tanh(z)``, so it can never exceed the bound. Features, robot order::
 
-    q (rad) | qdot (rad/s) | q_target - q (rad) | v_target (rad/s)
+    q (rad) | qdot (rad/s) | q_target - q (rad) | v_target (rad/s) [| play (1)]
+
+The optional history feature ``play`` (header ``history_width_rad``, one width ``w`` per
+joint) is the direction of the set-point's last motion, with hysteresis: a play operator
+``p <- clip(p, q_target - w, q_target + w)`` carried in the model from call to call, and the
+feature ``(q_target - p) / w`` in [-1, 1] (+1 after moving up by at least ``2 w``, -1 after
+moving down, in between inside the play). It is what a backlash's contact side depends on and
+what no function of the current state can tell. It runs on the set-point, not the measured
+position: the set-point is the same in the bag and in the sim (the measurement is noisy and
+quantized in the bag, not in the sim), so training and the sim step compute it alike. The
+sim resets it with the state (:meth:`ResidualModel.reset_history`); a replay that starts
+mid-bag warms it on the set-points before its start (:meth:`ResidualModel.warm_history`).
 
 Measured side by side (``bench/residual.py``): this numpy path against the TorchScript module
 under ``torch.no_grad`` with one thread; the bench's JSON has both.
@@ -47,6 +58,7 @@ KINDS = ('torque', 'delta_action')
 HEADER_NAME = 'residual.json'
 WEIGHTS_NAME = 'residual_weights.json'
 FEATURES = ('q', 'qdot', 'q_target_minus_q', 'v_target')
+HISTORY_FEATURE = 'play'
 #: ``simreal residual fit`` defaults (here, not in the torch module, so ``--help`` needs no
 #: torch): replay window of each target, window spacing, epochs
 DEFAULT_HORIZON_S = 0.05
@@ -124,11 +136,35 @@ class ResidualModel:
         self.low = np.asarray(h['train_low'], dtype=np.float64)
         self.high = np.asarray(h['train_high'], dtype=np.float64)
         self.n = int(self.bound.size)
+        w = h.get('history_width_rad')
+        self.width: FloatArray | None = None if w is None else np.asarray(w, dtype=np.float64)
+        self.play: FloatArray | None = None
+
+    def reset_history(self) -> None:
+        """Forget the history: the next call starts the play operator at its set-point."""
+        self.play = None
+
+    def warm_history(self, q_targets: FloatArray) -> None:
+        """Run the play operator over past set-points ``q_targets`` ((m, n), oldest first)."""
+        if self.width is None:
+            return
+        p = self.play
+        for qt in np.asarray(q_targets, dtype=np.float64).reshape(-1, self.n):
+            p = play_step(p, qt, self.width)
+        self.play = p
 
     def features(self, q: FloatArray, qd: FloatArray, q_target: FloatArray,
                  v_target: FloatArray) -> FloatArray:
-        """Return the input row ``q | qdot | q_target - q | v_target``."""
-        return np.concatenate([q, qd, q_target - q, v_target])
+        """Return the input row ``q | qdot | q_target - q | v_target [| play]``.
+
+        With a history feature this advances the play operator by one call (one physics step):
+        call it once per step, in order.
+        """
+        if self.width is None:
+            return np.concatenate([q, qd, q_target - q, v_target])
+        self.play = p = play_step(self.play, q_target, self.width)
+        return np.concatenate([q, qd, q_target - q, v_target, play_feature(q_target, p,
+                                                                          self.width)])
 
     def predict(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Return the outputs for inputs ``x`` ((m, 4 n) or (4 n,)); also the per-row OOD flags."""
@@ -168,6 +204,28 @@ class ResidualModel:
                               self.overlay_hash[:16])
 
 
+def play_step(p: FloatArray | None, x: FloatArray, width: FloatArray) -> FloatArray:
+    """One step of the play (backlash) operator of half-width ``width``: ``p`` follows ``x``.
+
+    ``p is None`` starts it at ``x`` (no direction known yet: the feature reads 0).
+    """
+    if p is None:
+        return np.array(x, dtype=np.float64)
+    out: FloatArray = np.clip(p, x - width, x + width)
+    return out
+
+
+def play_feature(x: FloatArray, p: FloatArray, width: FloatArray) -> FloatArray:
+    """Return the history feature ``(x - p) / width``, clipped to [-1, 1].
+
+    Clipped because rounding puts it a hair past +-1 at the edges of the play, where it sits
+    whenever the set-point moves: unclipped, 99.8 % of the steps of a virtual-bus replay were
+    counted out of the training range (stored as float32, 1.0 exactly).
+    """
+    out: FloatArray = np.clip((x - p) / width, -1.0, 1.0)
+    return out
+
+
 def load_residual(path: str | Path) -> ResidualModel:
     """Read a residual's header and weights (no torch); ConfigError naming file and key."""
     p = Path(path).expanduser()
@@ -195,12 +253,18 @@ def load_residual(path: str | Path) -> ResidualModel:
               for w, b in weights['layers']]
     n = len(header['output_bound'])
     width = len(header['input_mean'])
-    if width != len(FEATURES) * n or not layers or layers[0][0].shape[1] != width or \
+    hist = header.get('history_width_rad')
+    if hist is not None and (not isinstance(hist, list) or len(hist) != n
+                             or not all(isinstance(v, (int, float)) and v > 0 for v in hist)):
+        raise ConfigError(src, f'{HEADER_NAME}: history_width_rad',
+                          f'{n} positive widths (rad), one per joint', hist)
+    per = len(FEATURES) + (hist is not None)
+    if width != per * n or not layers or layers[0][0].shape[1] != width or \
             layers[-1][0].shape[0] != n:
         raise ConfigError(src, WEIGHTS_NAME, f'layers from {width} inputs to {n} outputs',
                           [w.shape for w, _ in layers])
     return ResidualModel(src, header, layers)
 
 
-__all__ = ['FEATURES', 'KINDS', 'ResidualModel', 'ResidualStats', 'load_residual',
-           'overlay_sha256']
+__all__ = ['FEATURES', 'HISTORY_FEATURE', 'KINDS', 'ResidualModel', 'ResidualStats',
+           'load_residual', 'overlay_sha256', 'play_feature', 'play_step']

@@ -151,6 +151,8 @@ class SimBackend(ABC):
             self.params = self.base
         self.write_params(self.params)
         self.reset_state()
+        if self.residual is not None:
+            self.residual.reset_history()  # a history feature starts over with the state
         self._pending.clear()
         self.target = JointTarget.hold(self.robot.home)
         self._apply(self.target)

@@ -123,7 +123,8 @@ def cmd_residual(ns: argparse.Namespace) -> int:
 
     summary = fit_residual(ns.bags, ns.robot, ns.overlay, ns.out, kind=ns.kind,
                            holdout=ns.holdout, horizon_s=ns.horizon, stride_s=ns.stride,
-                           epochs=ns.epochs, seed=ns.seed, progress=say)
+                           epochs=ns.epochs, seed=ns.seed, history_width_rad=ns.history,
+                           progress=say)
     print(json.dumps(summary) if ns.json else _residual_table(summary))
     return 0
 
@@ -229,6 +230,9 @@ def add_commands(sub: Any) -> None:
     r.add_argument('--epochs', type=int, default=res.DEFAULT_EPOCHS,
                    help=f'training epochs [default: {res.DEFAULT_EPOCHS}]')
     r.add_argument('--seed', type=int, default=0, help='training seed [default: 0]')
+    r.add_argument('--history', type=float, default=None, metavar='WIDTH',
+                   help="add a history feature: the set-point's last direction of motion "
+                   '(a play operator of this half-width, rad; for backlash) [default: off]')
     r.add_argument('--quiet', action='store_true', help='no progress lines')
     r.add_argument('--json', action='store_true', help='print the summary as JSON')
     r.set_defaults(func=cmd_residual)

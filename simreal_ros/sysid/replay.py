@@ -43,6 +43,10 @@ from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim
 from simreal_ros.sysid.data import SysidData
 
 FloatArray = npt.NDArray[np.float64]
+#: set-points a replay starting mid-bag shows a residual's history feature first: the play
+#: operator forgets its start once the set-point has moved twice its width (mrad), so 0.5 s
+#: of an excitation settles it
+HISTORY_NS = 500_000_000
 IntArray = npt.NDArray[np.int64]
 
 
@@ -221,6 +225,7 @@ class Replayer:
             sim.reset_state()
             q0, v0 = self.data.state_at(seg.start_ns)
             sim.set_joint_state(q0, v0)
+            self.warm_history(residual, seg.start_ns, delay_steps)
             rows = self.controls(seg, float(delay_steps))
             qs = np.empty((seg.steps, n))
             for i, row in enumerate(rows):
@@ -237,6 +242,25 @@ class Replayer:
                 qs[i] = sim.joint_positions()
             out.append(self._on_stamps(seg, qs))
         return out
+
+    def history_rows(self, start_ns: int, delay_steps: int) -> FloatArray:
+        """Return the set-points (robot order) of the ``HISTORY_NS`` before ``start_ns``.
+
+        One row per physics step: what a residual's history feature has seen when a replay
+        starts mid-bag; the bag's data window bounds it.
+        """
+        lo = max(int(self.data.window_ns[0]), start_ns - HISTORY_NS)
+        steps = (start_ns - lo) // self.dt_ns
+        if steps <= 0:
+            return np.zeros((0, self.robot.n))
+        seg = Segment(start_ns - steps * self.dt_ns, int(steps), np.zeros(0, dtype=np.int64))
+        return self.controls(seg, float(delay_steps))[:, :self.robot.n]
+
+    def warm_history(self, residual: ResidualModel, start_ns: int, delay_steps: int) -> None:
+        """Start ``residual``'s history feature (if any) from the set-points before a replay."""
+        residual.reset_history()
+        if residual.width is not None:
+            residual.warm_history(self.history_rows(start_ns, delay_steps))
 
     def max_gap_ns(self, seg: Segment) -> int:
         """Longest interval without a command or a state inside ``seg`` (edges included)."""

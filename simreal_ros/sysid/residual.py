@@ -54,10 +54,13 @@ from simreal_ros.core.residual import (
     FEATURES,
     FORMAT,
     HEADER_NAME,
+    HISTORY_FEATURE,
     KINDS,
     WEIGHTS_NAME,
     ResidualModel,
     load_residual,
+    play_feature,
+    play_step,
 )
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
@@ -160,18 +163,35 @@ def _windows(rp: Replayer, lo: int, hi: int, horizon_ns: int, stride_ns: int) ->
     return out
 
 
-def _features(rp: Replayer, seg: Segment, delay: int) -> FloatArray:
-    """Features at the window's start (read at 1/3 or 1/2 of it: no better, 0.56 and 0.51)."""
+def _features(rp: Replayer, seg: Segment, delay: int,
+              width: FloatArray | None = None) -> FloatArray:
+    """Features at the window's start (read at 1/3 or 1/2 of it: no better, 0.56 and 0.51).
+
+    With ``width``, also the history feature, computed as the sim's step computes it: the play
+    operator run over the set-points before the window (:meth:`Replayer.history_rows`) and the
+    window's first one.
+    """
     n = rp.robot.n
     q, v = rp.data.state_at(seg.start_ns)
     row = rp.controls(seg, float(delay))[0]
-    return np.concatenate([q, v, row[:n] - q, row[n:2 * n]])
+    base = [q, v, row[:n] - q, row[n:2 * n]]
+    if width is not None:
+        p = None
+        for qt in rp.history_rows(seg.start_ns, delay):
+            p = play_step(p, qt, width)
+        p = play_step(p, row[:n], width)
+        base.append(play_feature(row[:n], p, width))
+    return np.concatenate(base)
 
 
 def window_targets(rp: Replayer, params: DynamicsParams, delay: int,
                    windows: Sequence[Segment], say: Callable[[str], None] = lambda _s: None,
-                   start_state: bool = START_STATE) -> tuple[FloatArray, FloatArray]:
-    """Return (features, torque targets) of ``windows`` (see the module docstring)."""
+                   start_state: bool = START_STATE, width: FloatArray | None = None
+                   ) -> tuple[FloatArray, FloatArray]:
+    """Return (features, torque targets) of ``windows`` (see the module docstring).
+
+    ``width``: the play operator's half-width per joint (rad) of the history feature, or None.
+    """
     n = rp.robot.n
     xs: list[FloatArray] = []
     ys: list[FloatArray] = []
@@ -213,10 +233,11 @@ def window_targets(rp: Replayer, params: DynamicsParams, delay: int,
             sn = s / norm
             sts = sn.T @ sn
             sol = np.linalg.solve(sts + 1e-6 * np.eye(per - 1), sn.T @ e) / norm
-            xs.append(_features(rp, seg, delay))
+            xs.append(_features(rp, seg, delay, width))
             ys.append(sol[:n])
         say(f'targets: {min(c0 + CHUNK, len(windows))}/{len(windows)} windows')
-    return np.asarray(xs).reshape(-1, 4 * n), np.asarray(ys).reshape(-1, n)
+    per_joint = len(FEATURES) + (width is not None)
+    return np.asarray(xs).reshape(-1, per_joint * n), np.asarray(ys).reshape(-1, n)
 
 
 def _train(x: FloatArray, y: FloatArray, bound: FloatArray, epochs: int, seed: int,
@@ -263,11 +284,16 @@ def _train(x: FloatArray, y: FloatArray, bound: FloatArray, epochs: int, seed: i
 
 
 def make_header(spec: RobotSpec, ov: Overlay, kind: str, net: ResidualNet, seed: int,
-                training: dict[str, Any]) -> dict[str, Any]:
+                training: dict[str, Any], history_width_rad: float | None = None
+                ) -> dict[str, Any]:
     """Return the JSON header of a residual file (:mod:`simreal_ros.core.residual`)."""
+    hist = {} if history_width_rad is None else {
+        'history_width_rad': [float(history_width_rad)] * spec.n}
+    feats = list(FEATURES) + ([HISTORY_FEATURE] if hist else [])
     return {
+        **hist,
         'format': FORMAT, 'robot': spec.name, 'overlay': str(ov.source),
-        'overlay_sha256': ov.physics_sha256, 'kind': kind, 'features': list(FEATURES),
+        'overlay_sha256': ov.physics_sha256, 'kind': kind, 'features': feats,
         'joint_names': list(spec.joint_names),
         'input_mean': net.mean.double().tolist(), 'input_std': net.std.double().tolist(),
         'output_bound': net.bound.double().tolist(),
@@ -311,12 +337,15 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
                  out: str | Path, *, kind: str = 'torque', holdout: float = 0.2,
                  horizon_s: float = DEFAULT_HORIZON_S, stride_s: float = DEFAULT_STRIDE_S,
                  epochs: int = DEFAULT_EPOCHS, seed: int = 0,
+                 history_width_rad: float | None = None,
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train a residual on ``bags`` against ``overlay``, write it at ``out``, return a summary.
 
     The summary (JSON-able) has the training data (windows, state range), the losses, the
     output bound and per held-out part the k-step (0.2 s) and open-loop RMSE fit-only and
     fit+residual, and the fraction of held-out steps out of the training range.
+    ``history_width_rad`` adds the history feature (:mod:`simreal_ros.core.residual`): the
+    set-point's last direction of motion through a play operator of that half-width.
     """
     say = progress or (lambda _line: None)
     out_path = Path(out).expanduser()
@@ -329,6 +358,11 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
     except ConfigError as exc:
         raise SysidInputError(f'--robot {robot}: {exc}') from None
     ov = _load_overlay(overlay, spec)
+    if history_width_rad is not None and not (
+            math.isfinite(history_width_rad) and 0.0 < history_width_rad <= 0.1):
+        raise SysidInputError(f'--history {history_width_rad!r}: expected a play half-width '
+                              f'in (0, 0.1] rad')
+    width = None if history_width_rad is None else np.full(spec.n, float(history_width_rad))
     horizon_ns = int(round(horizon_s * 1e9))
     stride_ns = int(round(stride_s * 1e9))
     datas: list[SysidData] = [load_sysid_data(b, spec) for b in bags]
@@ -353,11 +387,11 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
         if not train_w:
             raise SysidInputError(f'{data.bag}: no training window without a gap of more '
                                   f'than {MAX_GAP_NS / 1e6:g} ms')
-        x, y = window_targets(rp, params, delay, train_w, say)
+        x, y = window_targets(rp, params, delay, train_w, say, width=width)
         xs.append(x)
         ys.append(y)
         if held_w:
-            x2, y2 = window_targets(rp, params, delay, held_w)
+            x2, y2 = window_targets(rp, params, delay, held_w, width=width)
             xv.append(x2)
             yv.append(y2)
         parts.append((rp, params, split, hi, delay))
@@ -381,7 +415,7 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
     header = make_header(spec, ov, kind, net, int(seed), {
         'bags': [d.summary() for d in datas], 'windows': int(x.shape[0]),
         'horizon_s': float(horizon_s), 'stride_s': float(stride_s), 'epochs': int(epochs),
-        'holdout': float(holdout), **losses})
+        'holdout': float(holdout), **losses}, history_width_rad)
     save_residual(out_path, net, header)
     model = load_residual(out_path)
     say('held-out replays: fit-only vs fit+residual')
