@@ -16,9 +16,9 @@ delivery thread sleeps until ``spin_us`` before a deadline, then busy-waits (bou
 status turns into ERROR when it stops.
 
 Image routes (``LAZY_TYPES``) are relayed only while their output is watched, and published
-through a participant of their own (:mod:`simreal_ros.ros.image_participant`): on the
-injector's participant a 640x480 frame crowds the 1 kHz joint streams out of the shared-memory
-segment, and their repair stalls every subscriber for 0.3-2 s.
+through a participant of their own (:mod:`simreal_ros.ros.image_participant`): a 640x480
+frame crowds the other samples of its participant (here the relayed joint streams) out of the
+shared-memory segment, and their repair stalls their subscribers for up to seconds.
 """
 
 from __future__ import annotations

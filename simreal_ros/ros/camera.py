@@ -87,9 +87,10 @@ class SimCameras:
     tests, a policy on joint states) should not pay.
 
     The images go out through a participant of their own (:class:`~simreal_ros.ros.
-    image_participant.ImageParticipant`, node ``<bridge>_images``): on the bridge's participant
-    a 640x480 frame crowds the 1 kHz ``joint_states`` out of the shared-memory segment, and
-    their repair stalled every subscriber for 0.3-2 s.
+    image_participant.ImageParticipant`, node ``<bridge>_images``): a 640x480 frame crowds the
+    other samples of its participant out of the shared-memory segment, and their repair
+    stalled every subscriber of four 1 kHz topics next to one camera for 0.4-2 s (the bridge's
+    own 1 kHz ``joint_states`` showed no difference: docs/camera.md).
     """
 
     SUBSCRIBER_CHECK_S = 0.2

@@ -245,7 +245,7 @@ def test_the_injector_watches_a_camera_only_while_its_output_is_watched(
 
 def test_images_leave_through_a_participant_of_their_own(start_node, ros_client, small_cameras):
     """On the bridge's participant a 640x480 frame crowded joint_states out of the shared-memory
-    segment (their repair stalled subscribers 0.3-2 s): the images have a node of their own,
+    segment (their repair stalled subscribers 0.4-2 s): the images have a node of their own,
     in the bridge's namespace, on the topic the remapping gives; both stop cleanly."""
     robot, scene = small_cameras
     images = ros_client.collect(Image, '/sim_a/backend/camera/image_raw', IMAGE)
