@@ -29,7 +29,7 @@ def test_bridge_bag_recorded_by_the_recorder_gives_back_the_delay(ros_env, tmp_p
     lines: list = []
     # only what sysid reads: with the camera recorded too, the bridge renders 640x480 at 30 Hz
     # in software next to its physics and the recorder takes 27.6 MB/s, which spreads the
-    # delay estimate (sysid reads the commands by bag time): 0.023-0.028 s in 7 runs with one
+    # delay estimate (sysid reads the commands by bag time): 0.023-0.030 s in 10 runs with one
     # core busy, 0.018 once in a CI run; 0.027 in 3 runs without the camera
     nodes = plan({'backend': 'sim', 'excite': 'sysid', 'duration': '10', 'record': 'true',
                   'bag': str(bag), 'overlay': str(truth),
