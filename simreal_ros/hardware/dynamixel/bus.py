@@ -488,18 +488,21 @@ class DynamixelBus:
 
     def write_goal(self, position: FloatArray) -> tuple[int, ...]:
         """Group sync write of goal positions (rad, robot order); return the ticks sent."""
-        gsw = self._sync_write
-        assert gsw is not None
+        assert self._sync_write is not None
+        ticks = [s.rad_to_ticks(float(q))
+                 for s, q in zip(self.servos, position, strict=True)]
+        return self._send_sync(self._sync_write, ticks, 4, 'sync write')
+
+    def _send_sync(self, gsw: Any, values: list[int], size: int, what: str
+                   ) -> tuple[int, ...]:
+        """Send one signed register value per servo (robot order) in one sync write."""
         gsw.clearParam()
-        sent = []
-        for sid, s, q in zip(self.ids, self.servos, position, strict=True):
-            ticks = s.rad_to_ticks(float(q))
-            sent.append(ticks)
-            gsw.addParam(sid, list(ct.to_unsigned(ticks, 4).to_bytes(4, 'little')))
+        for sid, v in zip(self.ids, values, strict=True):
+            gsw.addParam(sid, list(ct.to_unsigned(v, size).to_bytes(size, 'little')))
         result = self._guard(gsw.txPacket)
         if result != sdk.COMM_SUCCESS:
-            raise BusError(f'sync write: {self._count(result)}')
-        return tuple(sent)
+            raise BusError(f'{what}: {self._count(result)}')
+        return tuple(values)
 
     def set_torque(self, enable: bool) -> None:
         """Enable or disable torque of every servo (one sync write, then verified per servo)."""
@@ -528,15 +531,9 @@ class DynamixelBus:
         Returns the registers sent; the caller clamps (the servo clamps to its Current Limit).
         """
         gsw = sdk.GroupSyncWrite(self._port(), self.ph, _A['goal_current'].address, 2)
-        sent = []
-        for sid, d, a in zip(self.ids, self.direction, current_a, strict=True):
-            reg = int(round(float(d * a) / ct.CURRENT_UNIT_A))
-            sent.append(reg)
-            gsw.addParam(sid, list(ct.to_unsigned(reg, 2).to_bytes(2, 'little')))
-        result = self._guard(gsw.txPacket)
-        if result != sdk.COMM_SUCCESS:
-            raise BusError(f'sync write goal current: {self._count(result)}')
-        return tuple(sent)
+        regs = [int(round(float(d * a) / ct.CURRENT_UNIT_A))
+                for d, a in zip(self.direction, current_a, strict=True)]
+        return self._send_sync(gsw, regs, 2, 'sync write goal current')
 
     def hold_present(self) -> BusState:
         """Set every goal to the present position (before enabling torque)."""
