@@ -3,16 +3,21 @@
 A stop request (SIGINT) can arrive while a node is still importing rclpy and MuJoCo, before
 rclpy installs its own signal handling; this wrapper turns that into a quiet exit 0 instead of
 a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is.
+
+A node that dies of a fatal signal (SIGSEGV in a C extension: GL, DDS) prints the Python stack
+of every thread first (``faulthandler``), so the launch output says where it died.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
     """Import ``argv[0]`` (a node module) and run its ``main()`` with the remaining args."""
+    faulthandler.enable()
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
         print('usage: python -m simreal_ros.bringup.node_main <module> [args]', file=sys.stderr)

@@ -38,7 +38,7 @@ class ImageParticipant:
         self.context = Context()
         rclpy.init(args=[], context=self.context)
         try:
-            self.node = Node(node.get_name() + suffix, namespace=node.get_namespace(),
+            self.node: Any = Node(node.get_name() + suffix, namespace=node.get_namespace(),
                              context=self.context, start_parameter_services=False,
                              enable_rosout=False)
         except Exception:
@@ -49,16 +49,18 @@ class ImageParticipant:
         """Create a publisher of ``topic`` as the owning node resolves it (remaps included)."""
         return self.node.create_publisher(msg_type, self.owner.resolve_topic_name(topic), qos)
 
-    def destroy_publisher(self, publisher: Any) -> None:
-        """Destroy a publisher made by :meth:`create_publisher`."""
-        self.node.destroy_publisher(publisher)
-
     def ok(self) -> bool:
         """Whether both this participant and the owning node's context are up."""
         return bool(self.context.ok() and self.owner.context.ok())
 
     def close(self) -> None:
-        """Destroy the node and shut the context down (idempotent)."""
-        if self.context.ok():
-            self.node.destroy_node()
-            self.context.try_shutdown()
+        """Destroy the node, then shut the context down (idempotent).
+
+        The node is destroyed even when its context is already down: rclpy's SIGINT handler
+        shuts down every context of the process, this one too, and a node left alive would be
+        torn down at interpreter exit in no particular order against Fast DDS's own state.
+        """
+        if self.node is not None:
+            node, self.node = self.node, None
+            node.destroy_node()
+        self.context.try_shutdown()

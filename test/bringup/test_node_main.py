@@ -1,0 +1,31 @@
+"""How the launcher starts a node: ``python -m simreal_ros.bringup.node_main <module>``."""
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_module(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    (tmp_path / 'some_node.py').write_text(body)
+    env = dict(os.environ, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
+    return subprocess.run([sys.executable, '-m', 'simreal_ros.bringup.node_main', 'some_node',
+                           '--ros-args'], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_the_node_modules_main_gets_the_arguments_and_its_code_is_the_exit_code(tmp_path):
+    r = run_module(tmp_path, 'def main(args):\n    print(args)\n    return 3\n')
+    assert r.returncode == 3
+    assert r.stdout == "['some_node', '--ros-args']\n"
+
+
+def test_a_node_killed_by_a_segfault_prints_where_every_thread_was(tmp_path):
+    r = run_module(tmp_path, 'import ctypes\n\n\ndef main(args):\n'
+                             '    return ctypes.string_at(0)\n')
+    assert r.returncode == -signal.SIGSEGV
+    assert 'Fatal Python error: Segmentation fault' in r.stderr
+    assert 'some_node.py", line 5 in main' in r.stderr, r.stderr
