@@ -7,9 +7,10 @@ offers states only while a camera topic has a subscriber). The physics thread ca
 (by the state's stamp), it copies that state (a few dozen floats) and returns at once. The
 render thread renders the latest such snapshot with the engine's renderer
 (:meth:`~simreal_ros.sim.backend.SimBackend.camera_renderer`: its own engine data and GL
-context, created on that thread when the first snapshot arrives) and hands the images, stamped with the stamp of the state
-they show, to a callback. A snapshot that arrives while the previous one is still rendering
-replaces it (counted as ``dropped``): rendering never holds up physics.
+context, created on that thread when the first snapshot arrives) and hands the images,
+stamped with the stamp of the state they show, to a callback. A snapshot that arrives while
+the previous one is still rendering replaces it (counted as ``dropped``): rendering never
+holds up physics.
 
 Thread rather than process: MuJoCo's ``mjr_render`` and ``mj_kinematics`` release the GIL (a
 pure Python counting thread kept 1.2x its solo rate while the main thread rendered 640x480

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 
+from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.excitation import ExcitationConfig
 from simreal_ros.core.residual import (
@@ -162,6 +163,17 @@ def test_overlay_round_trip_applies_the_residual_in_the_step(rdir: Path, engine:
     assert moved > 1e-3, f'the residual moved the arm by only {moved} rad in 0.2 s'
 
 
+def stepped_like_the_replay(sim, rp: Replayer, seg) -> np.ndarray:
+    """Positions at the segment's stamps from ``SimBackend.step``, fed the replay's controls."""
+    n = ROBOT.n
+    qs = []
+    for row in rp.controls(seg, 0.0):
+        sim.set_target(JointTarget(row[:n], row[n:2 * n], row[2 * n:]))
+        sim.step(1)
+        qs.append(sim.joint_positions())
+    return rp._on_stamps(seg, np.asarray(qs))
+
+
 def test_step_and_replay_apply_the_residual_identically(rdir: Path, held_bag: Path) -> None:
     res = random_residual(rdir / 'same.pt', rdir / 'nominal.yaml', bound=0.3)
     ov = load_overlay(named(rdir, 'same.yaml', NOMINAL, res.name))
@@ -171,18 +183,10 @@ def test_step_and_replay_apply_the_residual_identically(rdir: Path, held_bag: Pa
     seg = rp.segments(data.window_ns[0], data.window_ns[0] + 500_000_000, None)
     replay = rp.predict_residual(rp.nominal, 0, seg, ov.residual)[0]
     # the same from SimBackend.step, fed the replay's control rows as targets
-    from simreal_ros.core.commands import JointTarget
     sim = make_sim(ROBOT, overlay=ov)
     q0, v0 = data.state_at(seg[0].start_ns)
     sim.set_joint_state(q0, v0)
-    n = ROBOT.n
-    qs = []
-    for row in rp.controls(seg[0], 0.0):
-        sim.set_target(JointTarget(row[:n], row[n:2 * n], row[2 * n:]))
-        sim.step(1)
-        qs.append(sim.joint_positions())
-    stepped = rp._on_stamps(seg[0], np.asarray(qs))
-    assert np.abs(stepped - replay).max() < 1e-12
+    assert np.abs(stepped_like_the_replay(sim, rp, seg[0]) - replay).max() < 1e-12
 
 
 def test_zero_residual_replays_like_the_native_rollout(rdir: Path, held_bag: Path) -> None:
@@ -429,7 +433,6 @@ def test_step_and_replay_carry_the_history_alike(rdir: Path, held_bag: Path) -> 
     seg = rp.segments(start, start + 300_000_000, None)
     replay = rp.predict_residual(rp.nominal, 0, seg, ov.residual)[0]
     # the sim is fed the set-points before the segment, then put on the measured state
-    from simreal_ros.core.commands import JointTarget
     sim = make_sim(ROBOT, overlay=ov)
     n = ROBOT.n
     for qt in rp.history_rows(seg[0].start_ns, 0):
@@ -437,13 +440,7 @@ def test_step_and_replay_carry_the_history_alike(rdir: Path, held_bag: Path) -> 
         sim.step(1)
     q0, v0 = data.state_at(seg[0].start_ns)
     sim.set_joint_state(q0, v0)
-    qs = []
-    for row in rp.controls(seg[0], 0.0):
-        sim.set_target(JointTarget(row[:n], row[n:2 * n], row[2 * n:]))
-        sim.step(1)
-        qs.append(sim.joint_positions())
-    stepped = rp._on_stamps(seg[0], np.asarray(qs))
-    assert np.abs(stepped - replay).max() < 1e-12
+    assert np.abs(stepped_like_the_replay(sim, rp, seg[0]) - replay).max() < 1e-12
     sim.reset()
     assert sim.residual is not None and sim.residual.play is None
 
