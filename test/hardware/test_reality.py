@@ -11,7 +11,7 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
-from simreal_ros.hardware.emulator.reality import VirtualArm
+from simreal_ros.hardware.emulator.reality import Imperfections, VirtualArm
 from simreal_ros.sim.mujoco.physics import MujocoSim as SimRobot
 
 ROBOT = load_robot('simreal_arm')
@@ -127,3 +127,40 @@ def test_overlay_gains_scale_what_the_registers_deliver() -> None:
         sag.append(abs(ROBOT.home[1] - arm.true_position()[1]))
     assert sag[0] > 0.01  # gravity pulls the shoulder off its goal
     assert sag[1] == pytest.approx(2 * sag[0], rel=0.15)  # half the stiffness, twice the sag
+
+
+def test_torques_no_overlay_expresses_act_on_the_link() -> None:
+    """Drag and Stribeck slow a moving joint; the cable pulls the base back toward home."""
+    imp = Imperfections(drag_nm_s2_per_rad2=0.4, stribeck_nm=0.08, stribeck_velocity_rad_s=0.2,
+                        cable_spring_nm_per_rad=0.6)
+    tau = imp.unmodelled_torque(ROBOT.home + 0.1, np.array([1.0, -0.05, 0, 0, 0, 0]), ROBOT.home)
+    stribeck = 0.08 * np.tanh(1.0) * np.exp(-0.0625)
+    assert tau == pytest.approx([-0.4 - 0.08 * np.tanh(20.0) * np.exp(-25.0) - 0.06,
+                                 0.4 * 0.0025 + stribeck, 0, 0, 0, 0])
+    ends = {}
+    for name, extra in (('plain', {}), ('cable', {'cable_spring_nm_per_rad': 0.6})):
+        arm = configured(Overlay('test', imperfections=extra))
+        goal(arm, ROBOT.home + 0.3)
+        arm.step(1500)
+        ends[name] = arm.true_position()[0] - ROBOT.home[0]
+        kp = arm.kp[0]
+    # the servo's P term gives way to the spring: 0.6 (0.3 - d) = kp d (kp ~23 N·m/rad)
+    assert ends['plain'] == pytest.approx(0.3, abs=TICK)
+    assert 0.3 - ends['cable'] == pytest.approx(0.18 / (kp + 0.6), abs=TICK)
+    speeds = {}
+    for name, extra in (('plain', {}), ('drag', {'drag_nm_s2_per_rad2': 0.4})):
+        arm = configured(Overlay('test', imperfections=extra))
+        goal(arm, ROBOT.home + 0.8)
+        peak = 0.0
+        for _ in range(30):
+            arm.step(10)
+            peak = max(peak, arm.sim.joint_state()[1][0])
+        speeds[name] = peak
+    # measured: a 0.8 rad step peaks at 10.8 rad/s plain, 3.1 rad/s against the drag
+    assert speeds['drag'] < 0.5 * speeds['plain']
+
+
+def test_a_stribeck_speed_of_zero_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r'imperfections\.stribeck_velocity_rad_s: '
+                                          r'expected a speed > 0'):
+        VirtualArm(ROBOT, Overlay('bad.yaml', imperfections={'stribeck_velocity_rad_s': 0.0}))

@@ -21,7 +21,14 @@ writes reach the controller late) and ``imperfections``:
 * ``ambient_temp_c``, ``thermal_rise_c_per_a2``, ``thermal_time_constant_s``: winding
   temperature ``dT/dt = (rise * I^2 - (T - ambient)) / tau``; at Temperature Limit the
   overheating bit is set;
-* ``overload_s``: output saturated at the current limit this long sets the overload bit.
+* ``overload_s``: output saturated at the current limit this long sets the overload bit;
+* torques no model overlay can express (a joint's damping is linear in speed and its friction
+  a constant Coulomb force; MuJoCo has nothing else), applied to the link in every step:
+  ``drag_nm_s2_per_rad2`` ``c``: speed-squared loss ``-c v|v|`` on every joint (gear and
+  grease churning); ``stribeck_nm`` ``s`` and ``stribeck_velocity_rad_s`` ``vs``: breakaway
+  friction above the Coulomb level that fades with speed,
+  ``-s tanh(4 v / vs) exp(-(v / vs)^2)``; ``cable_spring_nm_per_rad`` ``k``: a cable harness
+  winding on the first joint (the base), ``-k (q - home)`` on it only.
 
 The overlay's per-joint ``kp``/``kd`` (relative to the robot spec's) scale the servo's output
 against its registers: the hidden difference between what the gains say and what the motor
@@ -49,6 +56,8 @@ FloatArray = npt.NDArray[np.float64]
 IMPERFECTION_DEFAULTS = {
     'backlash_rad': 0.0, 'encoder_noise_rad': 0.0, 'ambient_temp_c': 25.0,
     'thermal_rise_c_per_a2': 11.0, 'thermal_time_constant_s': 60.0, 'overload_s': 1.0,
+    'drag_nm_s2_per_rad2': 0.0, 'stribeck_nm': 0.0, 'stribeck_velocity_rad_s': 0.2,
+    'cable_spring_nm_per_rad': 0.0,
 }
 
 
@@ -62,6 +71,10 @@ class Imperfections:
     thermal_rise_c_per_a2: float = 11.0
     thermal_time_constant_s: float = 60.0
     overload_s: float = 1.0
+    drag_nm_s2_per_rad2: float = 0.0
+    stribeck_nm: float = 0.0
+    stribeck_velocity_rad_s: float = 0.2
+    cable_spring_nm_per_rad: float = 0.0
 
     @classmethod
     def from_overlay(cls, overlay: Overlay | None) -> 'Imperfections':
@@ -73,10 +86,24 @@ class Imperfections:
                 raise ConfigError(overlay.source, f'imperfections.{key}',
                                   f'one of {sorted(IMPERFECTION_DEFAULTS)}', 'unknown key')
         values = {**IMPERFECTION_DEFAULTS, **overlay.imperfections}
-        if values['thermal_time_constant_s'] <= 0:
-            raise ConfigError(overlay.source, 'imperfections.thermal_time_constant_s',
-                              'a time > 0', values['thermal_time_constant_s'])
+        for key, what in (('thermal_time_constant_s', 'a time > 0'),
+                          ('stribeck_velocity_rad_s', 'a speed > 0')):
+            if values[key] <= 0:
+                raise ConfigError(overlay.source, f'imperfections.{key}', what, values[key])
         return cls(**values)
+
+    @property
+    def unmodelled(self) -> bool:
+        """Whether any torque no overlay can express is on."""
+        return bool(self.drag_nm_s2_per_rad2 or self.stribeck_nm or self.cable_spring_nm_per_rad)
+
+    def unmodelled_torque(self, q: FloatArray, qd: FloatArray, home: FloatArray) -> FloatArray:
+        """Return the drag, Stribeck and cable torques (N·m per joint) at ``q``, speeds ``qd``."""
+        vs = self.stribeck_velocity_rad_s
+        tau: FloatArray = (-self.drag_nm_s2_per_rad2 * qd * np.abs(qd)
+                           - self.stribeck_nm * np.tanh(4.0 * qd / vs) * np.exp(-(qd / vs) ** 2))
+        tau[0] -= self.cable_spring_nm_per_rad * (q[0] - home[0])
+        return tau
 
 
 class ServoRegisters:
@@ -301,7 +328,8 @@ class VirtualArm:
         """Advance ``n`` physics steps (servo control + physics + thermal and overload)."""
         sim = self.sim
         pending = self._pending
-        q = sim.joint_positions()
+        q, qd, _ = sim.joint_state()
+        unmodelled = self.imp.unmodelled
         for _ in range(n):
             while pending and pending[0][0] <= self.step_count:
                 _, i, goal = pending.popleft()
@@ -316,9 +344,11 @@ class VirtualArm:
             ff = self.kp * (q - meas) + self.ki * self.integral * (2 * np.pi / self.tpr) \
                 * self.dt + self.kd * self.desired_vel * (self.direction ** 2)
             sim.actuate(np.where(on, self.desired, q), np.where(on, ff, 0.0))
+            if unmodelled:
+                sim.apply_torque(self.imp.unmodelled_torque(q, qd, self.robot.home))
             sim.advance(1)
             self.step_count += 1
-            q, _, tau = sim.joint_state()
+            q, qd, tau = sim.joint_state()
             current = np.abs(tau) / self.kt
             imp = self.imp
             self.temperature += self.dt * (imp.thermal_rise_c_per_a2 * current ** 2
