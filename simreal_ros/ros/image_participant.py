@@ -39,8 +39,8 @@ class ImageParticipant:
         rclpy.init(args=[], context=self.context)
         try:
             self.node: Any = Node(node.get_name() + suffix, namespace=node.get_namespace(),
-                             context=self.context, start_parameter_services=False,
-                             enable_rosout=False)
+                                  context=self.context, start_parameter_services=False,
+                                  enable_rosout=False)
         except Exception:
             self.context.try_shutdown()
             raise
