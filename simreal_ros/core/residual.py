@@ -146,12 +146,8 @@ class ResidualModel:
 
     def warm_history(self, q_targets: FloatArray) -> None:
         """Run the play operator over past set-points ``q_targets`` ((m, n), oldest first)."""
-        if self.width is None:
-            return
-        p = self.play
-        for qt in np.asarray(q_targets, dtype=np.float64).reshape(-1, self.n):
-            p = play_step(p, qt, self.width)
-        self.play = p
+        if self.width is not None:
+            self.play = play_over(self.play, np.reshape(q_targets, (-1, self.n)), self.width)
 
     def features(self, q: FloatArray, qd: FloatArray, q_target: FloatArray,
                  v_target: FloatArray) -> FloatArray:
@@ -215,6 +211,13 @@ def play_step(p: FloatArray | None, x: FloatArray, width: FloatArray) -> FloatAr
     return out
 
 
+def play_over(p: FloatArray | None, xs: FloatArray, width: FloatArray) -> FloatArray | None:
+    """Run :func:`play_step` over the rows of ``xs`` (oldest first); ``p`` if there are none."""
+    for x in np.asarray(xs, dtype=np.float64):
+        p = play_step(p, x, width)
+    return p
+
+
 def play_feature(x: FloatArray, p: FloatArray, width: FloatArray) -> FloatArray:
     """Return the history feature ``(x - p) / width``, clipped to [-1, 1].
 
@@ -267,4 +270,4 @@ def load_residual(path: str | Path) -> ResidualModel:
 
 
 __all__ = ['FEATURES', 'HISTORY_FEATURE', 'KINDS', 'ResidualModel', 'ResidualStats',
-           'load_residual', 'overlay_sha256', 'play_feature', 'play_step']
+           'load_residual', 'overlay_sha256', 'play_feature', 'play_over', 'play_step']

@@ -60,6 +60,7 @@ from simreal_ros.core.residual import (
     ResidualModel,
     load_residual,
     play_feature,
+    play_over,
     play_step,
 )
 from simreal_ros.core.robot import RobotSpec, load_robot
@@ -176,10 +177,8 @@ def _features(rp: Replayer, seg: Segment, delay: int,
     row = rp.controls(seg, float(delay))[0]
     base = [q, v, row[:n] - q, row[n:2 * n]]
     if width is not None:
-        p = None
-        for qt in rp.history_rows(seg.start_ns, delay):
-            p = play_step(p, qt, width)
-        p = play_step(p, row[:n], width)
+        p = play_step(play_over(None, rp.history_rows(seg.start_ns, delay), width), row[:n],
+                      width)
         base.append(play_feature(row[:n], p, width))
     return np.concatenate(base)
 
