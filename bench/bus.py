@@ -25,7 +25,8 @@ from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import EMULATOR_RT_PRIORITY, plan
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
-from simreal_ros.hardware.dynamixel.bus import DynamixelBus, byte_time_limit_hz
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient

@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.hardware.dynamixel import control_table as ct
-from simreal_ros.hardware.dynamixel.bus import POSITION_OFF, STATE_ADDR, STATE_LEN
+from simreal_ros.hardware.dynamixel.wire import POSITION_OFF, STATE_ADDR, STATE_LEN
 
 
 def measured_positions(path: Path, robot: RobotSpec) -> list[tuple[int, ...]]:

@@ -48,7 +48,8 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
-from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus, byte_time_limit_hz
+from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus
+from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt

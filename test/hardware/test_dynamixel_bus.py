@@ -17,7 +17,8 @@ import yaml
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
-from simreal_ros.hardware.dynamixel.bus import DynamixelBus, is_stale, open_error_message
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus, open_error_message
+from simreal_ros.hardware.dynamixel.wire import is_stale
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 
 ROBOT = load_robot('simreal_arm')

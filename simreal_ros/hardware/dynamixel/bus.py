@@ -42,23 +42,19 @@ import serial
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.wire import (
+    CURRENT_OFF,
+    POSITION_OFF,
+    STATE_ADDR,
+    STATE_LEN,
+    TICK_OFF,
+    VELOCITY_OFF,
+    is_stale,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
 _A = ct.BY_NAME
-#: one sync read: Realtime Tick (120, 2: the servo's ms clock, to tell a late answer to an
-#: earlier request from a fresh one), ..., Present Current (126, 2), Velocity (128, 4),
-#: Position (132, 4)
-STATE_ADDR = _A['realtime_tick'].address
-STATE_LEN = _A['present_position'].address + 4 - STATE_ADDR  # 16 bytes
-TICK_OFF = 0
-CURRENT_OFF = _A['present_current'].address - STATE_ADDR
-VELOCITY_OFF = _A['present_velocity'].address - STATE_ADDR
-POSITION_OFF = _A['present_position'].address - STATE_ADDR
-REALTIME_TICK_WRAP = 32768  # ms
-#: an answer whose Realtime Tick is equal to, or up to this much behind, the last accepted one
-#: of that servo is a late answer to an earlier request (or the same measurement again)
-STALE_WINDOW_MS = 2000
 GOAL_ADDR = _A['goal_position'].address
 TORQUE_ADDR = _A['torque_enable'].address
 HW_ERROR_ADDR = _A['hardware_error_status'].address
@@ -571,34 +567,5 @@ class DynamixelBus:
         return ServoHealth(bits, temps, torque)
 
 
-def is_stale(tick: int, last: int | None, since_last_s: float) -> bool:
-    """Whether an answer with Realtime Tick ``tick`` is stale: not newer than ``last``.
-
-    ``last`` is the tick of the servo's last accepted state, ``since_last_s`` how long ago
-    that was. The tick is the servo's ms clock, wrapping at 32768: a tick equal to ``last``
-    or up to ``STALE_WINDOW_MS`` behind it (modulo the wrap) is an answer to an earlier
-    request, or the same measurement again. After ``STALE_WINDOW_MS / 2`` without an accepted
-    state the comparison is skipped: ticks that far apart cannot be ordered across the wrap
-    (32.8 s), and no late answer is that late.
-    """
-    if last is None or since_last_s >= STALE_WINDOW_MS / 2000.0:
-        return False
-    return (last - tick) % REALTIME_TICK_WRAP < STALE_WINDOW_MS
-
-
-def byte_time_limit_hz(n_servos: int, baud: int, state_len: int = STATE_LEN,
-                       goal_len: int = 4, return_delay_s: float = 0.0) -> float:
-    """Upper bound of read+write cycles/s from the bytes on the wire (8N1) at ``baud``.
-
-    Sync read instruction: 14 + n bytes; each status: 11 + state_len; sync write of goal:
-    14 + n * (1 + goal_len). Bytes are 10 bit times.
-    """
-    read = 14 + n_servos
-    status = n_servos * (11 + state_len)
-    write = 14 + n_servos * (1 + goal_len)
-    seconds = (read + status + write) * 10.0 / baud + n_servos * return_delay_s
-    return 1.0 / seconds
-
-
-__all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'byte_time_limit_hz',
-           'describe_servo_errors', 'is_stale', 'open_error_message']
+__all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'describe_servo_errors',
+           'open_error_message']
