@@ -128,10 +128,14 @@ class Launcher:
         return code or (1 if failed else 0)
 
     def stop(self, reason: str = '') -> list[str]:
-        """Stop all nodes: SIGINT, then SIGTERM, then SIGKILL; return those that failed."""
+        """Stop all nodes: SIGINT, then SIGTERM, then SIGKILL; return those that failed.
+
+        Before the SIGKILL, a node still alive gets SIGUSR1: node_main prints the Python stack
+        of its every thread, so the launch output says where its shutdown was stuck.
+        """
         last_signal: dict[str, str] = {}
         for sig, wait_s in ((signal.SIGINT, self.grace_s), (signal.SIGTERM, 2.0),
-                            (signal.SIGKILL, 2.0)):
+                            (signal.SIGUSR1, 0.5), (signal.SIGKILL, 2.0)):
             alive = [(s, p) for s, p in self.procs if p.poll() is None]
             if not alive:
                 break
@@ -197,12 +201,14 @@ class NodeProcess:
         return self.proc.wait(timeout=timeout)
 
     def stop(self) -> int:
-        """SIGINT the node (SIGKILL after 10 s) and return its exit code."""
+        """SIGINT the node (SIGUSR1 for its stacks, then SIGKILL, after 10 s); return its code."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGINT)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGUSR1)
+                time.sleep(0.5)
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()

@@ -5,19 +5,23 @@ rclpy installs its own signal handling; this wrapper turns that into a quiet exi
 a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is.
 
 A node that dies of a fatal signal (SIGSEGV in a C extension: GL, DDS) prints the Python stack
-of every thread first (``faulthandler``), so the launch output says where it died.
+of every thread first (``faulthandler``), so the launch output says where it died. SIGUSR1
+prints the same stacks and lets the node run on: the launcher sends it to a node that ignored
+SIGINT and SIGTERM, before its SIGKILL, so a node stuck in shutdown says where it is stuck.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import importlib
+import signal
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
     """Import ``argv[0]`` (a node module) and run its ``main()`` with the remaining args."""
     faulthandler.enable()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
         print('usage: python -m simreal_ros.bringup.node_main <module> [args]', file=sys.stderr)

@@ -526,8 +526,12 @@ class Injector(Node):
         with self.cond:
             self.cond.notify_all()
         self.thread.join(timeout=1.0)
+
+    def destroy_node(self) -> None:
+        """Destroy the images' participant, then this node."""
         if self.images is not None:
             self.images.close()
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:

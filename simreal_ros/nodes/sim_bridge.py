@@ -447,8 +447,12 @@ class SimBridge(Node):
         self.wake.set()
         self.command_event.set()
         self.thread.join(timeout=2.0)
+
+    def destroy_node(self) -> None:
+        """Stop rendering and destroy the cameras' participant, then this node."""
         if self.cameras is not None:
             self.cameras.close()
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:

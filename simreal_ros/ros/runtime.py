@@ -19,6 +19,7 @@ from simreal_ros.core.realtime import (
     process_threads,
 )
 from simreal_ros.errors import SimrealError
+from simreal_ros.ros import teardown
 
 log = logging.getLogger('simreal_ros')
 
@@ -103,7 +104,12 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     node being built), and the pybind11 RuntimeError of a take that a Ctrl-C interrupted.
     Any other exception propagates (traceback, non-zero exit) even when it happens while
     shutting down, and one raised by ``close()`` or ``destroy_node()`` prints
-    ``error: shutdown failed`` with its traceback and makes the exit code 2.
+    ``error: shutdown failed`` with its traceback and makes the exit code 2. After
+    ``close()``, the middleware's teardown (``destroy_node()``, then the context's shutdown, and
+    the interpreter's exit) gets :data:`~simreal_ros.ros.teardown.TEARDOWN_LIMIT_S`; past it,
+    every thread's stack is printed and the process exits with the code it had
+    (:mod:`simreal_ros.ros.teardown`). Nodes destroy their extra participants in
+    ``destroy_node()``, within that bound.
     """
     apply_to_current_process()
     import rclpy
@@ -150,6 +156,9 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
                 close = getattr(node, 'close', None)
                 if callable(close):
                     close()
+                # the node's own work is done: what follows is the middleware's, which can
+                # deadlock (see ros/teardown.py), so it is bounded
+                teardown.arm(code)
                 node.destroy_node()  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - reported; the exit code says it failed
             print(f'error: shutdown failed: {exc!r}\n{traceback.format_exc()}',
