@@ -68,6 +68,8 @@ STAGES = 6
 RECOVERED_RAD = 0.2
 #: Shortest comparison window (ns).
 MIN_WINDOW_NS = 3_000_000_000
+#: Recordings a stage makes at most while the host stalls them (the last one is kept).
+RECORD_TRIES = 3
 #: How long an excitation waits for the driver's states and its subscribers (s).
 EXCITE_WAIT_S = 90.0
 
@@ -283,6 +285,42 @@ def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed
         raise LaunchError(f'the recorder wrote no bag at {bag} (log: {log_path})')
 
 
+def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s: float,
+                       seed: int, bag: Path, env: Mapping[str, str], log_path: Path,
+                       note: Log) -> tuple[tuple[int, int], dict[str, Any]]:
+    """Record like :func:`record`, again while the host stalled it; return (window, record).
+
+    A recording whose comparison window holds a host stall (:mod:`simreal_ros.core.host_stalls`)
+    is replaced, up to :data:`RECORD_TRIES` recordings in all; the last one is kept either way.
+    The record says how many were made (``tries``) and the stalls of each, one line per stall
+    (``stalls``; the last entry is the kept recording's, empty when it is clean). ``note`` gets
+    a line per stall found.
+    """
+    import shutil
+
+    from simreal_ros.core.bag import BagReader
+    from simreal_ros.core.episode import JOINT_STATE, load_episode
+    from simreal_ros.core.host_stalls import find_stalls
+    tries: list[list[str]] = []
+    while True:
+        path = log_path if not tries else log_path.with_name(
+            f'{log_path.stem}_{len(tries) + 1}{log_path.suffix}')
+        record(s, port, pattern, duration_s, seed, bag, env, path)
+        window = excitation_window(bag, s.settle_s)
+        with BagReader(bag) as reader:
+            topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
+        ep = load_episode(str(bag), topics=topics)
+        stalls = [x.text(window[0]) for x in find_stalls(ep, window)]
+        tries.append(stalls)
+        if not stalls or len(tries) == RECORD_TRIES:
+            break
+        note(f'host stall, recording again: {stalls[0]}')
+        shutil.rmtree(bag)
+    if stalls:
+        note(f'host stall kept after {RECORD_TRIES} recordings: {"; ".join(stalls)}')
+    return window, {'tries': len(tries), 'stalls': tries}
+
+
 def _eval(s: FlywheelSettings, env: Mapping[str, str], backend: str,
           launch_args: dict[str, str], log_path: Path) -> dict[str, Any]:
     from simreal_ros.bringup.eval import EvalSettings, run_eval
@@ -381,16 +419,17 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         summary['emulator_sched_fifo'] = rt
         p.stage(1, f'fit data: {s.fit_pattern} excitation, {s.fit_s:g} s, on the virtual arm '
                    f'(reality {s.reality!r}, latency {s.latency!r})')
-        record(s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
-               logs / 'record_fit.log')
+        summary['recordings'] = {}
+        fit_window, summary['recordings']['fit'] = record_undisturbed(
+            s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
+            logs / 'record_fit.log', p.detail)
         summary['injector'] = report.injector_timing(paths['fit_bag'], s.latency)
         p.detail(report.one_line_injector(summary['injector']))
         p.stage(2, f'held-out data: {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
                    f'{s.holdout_s:g} s')
-        record(s, emu.port, s.holdout_pattern, s.holdout_s, s.holdout_seed,
-               paths['holdout_bag'], env, logs / 'record_holdout.log')
-        fit_window = excitation_window(paths['fit_bag'], s.settle_s)
-        window = excitation_window(paths['holdout_bag'], s.settle_s)
+        window, summary['recordings']['holdout'] = record_undisturbed(
+            s, emu.port, s.holdout_pattern, s.holdout_s, s.holdout_seed,
+            paths['holdout_bag'], env, logs / 'record_holdout.log', p.detail)
         summary['windows_ns'] = {'fit': list(fit_window), 'holdout': list(window)}
         p.stage(3, f'identify {", ".join(s.fit)} from the fit bag')
         t = time.monotonic()
