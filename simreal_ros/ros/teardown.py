@@ -25,9 +25,10 @@ import ctypes
 import faulthandler
 import sys
 
-#: How long the middleware teardown may take before the process exits anyway (s). A clean
-#: teardown of a sim bridge (two participants) took 10-40 ms here; the launcher escalates to
-#: SIGTERM after 5 s.
+#: How long the middleware teardown may take before the process exits anyway (s). A clean one
+#: (``destroy_node()`` to the interpreter's exit handlers) took 21-43 ms here for a sim bridge
+#: (two participants) and a state publisher, with the other core busy; the launcher escalates
+#: to SIGTERM after 5 s.
 TEARDOWN_LIMIT_S = 2.0
 #: The stacks are printed this long before the exit (s).
 STACKS_BEFORE_S = 0.3
