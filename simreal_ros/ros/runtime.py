@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from simreal_ros.core.netenv import apply_to_current_process
 from simreal_ros.core.realtime import (
@@ -90,12 +90,13 @@ def _context_shuts_down(rclpy: Any, timeout_s: float) -> bool:
 
 
 def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
-             executor_factory: Callable[[], object] | None = None) -> int:
+             executor_factory: Callable[[], object] | None = None) -> NoReturn:
     """Create the node from ``factory`` and spin it until Ctrl-C, SIGTERM or a fatal error.
 
-    Returns the process exit code: 0 on a requested shutdown or when the node finished its
-    job (``node.finished`` set), 1 on a configuration error (one-line reason on stderr),
-    2 on any other failure. Nodes may define ``close()`` for cleanup and ``exit_code``.
+    Ends the process (:func:`~simreal_ros.ros.teardown.exit_now`: no interpreter finalization
+    after the teardown) with its exit code: 0 on a requested shutdown or when the node
+    finished its job (``node.finished`` set), 1 on a configuration error (one-line reason on
+    stderr), 2 on any other failure; an exception it does not handle propagates instead. Nodes may define ``close()`` for cleanup and ``exit_code``.
     ``executor_factory`` replaces the default SingleThreadedExecutor.
 
     Only the errors a shutdown itself causes count as a clean stop: rclpy's
@@ -166,4 +167,4 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
             code = 2
         finally:
             rclpy.try_shutdown()
-    return code
+    teardown.exit_now(code)

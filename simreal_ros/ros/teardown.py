@@ -17,13 +17,23 @@ So :func:`arm` starts a POSIX timer whose expiry calls ``_exit(code)`` on a thre
 :data:`STACKS_BEFORE_S` earlier, so the log says where the teardown was stuck. The node's own
 work is finished by then (``close()``: threads joined, files flushed), so the exit code stays
 the node's. Arm it only after that work: what it bounds is the middleware's part.
+
+After a teardown that finished, :func:`exit_now` ends the process without the interpreter's
+finalization and the C++ static destructors: a sim bridge stopped right after start-up died
+of SIGSEGV there once in ~50 ``sim2sim`` launches with a test suite running next to them
+(``faulthandler``: the only Python thread, the main one, had no frame left, and the crashing
+thread was not a Python thread, so a middleware thread crashed while the process was
+exiting), and in CI both bridges of such a launch exited with -11. Nothing a node owns is left
+to finalize by then: ``close()`` joined its threads and closed its files.
 """
 
 from __future__ import annotations
 
 import ctypes
 import faulthandler
+import os
 import sys
+from typing import NoReturn
 
 #: How long the middleware teardown may take before the process exits anyway (s). A clean one
 #: (``destroy_node()`` to the interpreter's exit handlers) took 21-43 ms here for a sim bridge
@@ -83,3 +93,13 @@ def arm(code: int, limit_s: float = TEARDOWN_LIMIT_S) -> bool:
     whole = int(limit_s)
     spec = _ITimerSpec(it_value=_TimeSpec(whole, int(round((limit_s - whole) * 1e9))))
     return bool(settime(_timer, 0, ctypes.byref(spec), None) == 0)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush stdout and stderr and end the process with ``code``, finalizing nothing."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a reader that went away
+            pass
+    os._exit(code)

@@ -12,7 +12,12 @@ import time
 
 import pytest
 
-from simreal_ros.bringup.flywheel import LAYOUT, FlywheelSettings, default_settings
+from simreal_ros.bringup.flywheel import (
+    LAYOUT,
+    RECORD_TRIES,
+    FlywheelSettings,
+    default_settings,
+)
 from simreal_ros.bringup.flywheel_report import WIDTH, format_table
 from simreal_ros.errors import SimrealError
 
@@ -163,8 +168,13 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     # from >= 1 s after the first command (later if the sag took longer) to the last one, 8 s
     # after the first (+ one command period of lateness)
     assert replay['window_ns'] == [w0, w1] and 3.0 <= (w1 - w0) / 1e9 <= 7.02
+    for stage in ('fit', 'holdout'):  # a recording with a host stall is made again, up to 3
+        rec = s['recordings'][stage]
+        assert len(rec['stalls']) == rec['tries'] and 1 <= rec['tries'] <= RECORD_TRIES
+        assert all(rec['stalls'][:-1]), rec  # only the last one may be clean
     a = replay['all_joints']
-    assert a['identified_rad'] <= AFTER_OVER_BEFORE_MAX * a['nominal_rad'], replay
+    assert a['identified_rad'] <= AFTER_OVER_BEFORE_MAX * a['nominal_rad'], \
+        (replay, s['recordings'])
     for backend in ('nominal_sim', 'identified_sim', 'virtual_arm'):
         assert s['eval']['metrics'][backend]['episodes'] == 2
     table = r.stdout[r.stdout.index('simreal demo: real -> bag'):]

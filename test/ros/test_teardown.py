@@ -64,3 +64,37 @@ raise SystemExit(run_node(Stuck, []))
     assert r.stdout == 'closed\n'
     assert r.stderr.count('Timeout (') == 1, r.stderr
     assert 'in destroy_node' in r.stderr and 'in run_node' in r.stderr, r.stderr
+
+
+@pytest.mark.ros
+def test_after_its_teardown_a_node_exits_finalizing_nothing(tmp_path, ros_env):
+    """Neither atexit handlers nor object finalizers run after run_node's teardown (both would
+    print), and what the node printed is not lost."""
+    body = """import atexit
+from rclpy.node import Node
+from simreal_ros.ros.runtime import run_node
+
+
+class Finalized:
+    def __del__(self):
+        print('finalized', flush=True)
+
+
+KEEP = Finalized()
+atexit.register(print, 'atexit ran')
+
+
+class Done(Node):
+    def __init__(self):
+        super().__init__('done')
+        self.finished, self.exit_code = True, 5
+        print('last words', end='')
+
+
+run_node(Done, [])
+print('after run_node')
+"""
+    r = run(tmp_path, body, env=ros_env)
+    assert r.returncode == 5, r.stderr
+    assert r.stdout == 'last words'
+    assert r.stderr == ''
