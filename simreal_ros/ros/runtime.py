@@ -96,8 +96,9 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     Ends the process (:func:`~simreal_ros.ros.teardown.exit_now`: no interpreter finalization
     after the teardown) with its exit code: 0 on a requested shutdown or when the node
     finished its job (``node.finished`` set), 1 on a configuration error (one-line reason on
-    stderr), 2 on any other failure; an exception it does not handle propagates instead. Nodes may define ``close()`` for cleanup and ``exit_code``.
-    ``executor_factory`` replaces the default SingleThreadedExecutor.
+    stderr), 2 on any other failure; an exception it does not handle propagates instead.
+    Nodes may define ``close()`` for cleanup and ``exit_code``. ``executor_factory`` replaces
+    the default SingleThreadedExecutor.
 
     Only the errors a shutdown itself causes count as a clean stop: rclpy's
     ExternalShutdownException, KeyboardInterrupt, and an RCLError / InvalidHandle raised after
