@@ -166,6 +166,7 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
             print(f'error: shutdown failed: {exc!r}\n{traceback.format_exc()}',
                   file=sys.stderr, flush=True)
             code = 2
+            teardown.arm(code)
         finally:
             rclpy.try_shutdown()
     teardown.exit_now(code)
