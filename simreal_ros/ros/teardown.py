@@ -2,7 +2,7 @@
 
 Why: Fast DDS 3.2 (under rmw_fastrtps on Kilted and Jazzy) can deadlock while a participant
 removes a remote endpoint. Caught with gdb in a sim bridge stopped ~0.3 s after it started,
-with the three other processes of its launch stopping at the same moment (2 of ~150
+with the three other processes of its launch stopping at the same moment (2 of ~280
 ``sim2sim`` launches stopped that way with the other core busy): a receive thread holds the
 discovery (PDP) lock while ``WriterProxy::stop`` waits in ``ResourceEvent::unregister_timer``
 for the event thread, whose participant-announcement timer waits for that same lock; the main
