@@ -39,11 +39,14 @@ import math
 from pathlib import Path
 import signal
 import time
-from typing import IO, Any, Callable, Iterator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
 from simreal_ros.core.realtime import read_thread
 from simreal_ros.errors import LaunchError, SimrealError
+
+if TYPE_CHECKING:
+    from simreal_ros.core.episode import Episode
 
 Log = Callable[[str], None]
 
@@ -213,7 +216,21 @@ def _launch(nodes: Sequence[Any], env: Mapping[str, str], log_path: Path) -> Non
 
 
 def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
-    """Return the comparison window (ns, bag clock) of an excitation bag.
+    """Return the comparison window (ns, bag clock) of an excitation bag (:func:`window_of`)."""
+    return window_of(load_joint_topics(bag), settle_s)
+
+
+def load_joint_topics(bag: Path) -> Episode:
+    """Read every JointState topic of ``bag`` in one pass."""
+    from simreal_ros.core.bag import BagReader
+    from simreal_ros.core.episode import JOINT_STATE, load_episode
+    with BagReader(bag) as reader:
+        topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
+    return load_episode(str(bag), topics=topics)
+
+
+def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
+    """Return the comparison window (ns, bag clock) of an excitation episode.
 
     It ends at the last command and starts ``settle_s`` after the first command, or later:
     when the arm is first back within :data:`RECOVERED_RAD` of the command on every joint (the
@@ -221,22 +238,17 @@ def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
     2 cores). Times are header stamps: commands of the undelayed ``/joint_commands``, states
     of the driver's own ``/backend/joint_states``; and it starts no earlier than the first
     ``/backend/joint_commands`` (the relayed commands sysid replays) by bag time, as sysid
-    reads them, so sysid's data cover exactly this window.
+    reads them, so sysid's data cover exactly this window. ``ep`` holds at least those
+    three topics where the bag has them (:func:`load_joint_topics`).
     """
     import numpy as np
 
-    from simreal_ros.core.bag import BagReader
-    from simreal_ros.core.episode import load_episode
-    with BagReader(bag) as reader:
-        present = set(reader.info.topics)
-        # sysid reads the relayed commands by bag time (when the driver got them, the
-        # injector's delay after their stamp), so the window starts at that time too: from
-        # the header stamp it began 4.06 ms before sysid's data in one run where the recorder
-        # found the topic late
-        first_relayed = next((int(m.timestamp) for m in
-                              reader.messages(['/backend/joint_commands'])), None)
-    ep = load_episode(str(bag), topics=[t for t in ('/joint_commands', '/backend/joint_states')
-                                        if t in present])
+    bag = ep.info.path
+    # sysid reads the relayed commands by bag time (when the driver got them, the injector's
+    # delay after their stamp), so the window starts at that time too: from the header stamp
+    # it began 4.06 ms before sysid's data in one run where the recorder found the topic late
+    relayed = ep.receive.get('/backend/joint_commands')
+    first_relayed = int(relayed[0]) if relayed is not None and relayed.size else None
     cmd = ep.joints.get('/joint_commands')
     st = ep.joints.get('/backend/joint_states')
     if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
@@ -298,18 +310,14 @@ def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s:
     """
     import shutil
 
-    from simreal_ros.core.bag import BagReader
-    from simreal_ros.core.episode import JOINT_STATE, load_episode
     from simreal_ros.core.host_stalls import find_stalls
     tries: list[list[str]] = []
     while True:
         path = log_path if not tries else log_path.with_name(
             f'{log_path.stem}_{len(tries) + 1}{log_path.suffix}')
         record(s, port, pattern, duration_s, seed, bag, env, path)
-        window = excitation_window(bag, s.settle_s)
-        with BagReader(bag) as reader:
-            topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
-        ep = load_episode(str(bag), topics=topics)
+        ep = load_joint_topics(bag)
+        window = window_of(ep, s.settle_s)
         stalls = [x.text(window[0]) for x in find_stalls(ep, window)]
         tries.append(stalls)
         if not stalls or len(tries) == RECORD_TRIES:
