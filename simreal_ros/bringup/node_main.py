@@ -2,7 +2,9 @@
 
 A stop request (SIGINT) can arrive while a node is still importing rclpy and MuJoCo, before
 rclpy installs its own signal handling; this wrapper turns that into a quiet exit 0 instead of
-a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is.
+a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is; so
+does the ImportError a pybind11 extension raises from that KeyboardInterrupt
+(:func:`~simreal_ros.ros.runtime.interrupted`).
 
 A node that dies of a fatal signal (SIGSEGV in a C extension: GL, DDS) prints the Python stack
 of every thread first (``faulthandler``), so the launch output says where it died. SIGUSR1
@@ -17,6 +19,8 @@ import importlib
 import signal
 import sys
 
+from simreal_ros.ros.runtime import interrupted
+
 
 def main(argv: list[str] | None = None) -> int:
     """Import ``argv[0]`` (a node module) and run its ``main()`` with the remaining args."""
@@ -30,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(args[0])
         return int(module.main([args[0], *args[1:]]))
     except KeyboardInterrupt:
+        return 0
+    except ImportError as exc:
+        if not interrupted(exc):
+            raise
         return 0
 
 

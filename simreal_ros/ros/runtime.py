@@ -79,6 +79,24 @@ def log_rt(node: object, result: ThreadRt) -> None:
 _TAKE_RACE = 'Unable to convert call argument'
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused by a KeyboardInterrupt (a stop request) somewhere down its chain.
+
+    A SIGINT that lands while a pybind11 extension initializes (``import mujoco`` during a
+    node's start-up) does not surface as KeyboardInterrupt: the module init catches it and
+    raises ``ImportError('initialization failed')`` from it. Seen once in CI: a launch test stopped
+    the sim bridge while it imported MuJoCo (Jazzy).
+    """
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _context_shuts_down(rclpy: Any, timeout_s: float) -> bool:
     """Whether rclpy's default context is shut down within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -103,7 +121,8 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     Only the errors a shutdown itself causes count as a clean stop: rclpy's
     ExternalShutdownException, KeyboardInterrupt, and an RCLError / InvalidHandle raised after
     the context was shut down (Ctrl-C or SIGTERM during start-up invalidates it under the
-    node being built), and the pybind11 RuntimeError of a take that a Ctrl-C interrupted.
+    node being built), an ImportError caused by a KeyboardInterrupt (:func:`interrupted`), and
+    the pybind11 RuntimeError of a take that a Ctrl-C interrupted.
     Any other exception propagates (traceback, non-zero exit) even when it happens while
     shutting down, and one raised by ``close()`` or ``destroy_node()`` prints
     ``error: shutdown failed`` with its traceback and makes the exit code 2. After
@@ -140,6 +159,10 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     except SimrealError as exc:
         print(f'error: {exc}', file=sys.stderr, flush=True)
         code = 1
+    except ImportError as exc:
+        if not interrupted(exc):
+            raise
+        code = 0  # Ctrl-C/SIGTERM arrived while a C extension was being imported
     except (rclpy_implementation.RCLError, InvalidHandle):
         if rclpy.ok():
             raise

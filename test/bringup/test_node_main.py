@@ -29,3 +29,19 @@ def test_a_node_killed_by_a_segfault_prints_where_every_thread_was(tmp_path):
     assert r.returncode == -signal.SIGSEGV
     assert 'Fatal Python error: Segmentation fault' in r.stderr
     assert 'some_node.py", line 5 in main' in r.stderr, r.stderr
+
+
+def test_a_stop_during_a_c_extensions_import_is_a_clean_stop(tmp_path):
+    """pybind11 turns a SIGINT during a module's init into ImportError from KeyboardInterrupt
+    (seen with ``import mujoco`` in a launch stopped during start-up): exit 0, no traceback."""
+    r = run_module(tmp_path, "raise ImportError('initialization failed') "
+                             'from KeyboardInterrupt()\n')
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
+
+
+def test_an_import_error_without_a_stop_is_not_a_clean_stop(tmp_path):
+    r = run_module(tmp_path, "raise ImportError('initialization failed') "
+                             "from OSError('libGL.so.1: cannot open shared object file')\n")
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1] == 'ImportError: initialization failed', r.stderr

@@ -138,6 +138,31 @@ def test_a_context_shut_down_under_a_node_being_built_is_a_clean_stop(ros_env):
     assert 'Traceback' not in r.stderr
 
 
+def test_a_stop_while_the_node_imports_a_c_extension_is_a_clean_stop(ros_env):
+    """What pybind11 (``import mujoco`` in the node's constructor) raises for a SIGINT that lands
+    during the module's init: exit 0, no traceback."""
+    r = run(ros_env, """
+        def build():
+            raise ImportError('initialization failed') from KeyboardInterrupt()
+
+        sys.exit(run_node(build, []))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
+
+
+def test_an_import_error_without_a_stop_propagates(ros_env):
+    r = run(ros_env, """
+        def build():
+            import no_such_module_anywhere
+
+        sys.exit(run_node(build, []))
+    """)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines()[-1] == \
+        "ModuleNotFoundError: No module named 'no_such_module_anywhere'", r.stderr
+
+
 def test_a_config_error_is_one_line_and_exit_1(ros_env):
     r = run(ros_env, """
         def refuse():
