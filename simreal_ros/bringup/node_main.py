@@ -4,7 +4,9 @@ A stop request (SIGINT) can arrive while a node is still importing rclpy and MuJ
 rclpy installs its own signal handling; this wrapper turns that into a quiet exit 0 instead of
 a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is; so
 does the ImportError a pybind11 extension raises from that KeyboardInterrupt
-(:func:`~simreal_ros.ros.runtime.interrupted`).
+(:func:`~simreal_ros.ros.runtime.interrupted`). A SIGINT whose KeyboardInterrupt a library
+swallowed during start-up still stops the node
+(:func:`~simreal_ros.ros.runtime.note_stop_requests`).
 
 A node that dies of a fatal signal (SIGSEGV in a C extension: GL, DDS) prints the Python stack
 of every thread first (``faulthandler``), so the launch output says where it died. SIGUSR1
@@ -19,11 +21,12 @@ import importlib
 import signal
 import sys
 
-from simreal_ros.ros.runtime import interrupted
+from simreal_ros.ros.runtime import interrupted, note_stop_requests
 
 
 def main(argv: list[str] | None = None) -> int:
     """Import ``argv[0]`` (a node module) and run its ``main()`` with the remaining args."""
+    note_stop_requests()
     faulthandler.enable()
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = list(sys.argv[1:] if argv is None else argv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import signal
 import sys
 import threading
 import time
@@ -73,6 +74,27 @@ def log_rt(node: object, result: ThreadRt) -> None:
         logger.info(f'{result.thread} thread: {result.policy} priority {result.priority}, CPUs '
                     f'{",".join(map(str, result.cpus))}'
                     + (', memory locked' if result.memory_locked else ''))
+
+
+#: Set by the SIGINT handler of :func:`note_stop_requests`; :func:`run_node` stops on it.
+_STOP_REQUESTED = threading.Event()
+
+
+def note_stop_requests() -> None:
+    """Make SIGINT also set a flag that :func:`run_node` checks, then raise KeyboardInterrupt.
+
+    A KeyboardInterrupt can be swallowed: raised inside a module's import (a pybind11 init turns
+    it into an ImportError, and an optional import's ``except ImportError`` drops that) or in a
+    finalizer. The stop request was then lost and the node spun on: 1 of 60 SIGINTs sent
+    0.3-1.5 s after a sim bridge's start on a loaded host (Jazzy), still spinning 10 s later.
+    The flag outlives the exception. Called by ``node_main`` before anything is imported;
+    rclpy's own handler, installed later, passes SIGINT on to this one.
+    """
+    def handler(signum: int, frame: object) -> None:
+        _STOP_REQUESTED.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
 
 
 # The start of the RuntimeError of a take that a Ctrl-C interrupted (see run_node).
@@ -151,7 +173,8 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
         gc.freeze()
         executor = (executor_factory or SingleThreadedExecutor)()
         executor.add_node(node)  # type: ignore[attr-defined]
-        while rclpy.ok() and not getattr(node, 'finished', False):
+        while rclpy.ok() and not getattr(node, 'finished', False) \
+                and not _STOP_REQUESTED.is_set():
             executor.spin_once(timeout_sec=0.1)  # type: ignore[attr-defined]
         code = int(getattr(node, 'exit_code', 0))
     except (KeyboardInterrupt, ExternalShutdownException):

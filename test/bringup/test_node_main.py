@@ -6,6 +6,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -45,3 +47,26 @@ def test_an_import_error_without_a_stop_is_not_a_clean_stop(tmp_path):
                              "from OSError('libGL.so.1: cannot open shared object file')\n")
     assert r.returncode == 1
     assert r.stderr.splitlines()[-1] == 'ImportError: initialization failed', r.stderr
+
+
+@pytest.mark.ros
+def test_a_stop_whose_keyboard_interrupt_was_swallowed_still_stops_the_node(tmp_path, ros_env):
+    """A library that drops the KeyboardInterrupt (an optional import's ``except``) during
+    start-up: the node stops anyway (it spun on for good before), exit 0."""
+    body = ('import os\nimport signal\nimport time\n\n'
+            'try:  # an optional import that was interrupted\n'
+            '    os.kill(os.getpid(), signal.SIGINT)\n'
+            '    time.sleep(30)\n'
+            'except (ImportError, KeyboardInterrupt):\n'
+            '    pass\n\n\n'
+            'def main(args):\n'
+            '    from rclpy.node import Node\n\n'
+            '    from simreal_ros.ros.runtime import run_node\n'
+            "    run_node(lambda: Node('spins_until_stopped'), args)\n")
+    (tmp_path / 'some_node.py').write_text(body)
+    env = dict(ros_env, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros.bringup.node_main', 'some_node',
+                        '--ros-args'], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
