@@ -83,12 +83,13 @@ _STOP_REQUESTED = threading.Event()
 def note_stop_requests() -> None:
     """Make SIGINT also set a flag that :func:`run_node` checks, then raise KeyboardInterrupt.
 
-    A KeyboardInterrupt can be swallowed: raised inside a module's import (a pybind11 init turns
-    it into an ImportError, and an optional import's ``except ImportError`` drops that) or in a
-    finalizer. The stop request was then lost and the node spun on: 1 of 60 SIGINTs sent
-    0.3-1.5 s after a sim bridge's start on a loaded host (Jazzy), still spinning 10 s later.
-    The flag outlives the exception. Called by ``node_main`` before anything is imported;
-    rclpy's own handler, installed later, passes SIGINT on to this one.
+    A KeyboardInterrupt can be swallowed: raised in a callback whose exceptions Python only
+    prints (seen: ``Exception ignored in: <function _get_module_lock.<locals>.cb>``, importlib's
+    weakref callback during the imports of a start-up), in a finalizer, or in a pybind11 init
+    whose ImportError an optional import drops. The stop request was then lost and the node spun
+    on: 1 of 60 SIGINTs sent 0.3-1.5 s after a sim bridge's start on a loaded host (Jazzy), still
+    spinning 10 s later. The flag outlives the exception. Called by ``node_main`` before
+    anything is imported; rclpy's own handler, installed later, passes SIGINT on to this one.
     """
     def handler(signum: int, frame: object) -> None:
         _STOP_REQUESTED.set()
