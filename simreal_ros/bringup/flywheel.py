@@ -13,7 +13,15 @@ One run, no hardware, no arguments; every output under one run folder::
     5 policy gap     the example policy on the nominal sim, the identified sim
                      (``overlay:=identified.yaml``) and the virtual arm, same seeded episodes:
                      success, time to goal, final error; the gap before and after
-    6 summary        ``summary.json``, ``summary.html`` (one page, PNGs embedded) and a
+    6 residual       ``simreal residual fit`` on the fit bag against ``identified.yaml`` ->
+                     ``residual.pt`` and ``identified_residual.yaml`` (the overlay naming it),
+                     scored on the held-out bag: k-step (0.2 s) and open-loop RMSE, identified
+                     sim against identified sim + residual. It **pays off** when the k-step
+                     RMSE is at most ``RESIDUAL_KSTEP_MAX`` (70 %) of the identified sim's and
+                     the open loop is not worse; then the policy also runs on the corrected sim
+                     and the summary recommends ``identified_residual.yaml``, otherwise
+                     ``identified.yaml``
+    7 summary        ``summary.json``, ``summary.html`` (one page, PNGs embedded) and a
                      terminal table of at most 100 columns
 
 Comparison window. The virtual arm is unpowered until the driver enables torque and sags under
@@ -62,11 +70,16 @@ LAYOUT = {
     'replay_identified': 'reports/replay_identified.json',
     'eval_nominal': 'reports/eval_nominal_sim.json',
     'eval_identified': 'reports/eval_identified_sim.json',
-    'eval_real': 'reports/eval_virtual_arm.json', 'summary': 'summary.json',
+    'eval_real': 'reports/eval_virtual_arm.json', 'residual': 'residual.pt',
+    'residual_overlay': 'identified_residual.yaml', 'residual_fit': 'reports/residual_fit.json',
+    'replay_residual': 'reports/replay_residual.json',
+    'eval_residual': 'reports/eval_residual_sim.json', 'summary': 'summary.json',
     'html': 'summary.html', 'logs': 'logs',
 }
+#: What a run folder lacks when the residual does not pay off (the policy does not run on it).
+ONLY_IF_RESIDUAL_PAYS_OFF = ('eval_residual',)
 
-STAGES = 6
+STAGES = 7
 #: The arm has recovered from its start-up sag when every joint is this close to the command.
 RECOVERED_RAD = 0.2
 #: Shortest comparison window (ns).
@@ -385,6 +398,46 @@ def check_out_dir(out: Path) -> None:
         raise SimrealError(f'--out {out} exists and is not empty; the demo never overwrites')
 
 
+def write_residual_overlay(overlay: Path, residual: Path, out: Path) -> None:
+    """Write ``out``: ``overlay``'s text plus ``residual:`` naming ``residual`` (same folder)."""
+    text = overlay.read_text(encoding='utf-8').rstrip('\n')
+    out.write_text(f'{text}\n# learned by simreal residual fit against the physics above; '
+                   f'the sim adds it in every physics step\nresidual: {residual.name}\n',
+                   encoding='utf-8')
+
+
+def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
+                       window: tuple[int, int], log_path: Path, p: _Progress
+                       ) -> dict[str, Any]:
+    """Fit the residual, write its overlay, score it on the held-out bag; return the record.
+
+    The record is :func:`~simreal_ros.bringup.flywheel_report.residual_gap`'s; the fit's own
+    summary and the held-out replay go to ``reports/``. Data the residual cannot be trained on
+    (every window broken by a gap in the states) gives ``pays_off`` False and the reason, and
+    the demo goes on with the identified overlay.
+    """
+    from simreal_ros.bringup import flywheel_report as report
+    from simreal_ros.sysid import api as sysid
+    from simreal_ros.sysid.data import SysidInputError
+    from simreal_ros.sysid.residual import fit_residual
+    try:
+        with _quiet(log_path) as note:
+            fit = fit_residual([paths['fit_bag']], s.robot, paths['overlay'],
+                               paths['residual'], seed=s.seed,
+                               progress=lambda line: _both(note, p.detail, line))
+    except SysidInputError as exc:
+        p.detail(f'no residual: {exc}')
+        return {'pays_off': False, 'reason': f'not fitted: {exc}'}
+    _write_json(paths['residual_fit'], fit)
+    write_residual_overlay(paths['overlay'], paths['residual'], paths['residual_overlay'])
+    heldout = sysid.validate(paths['holdout_bag'], s.robot, str(paths['residual_overlay']),
+                             horizons_s=(report.RESIDUAL_KSTEP_S,), window_ns=window)
+    _write_json(paths['replay_residual'], heldout)
+    gap = report.residual_gap(fit, heldout)
+    p.detail(report.one_line_residual(gap))
+    return gap
+
+
 def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
                  log: Log | None = None) -> dict[str, Any]:
     """Run every stage; write the run folder ``out``; return the summary (also summary.json).
@@ -473,11 +526,22 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
             p.detail(f'{m["successes"]}/{m["episodes"]} reached, time to goal '
                      f'{m["time_to_goal_mean_s"]:.2f} s, final error '
                      f'{m["final_error_median_rad"]:.4f} rad')
+        p.stage(6, 'learn a residual on the fit bag: what identified.yaml cannot express')
+        summary['residual'] = fit_residual_stage(s, paths, window, logs / 'residual.log', p)
+        if summary['residual']['pays_off']:
+            p.stage(6, f'policy {s.policy}: {s.episodes} episodes on the corrected sim '
+                       f'(identified + residual)')
+            runs['eval_residual'] = _eval(
+                s, env, 'sim', {'overlay': str(paths['residual_overlay'].resolve())},
+                logs / 'eval_residual.log')
+            _write_json(paths['eval_residual'], runs['eval_residual'])
         summary['eval'] = report.eval_gap(runs['eval_nominal'], runs['eval_identified'],
-                                          runs['eval_real'])
-    p.stage(6, 'summary')
+                                          runs['eval_real'], runs.get('eval_residual'))
+    p.stage(7, 'summary')
     summary['wall_s'] = time.monotonic() - p.t0
-    traces = report.replay_traces(paths['holdout_bag'], s.robot, paths['overlay'], window)
+    traces = report.replay_traces(
+        paths['holdout_bag'], s.robot, paths['overlay'], window,
+        paths['residual_overlay'] if summary['residual']['pays_off'] else None)
     summary['figures'] = report.write_html(summary, traces, paths['html'])
     _write_json(paths['summary'], summary)
     return summary

@@ -1,9 +1,9 @@
 """The flywheel's figures: replay gap and policy gap before/after, the table and the HTML page.
 
-``replay_gap`` and ``eval_gap`` turn the ``simreal sysid validate`` results and the three
-``simreal eval`` runs into the summary's numbers; ``format_table`` renders them in at most
-:data:`WIDTH` columns; ``write_html`` writes one self-contained page (PNGs embedded as base64)
-and returns the figure names. Nothing here runs anything.
+``replay_gap``, ``residual_gap`` and ``eval_gap`` turn the ``simreal sysid validate`` results,
+the residual's fit and the ``simreal eval`` runs into the summary's numbers; ``format_table``
+renders them in at most :data:`WIDTH` columns; ``write_html`` writes one self-contained page
+(PNGs embedded as base64) and returns the figure names. Nothing here runs anything.
 """
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0, 0),
              ('time_to_goal_mean_s', 'time to goal, mean [s]', 1.0, 2),
              ('final_error_median_rad', 'final error, median [rad]', 1.0, 4),
              ('tracking_rmse_mean_rad', 'tracking rmse [rad]', 1.0, 4))
+
+#: The learned residual pays off when, on the held-out bag, its k-step RMSE at
+#: RESIDUAL_KSTEP_S is at most RESIDUAL_KSTEP_MAX of the identified sim's and its open-loop RMSE
+#: is not worse. 0.7 is the target a residual must reach to be worth its cost: each physics step
+#: calls it (16-18 us a call measured here), and a residual that does not cut the short-horizon
+#: error by that much has, on the virtual bus, mostly learnt noise (docs/residual.md).
+RESIDUAL_KSTEP_S = 0.2
+RESIDUAL_KSTEP_MAX = 0.7
 
 
 def replay_gap(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,18 +132,69 @@ def one_line_replay(r: Mapping[str, Any]) -> str:
             f'{a["identified_rad"]:.4f} rad ({a["ratio"]:.0%} of before)')
 
 
+def residual_gap(fit: Mapping[str, Any], heldout: Mapping[str, Any]) -> dict[str, Any]:
+    """Score the residual on the held-out bag and decide whether it pays off.
+
+    ``fit`` is ``fit_residual``'s summary, ``heldout`` the ``simreal sysid validate`` result of
+    the held-out bag with the overlay that names the residual (its ``comparison`` holds the
+    identified sim with and without it). Returns the k-step and open-loop RMSE of both, their
+    ratios, ``pays_off`` and the ``reason`` in words, the residual's compute time per call
+    and its share of held-out steps outside the training range, and the fit's own figures.
+    """
+    c = heldout['comparison']
+    h = f'{RESIDUAL_KSTEP_S:g}'
+    k = {'fit_rad': float(c['fit']['k_step_rad'][h]),
+         'fit_residual_rad': float(c['fit_residual']['k_step_rad'][h])}
+    o = {'fit_rad': float(c['fit']['open_loop_rad']),
+         'fit_residual_rad': float(c['fit_residual']['open_loop_rad'])}
+    for v in (k, o):
+        v['ratio'] = _div(v['fit_residual_rad'], v['fit_rad'])
+    k_ok = k['ratio'] <= RESIDUAL_KSTEP_MAX  # False for NaN
+    o_ok = o['ratio'] <= 1.0
+    reason = (f'k-step {RESIDUAL_KSTEP_S:g} s {k["ratio"]:.0%} of identified '
+              f'({"<=" if k_ok else ">"} {RESIDUAL_KSTEP_MAX:.0%}), open loop {o["ratio"]:.0%} '
+              f'({"not worse" if o_ok else "worse"})')
+    r = heldout['residual']
+    return {'pays_off': bool(k_ok and o_ok), 'reason': reason, 'kind': str(fit['kind']),
+            'k_step_s': RESIDUAL_KSTEP_S, 'k_step': k, 'open_loop': o,
+            'per_joint_open_loop_rad': dict(heldout['open_loop']['per_joint_rad']),
+            'compute_us': float(r['residual_compute_ns']) / 1e3,
+            'ood_fraction': float(r['residual_ood_fraction']),
+            'max_abs_output': float(r['residual_max_abs_output']),
+            'output_bound': list(fit['output_bound']), 'windows': int(fit['windows']),
+            'losses': dict(fit['losses']), 'fit_wall_s': float(fit['fit_time_s']),
+            'own_holdout': [{m: float(part[m]['ratio']) for m in ('k_step', 'open_loop')}
+                            for part in fit['heldout']]}
+
+
+def one_line_residual(g: Mapping[str, Any]) -> str:
+    """One progress line: the held-out score of the residual and what the demo does with it."""
+    return f'held out: {g["reason"]}: {"pays off" if g["pays_off"] else "does not pay off"}'
+
+
 def eval_gap(nominal: Mapping[str, Any], identified: Mapping[str, Any],
-             real: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the three runs' metrics and the gaps ``|J_sim - J_real|`` before and after."""
+             real: Mapping[str, Any], corrected: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """Return the runs' metrics and the gaps ``|J_sim - J_real|`` before and after.
+
+    With ``corrected`` (the run on the identified sim + residual), also its metrics
+    (``residual_sim``) and gap (``gap_residual``).
+    """
     from simreal_ros.bringup.eval import compare
     before, after = compare(nominal, real), compare(identified, real)
-    return {'episodes': int(real['metrics']['episodes']), 'seed': int(real['settings']['seed']),
-            'policy': str(real['settings']['policy']),
-            'metrics': {'nominal_sim': nominal['metrics'], 'identified_sim':
-                        identified['metrics'], 'virtual_arm': real['metrics']},
-            'gap_before': before['gap'], 'gap_after': after['gap'],
-            'same_outcome_before': before['episodes_with_same_outcome'],
-            'same_outcome_after': after['episodes_with_same_outcome']}
+    out = {'episodes': int(real['metrics']['episodes']), 'seed': int(real['settings']['seed']),
+           'policy': str(real['settings']['policy']),
+           'metrics': {'nominal_sim': nominal['metrics'], 'identified_sim':
+                       identified['metrics'], 'virtual_arm': real['metrics']},
+           'gap_before': before['gap'], 'gap_after': after['gap'],
+           'same_outcome_before': before['episodes_with_same_outcome'],
+           'same_outcome_after': after['episodes_with_same_outcome']}
+    if corrected is not None:
+        res = compare(corrected, real)
+        out['metrics']['residual_sim'] = corrected['metrics']
+        out['gap_residual'] = res['gap']
+        out['same_outcome_residual'] = res['episodes_with_same_outcome']
+    return out
 
 
 def _f(x: Any, digits: int = 4) -> str:
@@ -182,6 +241,27 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                      f'{_f(m["identified_sim"][key] * k, d):>12}'
                      f'{_f(m["virtual_arm"][key] * k, d):>9}'
                      f'{_f(e["gap_before"][key] * k, d):>12}{_f(e["gap_after"][key] * k, d):>11}')
+    if 'residual_sim' in m:
+        lines += ['  on the corrected sim (identified + residual), same episodes:',
+                  f'  {"metric":<27}{"corrected sim":>14}{"gap":>9}']
+        lines += [f'  {label:<27}{_f(m["residual_sim"][key] * k, d):>14}'
+                  f'{_f(e["gap_residual"][key] * k, d):>9}' for key, label, k, d in EVAL_ROWS]
+    g = s.get('residual')
+    if g and 'k_step' not in g:
+        lines.append(f'learned residual: {g["reason"]}')
+    elif g:
+        lines += [f'learned residual ({g["kind"]}, fit in {g["fit_wall_s"]:.0f} s) on the '
+                  f'held-out bag:',
+                  f'  {"rmse":<20}{"identified [rad]":>17}{"+ residual [rad]":>18}'
+                  f'{"after/before":>14}']
+        for label, v in ((f'k-step {g["k_step_s"]:g} s', g['k_step']),
+                         ('open loop', g['open_loop'])):
+            lines.append(f'  {label:<20}{_f(v["fit_rad"]):>17}{_f(v["fit_residual_rad"]):>18}'
+                         f'{_pct(v["ratio"]):>14}')
+        lines += [f'  {"pays off" if g["pays_off"] else "does not pay off"}: '
+                  f'{g["reason"]}',
+                  f'  {g["compute_us"]:.1f} us a call; {_pct(g["ood_fraction"])} of the held-out '
+                  f'steps outside its training range']
     inj = s.get('injector') or {}
     if inj:
         lines += [f'latency injector {st["latency"]} on the fit data, p50 / p99 [ms]:',
@@ -195,9 +275,10 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
                  f'against the hidden reality (per joint in summary.html):')
     med = (s.get('against_reality') or {}).get('median_relative_error') or {}
     lines.append('  ' + ', '.join(f'{k} {_pct(v)}' for k, v in med.items()))
+    model = 'identified_residual.yaml' if (g or {}).get('pays_off') else 'identified.yaml'
     lines += [f'run folder: {out}',  # the only line whose width is the user's (the path)
-              '  summary.html (one page, plots), identified.yaml (overlay:= of simreal launch '
-              'and eval),', '  bags/, reports/, logs/']
+              '  summary.html (one page, plots), bags/, reports/, logs/',
+              f'  the model to use: {model} (overlay:= of simreal launch, eval and train)']
     return '\n'.join(lines)
 
 
@@ -220,13 +301,14 @@ def _pct(x: Any) -> str:
 # -- HTML ---------------------------------------------------------------------------------
 
 
-def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int]
-                  ) -> dict[str, Any]:
-    """Return the measured and both simulated positions of the held-out open-loop replay.
+def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int],
+                  residual_overlay: Path | None = None) -> dict[str, Any]:
+    """Return the measured and the simulated positions of the held-out open-loop replay.
 
     The same replay as ``validate`` (its data, window and :class:`Replayer`), kept as time
     series for the figure: ``t_ns`` (measured stamps), ``measured``, ``nominal``,
-    ``identified`` (arrays stamps x joints, rad), ``cmd_ns``, ``cmd`` (the commands replayed).
+    ``identified`` (arrays stamps x joints, rad), ``cmd_ns``, ``cmd`` (the commands replayed);
+    with ``residual_overlay`` (an overlay naming a residual) also ``corrected``.
     """
     from simreal_ros.core.dynamics import load_overlay
     from simreal_ros.core.robot import load_robot
@@ -243,6 +325,12 @@ def replay_traces(bag: Path, robot: str, overlay: Path, window_ns: Sequence[int]
         params = load_overlay(ov).apply(rp.nominal, spec.name) if ov else rp.nominal
         delay = int(round(params.command_delay_s * 1e9 / rp.dt_ns))
         out[label] = rp.predict([params], [delay], seg)[0][0]
+    if residual_overlay is not None:
+        corr = load_overlay(residual_overlay)
+        params = corr.apply(rp.nominal, spec.name)
+        assert corr.residual is not None, residual_overlay
+        delay = int(round(params.command_delay_s * 1e9 / rp.dt_ns))
+        out['corrected'] = rp.predict_residual(params, delay, seg, corr.residual)[0]
     return out
 
 
@@ -276,8 +364,11 @@ def _fig_replay_traces(tr: Mapping[str, Any]) -> bytes:
         ax.plot(t, tr['nominal'][:, k], color='tab:red', lw=0.9, label='nominal sim')
         ax.plot(t, tr['identified'][:, k], color='tab:green', lw=0.9, ls='--',
                 label='identified sim')
+        if 'corrected' in tr:
+            ax.plot(t, tr['corrected'][:, k], color='tab:blue', lw=0.9, ls=':',
+                    label='identified + residual')
         ax.set_ylabel(f'{joints[k]}\n[rad]', fontsize=8)
-    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=4, loc='upper right')
+    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=5, loc='upper right')
     np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
     fig.suptitle('held-out commands replayed open loop from the measured state')
     return to_png(fig)
@@ -295,8 +386,11 @@ def _fig_replay_error(tr: Mapping[str, Any]) -> bytes:
                 label='nominal sim - arm')
         ax.plot(t, tr['identified'][:, k] - tr['measured'][:, k], color='tab:green', lw=0.8,
                 label='identified sim - arm')
+        if 'corrected' in tr:
+            ax.plot(t, tr['corrected'][:, k] - tr['measured'][:, k], color='tab:blue', lw=0.8,
+                    label='identified + residual - arm')
         ax.set_ylabel(f'{joints[k]}\n[rad]', fontsize=8)
-    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=2, loc='upper right')
+    np.atleast_1d(axes)[0].legend(fontsize=7, ncol=3, loc='upper right')
     np.atleast_1d(axes)[-1].set_xlabel('time in the comparison window [s]')
     fig.suptitle('held-out replay error, before (nominal) and after (identified)')
     return to_png(fig)
@@ -305,13 +399,16 @@ def _fig_replay_error(tr: Mapping[str, Any]) -> bytes:
 def _fig_eval(e: Mapping[str, Any]) -> bytes:
     plt = pyplot()
     m = e['metrics']
-    cols = ('nominal_sim', 'identified_sim', 'virtual_arm')
+    cols = [('nominal_sim', 'nominal', 'tab:red'), ('identified_sim', 'identified', 'tab:green')]
+    if 'residual_sim' in m:
+        cols.append(('residual_sim', '+ residual', 'tab:blue'))
+    cols.append(('virtual_arm', 'virtual arm', 'k'))
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
     for ax, (key, label, k, _d) in zip(axes, EVAL_ROWS[:3], strict=False):
-        vals = [float(m[c][key]) * k for c in cols]
-        ax.bar(range(3), [v if math.isfinite(v) else 0 for v in vals],
-               color=['tab:red', 'tab:green', 'k'])
-        ax.set_xticks(range(3), ['nominal', 'identified', 'virtual arm'], fontsize=8)
+        vals = [float(m[c][key]) * k for c, _l, _c in cols]
+        ax.bar(range(len(cols)), [v if math.isfinite(v) else 0 for v in vals],
+               color=[c for _k, _l, c in cols])
+        ax.set_xticks(range(len(cols)), [lab for _k, lab, _c in cols], fontsize=8)
         ax.set_title(label, fontsize=9)
     fig.suptitle(f'policy {e["policy"]}, {e["episodes"]} episodes')
     return to_png(fig)
@@ -334,6 +431,30 @@ def _params_rows(ident: Mapping[str, Any], truth: Mapping[str, Any]) -> list[lis
                      _pct(t.get('relative_error')), 'yes' if p.get('identifiable', True)
                      else f'no: {p.get("reason", "")}'])
     return rows
+
+
+def _residual_html(g: Mapping[str, Any] | None) -> list[str]:
+    """Return the learned residual's section: held-out RMSE with and without it, the verdict."""
+    if not g:
+        return []
+    if 'k_step' not in g:
+        return ['<h2>Learned residual</h2>', f'<p>{html.escape(g["reason"])}</p>']
+    rows = [[f'k-step {g["k_step_s"]:g} s', _f(g['k_step']['fit_rad']),
+             _f(g['k_step']['fit_residual_rad']), _pct(g['k_step']['ratio'])],
+            ['open loop', _f(g['open_loop']['fit_rad']), _f(g['open_loop']['fit_residual_rad']),
+             _pct(g['open_loop']['ratio'])]]
+    verdict = ('It pays off: <code>identified_residual.yaml</code> (the identified overlay '
+               'naming <code>residual.pt</code>) is the model to use.' if g['pays_off'] else
+               'It does not pay off: <code>identified.yaml</code> stays the model.')
+    return [
+        '<h2>Learned residual</h2>',
+        f'<p>A {html.escape(g["kind"])} residual trained on the fit bag against the identified '
+        f'sim ({g["windows"]} windows, {_f(g["fit_wall_s"], 1)} s), scored on the held-out bag '
+        f'over the same window: {html.escape(g["reason"])}. {verdict} '
+        f'{g["compute_us"]:.1f} us a call; {_pct(g["ood_fraction"])} of the held-out steps '
+        f'had inputs outside the training range (clamped to it).</p>',
+        _table(['rmse (all joints)', 'identified sim [rad]', '+ residual [rad]',
+                'after / before'], rows)]
 
 
 def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> list[str]:
@@ -360,9 +481,13 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
                             _f(v['identified_rad']),
                             _pct(_ratio(v))])
     m = e['metrics']
-    eval_rows = [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d),
-                  _f(m['virtual_arm'][k] * f, d), _f(e['gap_before'][k] * f, d),
-                  _f(e['gap_after'][k] * f, d)] for k, label, f, d in EVAL_ROWS]
+    corrected = 'residual_sim' in m
+    eval_rows = [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d)]
+                 + ([_f(m['residual_sim'][k] * f, d)] if corrected else [])
+                 + [_f(m['virtual_arm'][k] * f, d), _f(e['gap_before'][k] * f, d),
+                    _f(e['gap_after'][k] * f, d)]
+                 + ([_f(e['gap_residual'][k] * f, d)] if corrected else [])
+                 for k, label, f, d in EVAL_ROWS]
     ident = s.get('identify') or {}
     win = s.get('windows_ns') or {}
     parts = [
@@ -390,8 +515,11 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         '<h2>Policy gap</h2>',
         f'<p>{html.escape(e["policy"])}, {e["episodes"]} seeded episodes (seed {e["seed"]}); '
         f'gap = |J<sub>sim</sub> - J<sub>virtual arm</sub>|.</p>',
-        _table(['metric', 'nominal sim', 'identified sim', 'virtual arm', 'gap before',
-                'gap after'], eval_rows),
+        _table(['metric', 'nominal sim', 'identified sim']
+               + (['identified + residual'] if corrected else [])
+               + ['virtual arm', 'gap before', 'gap after']
+               + (['gap with residual'] if corrected else []), eval_rows),
+        *_residual_html(s.get('residual')),
         '<h2>Identified parameters</h2>',
         f'<p>{html.escape(", ".join(st["fit"]))}; fit wall time '
         f'{_f(ident.get("wall_s"), 1)} s. Overlay: <code>identified.yaml</code>.</p>',

@@ -14,11 +14,12 @@ import pytest
 
 from simreal_ros.bringup.flywheel import (
     LAYOUT,
+    ONLY_IF_RESIDUAL_PAYS_OFF,
     RECORD_TRIES,
     FlywheelSettings,
     default_settings,
 )
-from simreal_ros.bringup.flywheel_report import WIDTH, format_table
+from simreal_ros.bringup.flywheel_report import WIDTH, format_table, residual_gap
 from simreal_ros.errors import SimrealError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +72,65 @@ def test_the_table_fits_100_columns():
     assert max(len(line) for line in text.splitlines()) <= WIDTH, text
     for j in JOINTS:
         assert re.search(rf'^  {j} +0\.1235 +0\.0123 +10%$', text, re.M), text
+
+
+def _fit(kind: str = 'torque') -> dict:
+    """The part of ``fit_residual``'s summary that ``residual_gap`` keeps."""
+    return {'kind': kind, 'output_bound': [0.5] * 6, 'windows': 2303,
+            'losses': {'train_loss': 0.41, 'heldout_loss': 0.52}, 'fit_time_s': 23.0,
+            'heldout': [{'k_step': {'ratio': 0.35}, 'open_loop': {'ratio': 0.34}}]}
+
+
+def _heldout(k_fit: float, k_res: float, o_fit: float, o_res: float) -> dict:
+    """A ``sysid validate`` result of an overlay that names a residual, k-step 0.2 s."""
+    return {'open_loop': {'per_joint_rad': {j: o_res for j in JOINTS}, 'total_rad': o_res},
+            'residual': {'residual_compute_ns': 16_200.0, 'residual_ood_fraction': 0.53,
+                         'residual_max_abs_output': 0.52, 'residual_calls': 28001},
+            'comparison': {'nominal': {'open_loop_rad': 0.0115, 'k_step_rad': {'0.2': 0.01}},
+                           'fit': {'open_loop_rad': o_fit, 'k_step_rad': {'0.2': k_fit}},
+                           'fit_residual': {'open_loop_rad': o_res,
+                                            'k_step_rad': {'0.2': k_res}}}}
+
+
+@pytest.mark.parametrize('k_res, o_res, pays_off, reason', [
+    (0.0027, 0.0033, True, 'k-step 0.2 s 60% of identified (<= 70%), open loop 60% (not worse)'),
+    (0.0031, 0.0033, True, 'k-step 0.2 s 69% of identified (<= 70%), open loop 60% (not worse)'),
+    (0.0032, 0.0033, False, 'k-step 0.2 s 71% of identified (> 70%), open loop 60% (not worse)'),
+    (0.0036, 0.0033, False, 'k-step 0.2 s 80% of identified (> 70%), open loop 60% (not worse)'),
+    (0.0027, 0.0056, False, 'k-step 0.2 s 60% of identified (<= 70%), open loop 102% (worse)'),
+    (float('nan'), 0.0033, False,
+     'k-step 0.2 s nan% of identified (> 70%), open loop 60% (not worse)'),
+])
+def test_the_residual_pays_off_only_on_the_issues_targets(k_res, o_res, pays_off, reason):
+    g = residual_gap(_fit(), _heldout(0.0045, k_res, 0.0055, o_res))
+    assert g['pays_off'] is pays_off
+    assert g['reason'] == reason
+    assert g['k_step']['fit_rad'] == 0.0045 and g['open_loop']['fit_rad'] == 0.0055
+    assert g['compute_us'] == pytest.approx(16.2)
+    assert g['own_holdout'] == [{'k_step': 0.35, 'open_loop': 0.34}]
+
+
+def test_the_table_with_a_residual_that_pays_off_fits_100_columns():
+    s = _summary()
+    s['residual'] = residual_gap(_fit(), _heldout(0.0045, 0.0027, 0.0055, 0.0033))
+    m = s['eval']['metrics']['virtual_arm']
+    s['eval']['metrics']['residual_sim'] = {**m, 'final_error_median_rad': 0.0187}
+    s['eval']['gap_residual'] = {k: 0.0024 for k in s['eval']['gap_before']}
+    text = format_table(s, Path('simreal_demo/20261203_120000'))
+    assert max(len(line) for line in text.splitlines()
+               if not line.startswith('run folder: ')) <= WIDTH, text
+    assert re.search(r'^  final error, median \[rad\] +0\.0187 +0\.0024$', text, re.M), text
+    assert re.search(r'^  k-step 0\.2 s +0\.0045 +0\.0027 +60%$', text, re.M), text
+    assert '  pays off: k-step 0.2 s 60% of identified (<= 70%)' in text
+    assert text.endswith('the model to use: identified_residual.yaml (overlay:= of simreal '
+                         'launch, eval and train)')
+    s['residual'] = residual_gap(_fit(), _heldout(0.0045, 0.0044, 0.0055, 0.0054))
+    del s['eval']['metrics']['residual_sim']
+    text = format_table(s, Path('simreal_demo/20261203_120000'))
+    assert 'corrected sim' not in text
+    assert '  does not pay off: k-step 0.2 s 98% of identified (> 70%)' in text
+    assert text.endswith('the model to use: identified.yaml (overlay:= of simreal launch, eval '
+                         'and train)')
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -156,12 +216,13 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     r = simreal(['demo', '--out', str(out), '--fit-s', '20', '--holdout-s', '8',
                  '--episodes', '2'], ros_env, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for rel in LAYOUT.values():
-        assert (out / rel).exists(), rel
+    s = json.loads((out / 'summary.json').read_text())
+    pays_off = s['residual']['pays_off']
+    for key, rel in LAYOUT.items():
+        assert (out / rel).exists() is (pays_off or key not in ONLY_IF_RESIDUAL_PAYS_OFF), rel
     for bag in ('fit', 'holdout'):
         assert (out / 'bags' / bag / 'metadata.yaml').is_file()
     assert (out / 'summary.html').stat().st_size > 20_000  # PNGs embedded
-    s = json.loads((out / 'summary.json').read_text())
     replay = s['replay']
     assert set(replay['per_joint']) == set(JOINTS)
     w0, w1 = s['windows_ns']['holdout']
@@ -177,11 +238,17 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
         (replay, s['recordings'])
     for backend in ('nominal_sim', 'identified_sim', 'virtual_arm'):
         assert s['eval']['metrics'][backend]['episodes'] == 2
+    # the residual, scored on the held-out bag, is used for the policy only when it pays off
+    res = s['residual']
+    assert set(res['k_step']) == set(res['open_loop']) == {'fit_rad', 'fit_residual_rad',
+                                                              'ratio'}
+    assert ('residual_sim' in s['eval']['metrics']) is pays_off
+    assert (out / 'identified_residual.yaml').read_text().endswith('residual: residual.pt\n')
     table = r.stdout[r.stdout.index('simreal demo: real -> bag'):]
     assert max(len(line) for line in table.splitlines()  # but the path of the run folder
                if not line.startswith('run folder: ')) <= WIDTH, table
-    for k in range(1, 7):
-        assert f'[demo {k}/6' in r.stdout
+    for k in range(1, 8):
+        assert f'[demo {k}/7' in r.stdout
 
 
 def test_injector_timing_of_a_bag_with_known_delays(tmp_path):
@@ -234,3 +301,28 @@ def test_the_excitation_window_is_the_window_sysid_reads(tmp_path):
     window = excitation_window(bag, 1.0)
     assert window == (T0 + relayed_from * period + delay, T0 + 1499 * period)
     assert load_sysid_data(bag, ROBOT, window).window_ns == window
+
+
+def test_a_residual_that_cannot_be_trained_leaves_the_identified_overlay(tmp_path):
+    from simreal_ros.bringup.flywheel import _Progress, fit_residual_stage
+    from simreal_ros.core.excitation import ExcitationConfig
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.sysid.synth import record_sim_bag
+    paths = {k: tmp_path / v for k, v in LAYOUT.items()}
+    paths['fit_bag'].parent.mkdir()
+    record_sim_bag(paths['fit_bag'], load_robot('simreal_arm'), None,
+                   ExcitationConfig(pattern='sysid', duration_s=0.6, seed=2, ramp_s=0.2))
+    paths['overlay'].write_text('robot: simreal_arm\n', encoding='utf-8')
+    lines: list = []
+    g = fit_residual_stage(default_settings(), paths, (0, 1), tmp_path / 'residual.log',
+                           _Progress(lines.append))
+    why = (f'{paths["fit_bag"]}: commands flow for only 0.60 s where states were measured too '
+           f'(window 1700000000500000000..1700000001100000000 ns); sysid needs at least 2 s '
+           f'(60 s of pattern:=sysid is the recommended recording)')
+    assert g == {'pays_off': False, 'reason': f'not fitted: {why}'}
+    assert lines == [f'             no residual: {why}']
+    assert not paths['residual'].exists() and not paths['residual_overlay'].exists()
+    text = format_table({**_summary(), 'residual': g}, Path('run'))
+    assert f'\nlearned residual: not fitted: {why}\n' in text
+    assert text.endswith('the model to use: identified.yaml (overlay:= of simreal launch, eval '
+                         'and train)')
