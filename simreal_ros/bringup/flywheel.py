@@ -407,9 +407,12 @@ def write_residual_overlay(overlay: Path, residual: Path, out: Path) -> None:
 
 
 def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
-                       window: tuple[int, int], log_path: Path, p: _Progress
-                       ) -> dict[str, Any]:
+                       windows: tuple[tuple[int, int], tuple[int, int]], log_path: Path,
+                       p: _Progress) -> dict[str, Any]:
     """Fit the residual, write its overlay, score it on the held-out bag; return the record.
+
+    ``windows`` are the fit bag's and the held-out bag's comparison windows (ns): the residual
+    trains on the window the identification used and is scored on the replay's.
 
     The record is :func:`~simreal_ros.bringup.flywheel_report.residual_gap`'s; the fit's own
     summary and the held-out replay go to ``reports/``. Data the residual cannot be trained on
@@ -423,7 +426,7 @@ def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
     try:
         with _quiet(log_path) as note:
             fit = fit_residual([paths['fit_bag']], s.robot, paths['overlay'],
-                               paths['residual'], seed=s.seed,
+                               paths['residual'], seed=s.seed, window_ns=windows[0],
                                progress=lambda line: _both(note, p.detail, line))
     except SysidInputError as exc:
         p.detail(f'no residual: {exc}')
@@ -431,7 +434,7 @@ def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
     _write_json(paths['residual_fit'], fit)
     write_residual_overlay(paths['overlay'], paths['residual'], paths['residual_overlay'])
     heldout = sysid.validate(paths['holdout_bag'], s.robot, str(paths['residual_overlay']),
-                             horizons_s=(report.RESIDUAL_KSTEP_S,), window_ns=window)
+                             horizons_s=(report.RESIDUAL_KSTEP_S,), window_ns=windows[1])
     _write_json(paths['replay_residual'], heldout)
     gap = report.residual_gap(fit, heldout)
     p.detail(report.one_line_residual(gap))
@@ -527,7 +530,8 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
                      f'{m["time_to_goal_mean_s"]:.2f} s, final error '
                      f'{m["final_error_median_rad"]:.4f} rad')
         p.stage(6, 'learn a residual on the fit bag: what identified.yaml cannot express')
-        summary['residual'] = fit_residual_stage(s, paths, window, logs / 'residual.log', p)
+        summary['residual'] = fit_residual_stage(s, paths, (fit_window, window),
+                                                 logs / 'residual.log', p)
         if summary['residual']['pays_off']:
             p.stage(6, f'policy {s.policy}: {s.episodes} episodes on the corrected sim '
                        f'(identified + residual)')

@@ -124,7 +124,7 @@ def cmd_residual(ns: argparse.Namespace) -> int:
     summary = fit_residual(ns.bags, ns.robot, ns.overlay, ns.out, kind=ns.kind,
                            holdout=ns.holdout, horizon_s=ns.horizon, stride_s=ns.stride,
                            epochs=ns.epochs, seed=ns.seed, history_width_rad=ns.history,
-                           progress=say)
+                           window_ns=_window(ns.window_ns), progress=say)
     print(json.dumps(summary) if ns.json else _residual_table(summary))
     return 0
 
@@ -233,6 +233,8 @@ def add_commands(sub: Any) -> None:
     r.add_argument('--history', type=float, default=None, metavar='WIDTH',
                    help="add a history feature: the set-point's last direction of motion "
                    '(a play operator of this half-width, rad; for backlash) [default: off]')
+    r.add_argument('--window-ns', default=None, metavar='START,END',
+                   help='limit the window of the (one) bag (header-stamp ns)')
     r.add_argument('--quiet', action='store_true', help='no progress lines')
     r.add_argument('--json', action='store_true', help='print the summary as JSON')
     r.set_defaults(func=cmd_residual)

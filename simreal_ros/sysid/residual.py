@@ -337,6 +337,7 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
                  horizon_s: float = DEFAULT_HORIZON_S, stride_s: float = DEFAULT_STRIDE_S,
                  epochs: int = DEFAULT_EPOCHS, seed: int = 0,
                  history_width_rad: float | None = None,
+                 window_ns: tuple[int, int] | None = None,
                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train a residual on ``bags`` against ``overlay``, write it at ``out``, return a summary.
 
@@ -345,6 +346,8 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
     fit+residual, and the fraction of held-out steps out of the training range.
     ``history_width_rad`` adds the history feature (:mod:`simreal_ros.core.residual`): the
     set-point's last direction of motion through a play operator of that half-width.
+    ``window_ns`` (header-stamp ns, one bag only) limits the bag's window, as ``simreal sysid``
+    and ``validate`` take it: the demo passes the excitation window its fit used.
     """
     say = progress or (lambda _line: None)
     out_path = Path(out).expanduser()
@@ -362,9 +365,11 @@ def fit_residual(bags: Sequence[str | Path], robot: str, overlay: str | Path,
         raise SysidInputError(f'--history {history_width_rad!r}: expected a play half-width '
                               f'in (0, 0.1] rad')
     width = None if history_width_rad is None else np.full(spec.n, float(history_width_rad))
+    if window_ns is not None and len(bags) != 1:
+        raise SysidInputError(f'--window-ns: one window for {len(bags)} bags; give one bag')
     horizon_ns = int(round(horizon_s * 1e9))
     stride_ns = int(round(stride_s * 1e9))
-    datas: list[SysidData] = [load_sysid_data(b, spec) for b in bags]
+    datas: list[SysidData] = [load_sysid_data(b, spec, window_ns) for b in bags]
     parts: list[tuple[Replayer, DynamicsParams, int, int, int]] = []
     xs, ys, xv, yv = [], [], [], []
     params: DynamicsParams | None = None

@@ -314,8 +314,8 @@ def test_a_residual_that_cannot_be_trained_leaves_the_identified_overlay(tmp_pat
                    ExcitationConfig(pattern='sysid', duration_s=0.6, seed=2, ramp_s=0.2))
     paths['overlay'].write_text('robot: simreal_arm\n', encoding='utf-8')
     lines: list = []
-    g = fit_residual_stage(default_settings(), paths, (0, 1), tmp_path / 'residual.log',
-                           _Progress(lines.append))
+    g = fit_residual_stage(default_settings(), paths, ((0, 2**62), (0, 2**62)),
+                           tmp_path / 'residual.log', _Progress(lines.append))
     why = (f'{paths["fit_bag"]}: commands flow for only 0.60 s where states were measured too '
            f'(window 1700000000500000000..1700000001100000000 ns); sysid needs at least 2 s '
            f'(60 s of pattern:=sysid is the recommended recording)')

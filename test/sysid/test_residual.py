@@ -36,7 +36,7 @@ from simreal_ros.sysid.api import validate
 from simreal_ros.sysid.data import SysidInputError, load_sysid_data
 from simreal_ros.sysid.replay import Replayer
 from simreal_ros.sysid.residual import ResidualNet, fit_residual, make_header, save_residual
-from simreal_ros.sysid.synth import record_sim_bag
+from simreal_ros.sysid.synth import T0_NS, record_sim_bag
 
 ROBOT = load_robot('simreal_arm')
 NOMINAL = 'robot: simreal_arm\n'
@@ -306,10 +306,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_fits_and_validate_compares(rdir: Path, train_bag: Path, held_bag: Path) -> None:
     out = rdir / 'cli.pt'
     p = run_cli('residual', 'fit', str(train_bag), '--overlay', str(rdir / 'nominal.yaml'),
-                '--out', str(out), '--epochs', '5', '--stride', '0.05', '--json')
+                '--out', str(out), '--epochs', '5', '--stride', '0.05', '--json',
+                '--window-ns', f'{T0_NS + 2 * 10**9},{T0_NS + 12 * 10**9}')
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     assert s['out'] == str(out) and out.is_file() and s['kind'] == 'torque'
+    # the window as given (the bag's commands run from 0.5 to 14.5 s), its last 20 % held out
+    assert s['heldout'][0]['window_ns'] == [T0_NS + 10 * 10**9, T0_NS + 12 * 10**9]
     assert '[residual] epoch 5/5' in p.stderr
     ov = named(rdir, 'cli.yaml', NOMINAL, 'cli.pt')
     v = run_cli('sysid', 'validate', str(held_bag), '--overlay', str(ov), '--horizons', '0.2')
@@ -327,6 +330,8 @@ def test_cli_fits_and_validate_compares(rdir: Path, train_bag: Path, held_bag: P
      '--holdout 0.9'),
     (['fit', 'BAG', '--overlay', 'nominal', '--out', 'x.pt', '--history', '0'],
      '--history 0.0: expected a play half-width'),
+    (['fit', 'BAG', 'BAG', '--overlay', 'nominal', '--out', 'x.pt', '--window-ns', '1,2'],
+     '--window-ns: one window for 2 bags; give one bag'),
 ])
 def test_cli_bad_input_is_one_error_line(rdir: Path, train_bag: Path, args: list,
                                          needle: str) -> None:
