@@ -29,9 +29,9 @@ EVAL_ROWS = (('success_rate', 'success rate [%]', 100.0, 0),
 
 #: The learned residual pays off when, on the held-out bag, its k-step RMSE at
 #: RESIDUAL_KSTEP_S is at most RESIDUAL_KSTEP_MAX of the identified sim's and its open-loop RMSE
-#: is not worse. 0.7 is the target a residual must reach to be worth its cost: each physics step
-#: calls it (16-18 us a call measured here), and a residual that does not cut the short-horizon
-#: error by that much has, on the virtual bus, mostly learnt noise (docs/residual.md).
+#: is not worse: the targets a residual must reach to be worth a call in every physics step
+#: (14-18 us a call measured here). Measured on the virtual bus (docs/residual.md): 0.96-1.39x
+#: where the overlay expresses the reality's terms, 0.46-0.65x with a cable spring it cannot.
 RESIDUAL_KSTEP_S = 0.2
 RESIDUAL_KSTEP_MAX = 0.7
 

@@ -303,6 +303,30 @@ def test_the_excitation_window_is_the_window_sysid_reads(tmp_path):
     assert load_sysid_data(bag, ROBOT, window).window_ns == window
 
 
+def test_the_page_shows_the_corrected_sim_when_the_residual_pays_off(tmp_path):
+    import numpy as np
+
+    from simreal_ros.bringup.flywheel_report import write_html
+    s = _summary()
+    s['residual'] = residual_gap(_fit(), _heldout(0.0045, 0.0027, 0.0055, 0.0033))
+    m = s['eval']['metrics']['virtual_arm']
+    s['eval']['metrics']['residual_sim'] = {**m, 'final_error_median_rad': 0.0187}
+    s['eval']['gap_residual'] = {k: 0.0024 for k in s['eval']['gap_before']}
+    t = np.arange(200) * 5_000_000
+    q = np.zeros((200, len(JOINTS)))
+    traces = {'joints': list(JOINTS), 't_ns': t, 'measured': q, 'nominal': q + 0.01,
+              'identified': q + 0.002, 'corrected': q + 0.001, 'cmd_ns': t, 'cmd': q}
+    assert write_html(s, traces, tmp_path / 'summary.html') == [
+        'replay_error', 'replay_traces', 'replay_rmse', 'policy']
+    page = (tmp_path / 'summary.html').read_text()
+    assert ('<th>identified sim</th><th>identified + residual</th><th>virtual arm</th>'
+            '<th>gap before</th><th>gap after</th><th>gap with residual</th>') in page
+    assert '<td>final error, median [rad]</td><td>0.0211</td><td>0.0211</td><td>0.0187</td>' \
+        in page
+    assert 'It pays off: <code>identified_residual.yaml</code>' in page
+    assert '<td>k-step 0.2 s</td><td>0.0045</td><td>0.0027</td><td>60%</td>' in page
+
+
 def test_a_residual_that_cannot_be_trained_leaves_the_identified_overlay(tmp_path):
     from simreal_ros.bringup.flywheel import _Progress, fit_residual_stage
     from simreal_ros.core.excitation import ExcitationConfig
