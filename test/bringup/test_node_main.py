@@ -11,9 +11,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_module(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+def run_module(tmp_path: Path, body: str, base_env: dict | None = None
+               ) -> subprocess.CompletedProcess:
     (tmp_path / 'some_node.py').write_text(body)
-    env = dict(os.environ, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
+    env = dict(base_env or os.environ, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
     return subprocess.run([sys.executable, '-m', 'simreal_ros.bringup.node_main', 'some_node',
                            '--ros-args'], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
@@ -63,10 +64,6 @@ def test_a_stop_whose_keyboard_interrupt_was_swallowed_still_stops_the_node(tmp_
             '    from rclpy.node import Node\n\n'
             '    from simreal_ros.ros.runtime import run_node\n'
             "    run_node(lambda: Node('spins_until_stopped'), args)\n")
-    (tmp_path / 'some_node.py').write_text(body)
-    env = dict(ros_env, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros.bringup.node_main', 'some_node',
-                        '--ros-args'], env=env, cwd=tmp_path, capture_output=True, text=True,
-                       timeout=60)
+    r = run_module(tmp_path, body, ros_env)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ''
