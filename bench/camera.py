@@ -83,7 +83,7 @@ print(n / float(sys.argv[1]), flush=True)
 
 
 def bench_sim(seconds: float) -> dict[str, Any]:
-    from simreal_ros.sim.camera import RenderThread
+    from simreal_ros.sim.render_thread import RenderThread
     robot = load_robot('simreal_arm')
     sim = make_sim(robot, scene=load_scene('tabletop'))
     cam = robot.cameras[0]
@@ -136,7 +136,7 @@ def bench_sim(seconds: float) -> dict[str, Any]:
 def bench_real(seconds: float) -> dict[str, Any]:
     import cv2
 
-    from simreal_ros.core.camera import OpticalReality
+    from simreal_ros.core.camera_info import OpticalReality
     from simreal_ros.hardware.emulator.reality import VirtualArm
     from simreal_ros.hardware.emulator.virtual_camera import VirtualCamera, read_barcode
     robot = load_robot('simreal_arm')

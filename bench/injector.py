@@ -46,8 +46,8 @@ import yaml
 
 from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
-from simreal_ros.core.injection import decode_events, lateness_summary
 from simreal_ros.core.netenv import bench_domain, ros_env
+from simreal_ros.latency.injection import decode_events, lateness_summary
 from simreal_ros.ros.client import RosClient
 
 # bench/_load.py, also when this file is run by path (runpy in simreal bench, tests)

@@ -38,8 +38,8 @@ import yaml
 from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import RT_PRIORITIES, NodeSpec
 from simreal_ros.core.netenv import bench_domain, ros_env
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
+from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
 

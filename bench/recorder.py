@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from simreal_ros.bag import BagReader
 from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import NodeSpec
-from simreal_ros.core.bag import BagReader
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.ros.client import RosClient
 

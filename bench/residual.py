@@ -4,7 +4,7 @@ One run, one process, interleaved rounds (so a loaded host slows every variant a
 
 * ``plain``: ``SimBackend.step(1)`` of simreal_arm without a residual (MuJoCo, 1 kHz);
 * ``residual_numpy``: the same with a torque residual named in the overlay (the sim's path:
-  the numpy MLP of :mod:`simreal_ros.core.residual`, evaluated before every step);
+  the numpy MLP of :mod:`simreal_ros.core.residual_model`, evaluated before every step);
 * ``torchscript``: the residual file's TorchScript module called on one feature row under
   ``torch.no_grad`` with one thread (the alternative per-step path), without the step;
 * ``numpy_call``: the numpy MLP alone on one row.
@@ -26,10 +26,10 @@ import numpy as np
 import torch
 
 from simreal_ros.core.dynamics import load_overlay
-from simreal_ros.core.residual import load_residual
+from simreal_ros.core.residual_model import load_residual
 from simreal_ros.core.robot import load_robot
 from simreal_ros.sim.engines import make_sim
-from simreal_ros.sysid.residual import HIDDEN, ResidualNet, make_header, save_residual
+from simreal_ros.sysid.residual_fit import HIDDEN, ResidualNet, make_header, save_residual
 
 
 def _residual(d: Path) -> Path:

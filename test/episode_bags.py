@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
-from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec
+from simreal_ros.bag import BagOptions, BagWriter, QosSpec
 from simreal_ros.core.robot import load_robot
 
 TS = get_typestore(Stores.ROS2_KILTED)

@@ -5,16 +5,22 @@ layer      may import (besides the standard library and third-party packages)
 =========  ==============================================================================
 errors     nothing of simreal_ros
 core       errors; never rclpy, mujoco, torch or cv2 (pure Python + numpy, testable anywhere)
+bag        core; rosbag2 through rosbags (never rclpy, mujoco, torch or cv2)
+gap        bag, core; gap metrics and data quality (never rclpy, mujoco, torch or cv2)
+latency    bag, core; the injector's model (never rclpy, mujoco, torch or cv2)
+teleop     gap, core; the leader's mapping and demonstration quality (same ban)
 sim        core; the physics engines live here
 hardware   sim, core (the virtual servo bus runs a simulated arm as its reality); inside it,
            ``hardware.dynamixel`` (the real bus) never imports ``hardware.emulator``, which
            may import it (it speaks the real wire protocol)
-policy     sim, core (training runs in the simulation)
+policy     sim, core (training runs in the simulation); ``policy.spec`` and
+           ``policy.control`` never import torch (the planner and the node's control read them)
 sysid      policy, hardware, sim, core (fits replay the simulation)
 ros        core; shared ROS glue (messages, QoS, clients), never the planner or nodes
 nodes      ros and everything below: one thin Node per module
 report     nodes and below (``simreal record`` starts the recorder node)
-bringup    report and below: the planner, launcher, demo and eval
+bringup    report and below: the planner and the launcher, nothing else
+jobs       bringup and below: the flywheel, eval and the demo (whole launches)
 cli        everything
 =========  ==============================================================================
 
@@ -35,13 +41,17 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / 'simreal_ros'
-ORDER = ['errors', 'core', 'sim', 'hardware', 'policy', 'sysid', 'ros', 'nodes', 'report',
-         'bringup', 'cli']
+ORDER = ['errors', 'core', 'bag', 'gap', 'latency', 'teleop', 'sim', 'hardware', 'policy',
+         'sysid', 'ros', 'nodes', 'report', 'bringup', 'jobs', 'cli']
 # same-rank layers that must not import each other
-PEERS = {frozenset({'hardware', 'policy'})}
+PEERS = {frozenset({'hardware', 'policy'}), frozenset({'gap', 'latency'}),
+         frozenset({'latency', 'teleop'})}
 RANK = {name: i for i, name in enumerate(ORDER)}
 RANK['__main__'] = RANK['__init__'] = RANK['cli']
 FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'pybullet', 'torch', 'cv2')
+#: layers (and modules) that must stay free of the heavy imports, as core is
+PURE = ('core', 'bag', 'gap', 'latency', 'teleop')
+PURE_MODULES = ('policy/spec.py', 'policy/control.py')
 #: modules (relative to the package) that may import mujoco: the engine and the documented
 #: exception
 MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
@@ -74,8 +84,9 @@ def violations(root: Path = PKG) -> list[str]:
         for line, mod, names in imports(path):
             top = mod.split('.')[0]
             where = f'{path.relative_to(root.parent)}:{line}'
-            if src == 'core' and top in FORBIDDEN_IN_CORE:
-                bad.append(f'{where}: core imports {mod}')
+            rel = path.relative_to(root).as_posix()
+            if (src in PURE or rel in PURE_MODULES) and top in FORBIDDEN_IN_CORE:
+                bad.append(f'{where}: {src} imports {mod}')
             elif top == 'mujoco' and not path.relative_to(root).as_posix().startswith(
                     MUJOCO_ALLOWED):
                 bad.append(f'{where}: imports {mod} outside sim/mujoco/ (use the engine '

@@ -12,9 +12,9 @@ import fnmatch
 import math
 from typing import Any, Callable, Mapping
 
-from simreal_ros.core.bridge_config import ENGINES, TIMING_MODES
 from simreal_ros.core.excitation import PATTERNS
 from simreal_ros.errors import PlanError
+from simreal_ros.sim.bridge_config import ENGINES, TIMING_MODES
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
 

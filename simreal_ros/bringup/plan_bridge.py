@@ -7,7 +7,7 @@ from typing import Mapping
 from simreal_ros.bringup.arguments import ns, typed
 from simreal_ros.bringup.plan_camera import sim_renders_cameras
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
-from simreal_ros.core.bridge_config import RENDERING_ENGINES, SimBridgeConfig
+from simreal_ros.sim.bridge_config import RENDERING_ENGINES, SimBridgeConfig
 
 
 def engine_of(a: Mapping[str, str], role: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from simreal_ros.bringup.spec import NodeSpec, require
-from simreal_ros.core.camera import CameraDriverConfig
+from simreal_ros.core.camera_info import CameraDriverConfig
 from simreal_ros.core.robot import CameraSpec, load_robot
 from simreal_ros.errors import ConfigError, PlanError
 

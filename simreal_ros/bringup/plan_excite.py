@@ -6,7 +6,7 @@ from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, records, typed, uses_sim_time
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
-from simreal_ros.core.node_configs import ExciteConfig
+from simreal_ros.core.excite_config import ExciteConfig
 from simreal_ros.errors import PlanError
 
 

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 from simreal_ros.bringup.arguments import typed
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
-from simreal_ros.core.driver_config import DriverConfig, ExternalAdapterConfig
 from simreal_ros.errors import PlanError
+from simreal_ros.hardware.driver_config import DriverConfig, ExternalAdapterConfig
 
 
 def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:

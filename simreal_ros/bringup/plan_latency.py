@@ -10,10 +10,10 @@ from typing import Mapping, Sequence
 
 from simreal_ros.bringup.arguments import typed, uses_sim_time
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
-from simreal_ros.core.injection import Profile, load_profile
-from simreal_ros.core.node_configs import InjectorConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.latency.injection import Profile, load_profile
+from simreal_ros.latency.injector_config import InjectorConfig
 
 
 def latency_profile(a: Mapping[str, str]) -> Profile | None:

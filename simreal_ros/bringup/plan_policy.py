@@ -6,10 +6,10 @@ from typing import Mapping
 
 from simreal_ros.bringup.arguments import ns, uses_sim_time
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
-from simreal_ros.core.node_configs import PolicyNodeConfig
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.policy.node_config import PolicyNodeConfig
+from simreal_ros.policy.spec import load_policy_spec
 
 
 def policy_node(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:

@@ -16,10 +16,10 @@ from typing import Any, Mapping
 from simreal_ros.bringup.arguments import typed
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
 from simreal_ros.core.robot import load_robot
-from simreal_ros.core.teleop import LeaderConfig, leader_mapping
-from simreal_ros.core.teleop_quality import EpisodesConfig
 from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.teleop.control import LeaderConfig, leader_mapping
+from simreal_ros.teleop.quality import EpisodesConfig
 
 GRIPPER_KEYS = ('trigger_open', 'trigger_closed', 'open', 'closed')
 

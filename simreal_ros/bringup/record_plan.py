@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from simreal_ros.bag.recorder_config import RecorderConfig
 from simreal_ros.bringup.arguments import non_negative, uses_sim_time
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
-from simreal_ros.core.node_configs import RecorderConfig
 from simreal_ros.errors import ConfigError, PlanError
 
 #: Live-gap pairing per backend: (primary, secondary) joint_states, relative to the graph root.
@@ -63,7 +63,7 @@ def _referenced(arg: str, path: Path, key: str) -> list[str]:
             from simreal_ros.core.robot import load_robot
             return [f'{key}.urdf={load_robot(str(path)).urdf.resolve()}']
         if arg == 'policy':
-            from simreal_ros.core.policy_spec import load_policy_spec
+            from simreal_ros.policy.spec import load_policy_spec
             return [f'{key}.model={load_policy_spec(path).model.resolve()}']
     except ConfigError:
         pass  # the node that loads it names the problem at start-up

@@ -18,8 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``simreal``: one ``add_commands(sub)`` per group."""
     from simreal_ros import __version__
     from simreal_ros.cli import demo, launch, policy, teleop, tools
-    from simreal_ros.report.commands import add_commands as add_report_commands
-    from simreal_ros.sysid.cli import add_commands as add_sysid_commands
+    from simreal_ros.cli.report import add_commands as add_report_commands
+    from simreal_ros.cli.sysid import add_commands as add_sysid_commands
     parser = argparse.ArgumentParser(prog='simreal', description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'simreal_ros {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)

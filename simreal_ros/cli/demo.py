@@ -57,9 +57,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
         raise SimrealError(f'{ns.args[0]!r}: name:=value launch arguments belong to the live '
                            f'demo (simreal demo --live {" ".join(ns.args)}); the flywheel takes '
                            f'the options of simreal demo --help')
-    from simreal_ros.bringup.flywheel import check_out_dir, default_settings, run_flywheel
-    from simreal_ros.bringup.flywheel_report import format_table
     from simreal_ros.core.netenv import ros_env
+    from simreal_ros.jobs.flywheel import check_out_dir, default_settings, run_flywheel
+    from simreal_ros.report.flywheel import format_table
     settings = default_settings(reality=ns.reality, fit_s=ns.fit_s, holdout_s=ns.holdout_s,
                                 episodes=ns.episodes, seed=ns.seed, settle_s=ns.settle,
                                 fit_pattern=ns.fit_pattern, holdout_pattern=ns.holdout_pattern)
@@ -74,9 +74,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
 
 def _live_demo(ns: argparse.Namespace, out: Any) -> int:
     """Run the live demo: the launch plan plus an observer, a bag and its gap report."""
-    from simreal_ros.bringup.demo import run_live_demo
     from simreal_ros.bringup.planner import parse_cli_args
     from simreal_ros.core.netenv import ros_env
+    from simreal_ros.jobs.demo import run_live_demo
     args = {**LIVE_DEMO_DEFAULTS, **parse_cli_args(ns.args)}
     return run_live_demo(args, out, ns.reality or 'worn_arm',
                          ros_env(discovery=ns.discovery, domain_id=ns.domain_id), ns.json)

@@ -34,7 +34,7 @@ def cmd_excite(ns: argparse.Namespace) -> int:
     from dataclasses import fields
 
     from simreal_ros.bringup.planner import parse_cli_args
-    from simreal_ros.core.node_configs import ExciteConfig
+    from simreal_ros.core.excite_config import ExciteConfig
     from simreal_ros.nodes import excite
     allowed = {f.name for f in fields(ExciteConfig)} | {'duration', 'rate', 'use_sim_time'}
     ros_args: list[str] = []

@@ -38,15 +38,10 @@ def cmd_train(ns: argparse.Namespace) -> int:
 
 def cmd_eval(ns: argparse.Namespace) -> int:
     """Run seeded goal episodes through the ROS stack and report success, times, errors."""
-    from simreal_ros.bringup.eval import (
-        EvalSettings,
-        compare,
-        format_report,
-        load_result,
-        run_eval,
-    )
     from simreal_ros.bringup.planner import parse_cli_args
     from simreal_ros.core.netenv import ros_env
+    from simreal_ros.jobs.eval import EvalSettings, run_eval
+    from simreal_ros.report.eval_results import compare, format_report, load_result
     extra = parse_cli_args(ns.args)
     for key in ('backend', 'engine', 'policy', 'policy_autostart', 'excite'):
         if key in extra:

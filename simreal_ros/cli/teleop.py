@@ -53,13 +53,13 @@ def _pose(text: str, robot: Any) -> np.ndarray:
 def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
     """Read the leader in a known pose and write its calibration file."""
     from simreal_ros.core.robot import load_robot
-    from simreal_ros.core.teleop import (
+    from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+    from simreal_ros.teleop.control import (
         JointMap,
         LeaderMapping,
         calibration_text,
         load_calibration,
     )
-    from simreal_ros.hardware.dynamixel.bus import DynamixelBus
     robot = load_robot(ns.robot)
     leader_robot = load_robot(ns.leader_robot) if ns.leader_robot else robot
     if leader_robot.n != robot.n:
@@ -120,10 +120,10 @@ def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
 
 def cmd_export(ns: argparse.Namespace) -> int:
     """Export checked teleop episodes as a LeRobot dataset."""
-    from simreal_ros.core.quality import thresholds_from
     from simreal_ros.core.robot import load_robot
-    from simreal_ros.core.teleop_quality import TeleopThresholds
+    from simreal_ros.gap.quality import thresholds_from
     from simreal_ros.report import lerobot_export as lx
+    from simreal_ros.teleop.quality import TeleopThresholds
     if ns.format != 'lerobot':
         raise SimrealError(f'--format {ns.format}: only lerobot is supported')
     try:

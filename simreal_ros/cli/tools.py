@@ -8,8 +8,8 @@ import json
 import runpy
 from typing import Any
 
-from simreal_ros.core.bridge_config import ENGINES
 from simreal_ros.errors import SimrealError
+from simreal_ros.sim.bridge_config import ENGINES
 
 
 def cmd_emulate(ns: argparse.Namespace) -> int:

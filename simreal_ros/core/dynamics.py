@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from simreal_ros.core.paths import resolve_named
-from simreal_ros.core.residual import ResidualModel, load_residual, overlay_sha256
+from simreal_ros.core.residual_model import ResidualModel, load_residual, overlay_sha256
 from simreal_ros.core.validate import Section, check_number, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 
@@ -150,7 +150,7 @@ def load_overlay(name_or_path: str | Path) -> Overlay:
     imp_sec = top.section('imperfections', {})
     imperfections = {str(k): check_number(v, src, imp_sec.path(str(k)), minimum=0.0)
                      for k, v in imp_sec.data.items()}
-    # camera: the virtual camera's optical reality (core.camera.OpticalReality reads it)
+    # camera: the virtual camera's optical reality (core.camera_info.OpticalReality reads it)
     metadata = {k: top.raw(k) for k in ('fit', 'source_bag', 'residual', 'description', 'sysid',
                                         'camera')
                 if top.has(k)}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from typing import Any, Mapping
 
-from simreal_ros.core.validate import dataclass_from_mapping
+from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError
 
 
 @dataclass(frozen=True)
-class StatePublisherConfig:
+class StatePublisherConfig(FromMapping):
     """Parameters of ``simreal_state_publisher`` (the ROS parameters have the same names).
 
     * ``robot``: robot spec name or path; its URDF is published and its kinematics used.
@@ -21,6 +20,8 @@ class StatePublisherConfig:
       stamp (0 = for every joint state). A 1 kHz backend would otherwise put 1000 TF messages
       a second on the graph and into every bag; 50 Hz is smooth in a viewer.
     """
+
+    SOURCE = 'state_publisher'
 
     robot: str = 'simreal_arm'
     frame_prefix: str = ''
@@ -36,8 +37,3 @@ class StatePublisherConfig:
             raise ConfigError('state_publisher', 'frame_prefix', "'' or a prefix ending in '/'",
                               self.frame_prefix)
 
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], source: str = 'state_publisher'
-                     ) -> StatePublisherConfig:
-        """Build from ROS parameters or launch settings, rejecting unknown keys."""
-        return dataclass_from_mapping(cls, values, source)

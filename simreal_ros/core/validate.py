@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 import math
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 import yaml
 
@@ -203,3 +203,27 @@ def dataclass_from_mapping(cls: type[T], values: Mapping[str, Any], source: str)
             raise ConfigError(source, key, f'a {type(default).__name__}', value)
         kwargs[key] = value
     return cls(**kwargs)
+
+
+def check_count(v: object, source: str, key: str, minimum: int) -> int:
+    """Check an integer (not a bool) of at least ``minimum``."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ConfigError(source, key, f'an integer >= {minimum}', v)
+    return v
+
+
+class FromMapping:
+    """``from_mapping``: build the dataclass from a mapping, rejecting unknown keys and bad types.
+
+    Every node's config class has it: the node builds its class from the ROS parameters it read
+    back, the planner from the parameters it is about to pass. ``SOURCE`` names the settings in
+    errors (the node kind) unless the caller names a file.
+    """
+
+    SOURCE: ClassVar[str] = ''
+
+    @classmethod
+    def from_mapping(cls: type[T], values: Mapping[str, Any], source: str = '') -> T:
+        """Build from ``values``; errors name ``source`` or the class's ``SOURCE``."""
+        return dataclass_from_mapping(cls, values, source or cls.SOURCE)  # type: ignore[attr-defined]
+

@@ -4,7 +4,7 @@ Opens ``cv2.VideoCapture`` on a V4L2 device (index ``0`` or path ``/dev/video0``
 URL (``http://`` MJPEG, ``rtsp://``), as the robot spec's camera ``device`` or the ``device``
 parameter says, and publishes ``NAME/image_raw`` and ``NAME/camera_info`` (frame
 ``NAME_optical_frame``) exactly as the sim bridge does, plus ``/diagnostics``. Settings:
-:class:`simreal_ros.core.camera.CameraDriverConfig`.
+:class:`simreal_ros.core.camera_info.CameraDriverConfig`.
 
 * **Requested and read back.** Resolution, rate and exposure are requested
   (``CAP_PROP_FRAME_WIDTH``/``HEIGHT``/``FPS``/``EXPOSURE``) and what the device reports is
@@ -32,7 +32,7 @@ import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
-from simreal_ros.core.camera import (
+from simreal_ros.core.camera_info import (
     CameraDriverConfig,
     camera_info_for,
     device_argument,
@@ -40,7 +40,7 @@ from simreal_ros.core.camera import (
 )
 from simreal_ros.errors import ConfigError
 from simreal_ros.ros import messages, qos
-from simreal_ros.ros.camera import CameraPublisher
+from simreal_ros.ros.image_publisher import CameraPublisher
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node
 

@@ -3,7 +3,7 @@
 Publishes ``joint_states`` (stamped when the bus read completed) and ``/diagnostics``;
 subscribes ``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``
 (move to home at ``reset_speed``). The bus cycle (sync read, publish, sync write) runs on its
-own thread at ``rate_hz``; see :class:`simreal_ros.core.driver_config.DriverConfig` for every
+own thread at ``rate_hz``; see :class:`simreal_ros.hardware.driver_config.DriverConfig` for every
 parameter and docs/hardware.md for the behaviour on faults.
 
 Start-up fails (exit 1, one line naming the IDs) when a servo is missing, of the wrong model
@@ -13,15 +13,16 @@ stale state is ever published as fresh); a vanished port is reported as ERROR on
 off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
 
 The watchdog / torque / reset / reconnect decisions are
-:class:`simreal_ros.core.driver_control.DriverControl` (ROS-free, unit-tested); command intake
-is :class:`simreal_ros.core.commands.CommandIntake`, as in every backend. This node owns the
-bus, runs the transactions those decide, and publishes.
+:class:`simreal_ros.hardware.dynamixel.driver_control.DriverControl` (ROS-free, unit-tested);
+command intake is :class:`simreal_ros.core.commands.CommandIntake`, as in every backend. This
+node owns the bus, runs the transactions those decide, and publishes.
 
 The bus thread may run under SCHED_FIFO (``rt_priority``, ``cpu_affinity``) and beats a
 heartbeat that ``/diagnostics`` turns into ERROR when it stops. At start the driver reads the
-USB adapter's latency timer from sysfs (:mod:`simreal_ros.core.usb_latency`), warns above 1 ms
-with the command that sets it, and reports the achieved cycle rate against what the timer and
-the bytes on the wire allow.
+USB adapter's latency timer from sysfs
+(:mod:`simreal_ros.hardware.dynamixel.usb_latency_timer`), warns above 1 ms with the command
+that sets it, and reports the achieved cycle rate against what the timer and the bytes on the
+wire allow.
 """
 
 from __future__ import annotations
@@ -39,16 +40,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from simreal_ros.core import usb_latency
 from simreal_ros.core.commands import CommandIntake
-from simreal_ros.core.driver_config import DriverConfig
-from simreal_ros.core.driver_control import Cycle, DriverControl
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.hardware.driver_config import DriverConfig
 from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel import usb_latency_timer as latency_timer
 from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus
+from simreal_ros.hardware.dynamixel.driver_control import Cycle, DriverControl
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
@@ -77,11 +78,11 @@ class DynamixelDriver(Node):
                                 return_delay_us=cfg.return_delay_us,
                                 latency_timer_ms=cfg.latency_timer_ms,
                                 servo_velocity_limit=not cfg.goal_rate_limit)
-        self.latency_timer_ms = usb_latency.read_latency_timer_ms(cfg.port, cfg.sysfs_root)
-        warn = usb_latency.warning(cfg.port, self.latency_timer_ms, cfg.rate_hz, cfg.sysfs_root)
+        self.latency_timer_ms = latency_timer.read_latency_timer_ms(cfg.port, cfg.sysfs_root)
+        warn = latency_timer.warning(cfg.port, self.latency_timer_ms, cfg.rate_hz, cfg.sysfs_root)
         if warn:
             self.get_logger().warning(warn)
-        self.cycle_limit_hz = min(usb_latency.cycle_limit_hz(self.latency_timer_ms),
+        self.cycle_limit_hz = min(latency_timer.cycle_limit_hz(self.latency_timer_ms),
                                   byte_time_limit_hz(self.robot.n, self.baud,
                                                      return_delay_s=cfg.return_delay_us * 1e-6))
         self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))

@@ -5,7 +5,7 @@ Services (std_srvs/Trigger):
 * ``~/episode/start``: open ``<directory>/episode_NNNN`` (a rosbag2 bag, MCAP) and record the
   ``topics`` into it; fails while an episode is open;
 * ``~/episode/stop``: close it, run the quality checks
-  (:func:`simreal_ros.core.teleop_quality.check_teleop_episode`: dropped samples, gaps, joint
+  (:func:`simreal_ros.teleop.quality.check_teleop_episode`: dropped samples, gaps, joint
   limit hits, frozen camera, leader-follower lag and tracking, jerk, idle time, duration) and
   write ``episode.yaml`` next to the bag with the verdict: ``accepted`` and the ``reasons``
   it was rejected (one line per failed check), the task label, operator, robot, calibration
@@ -36,10 +36,14 @@ from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 
 from simreal_ros import __version__
-from simreal_ros.core.bag import BagWriter
-from simreal_ros.core.episode import load_episode
+from simreal_ros.bag import BagWriter
 from simreal_ros.core.robot import load_robot
-from simreal_ros.core.teleop_quality import (
+from simreal_ros.errors import SimrealError
+from simreal_ros.gap.episode import load_episode
+from simreal_ros.ros import messages, qos
+from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.runtime import run_node
+from simreal_ros.teleop.quality import (
     EPISODE_META,
     EpisodesConfig,
     check_teleop_episode,
@@ -47,10 +51,6 @@ from simreal_ros.core.teleop_quality import (
     reasons,
     write_meta,
 )
-from simreal_ros.errors import SimrealError
-from simreal_ros.ros import messages, qos
-from simreal_ros.ros.params import declare_dataclass
-from simreal_ros.ros.runtime import run_node
 
 TYPES = {'sensor_msgs/msg/JointState': JointState, 'sensor_msgs/msg/Image': Image}
 

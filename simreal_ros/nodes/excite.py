@@ -16,7 +16,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from simreal_ros.core.excitation import Excitation
-from simreal_ros.core.node_configs import ExciteConfig
+from simreal_ros.core.excite_config import ExciteConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass

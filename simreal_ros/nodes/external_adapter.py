@@ -35,10 +35,10 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from simreal_ros.core.commands import CommandIntake, JointTarget
-from simreal_ros.core.driver_config import ExternalAdapterConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats
 from simreal_ros.errors import CommandError, ConfigError
+from simreal_ros.hardware.driver_config import ExternalAdapterConfig
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node

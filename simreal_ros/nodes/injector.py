@@ -2,7 +2,7 @@
 
 Each route subscribes its input topic as raw serialized bytes and republishes the same bytes on
 its output topic (no deserialization unless the route perturbs values). What happens to each
-message is decided by :class:`simreal_ros.core.injection.RouteState`; deliveries are scheduled
+message is decided by :class:`simreal_ros.latency.injection.RouteState`; deliveries are scheduled
 on one dedicated thread with a precise wait on the ROS clock (sim time when ``use_sim_time``).
 The fate of every message goes to ``~/events`` (std_msgs/Int64MultiArray, see
 ``docs/injector.md``) and per-route statistics to ``/diagnostics``, with a ``timing`` status of
@@ -40,17 +40,6 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.serialization import deserialize_message, serialize_message
 from std_msgs.msg import Int64MultiArray, MultiArrayDimension
 
-from simreal_ros.core.injection import (
-    EVENT_COLUMNS,
-    Delivery,
-    EventLog,
-    Profile,
-    RouteConfig,
-    RouteState,
-    load_profile,
-    percentiles_ms,
-)
-from simreal_ros.core.node_configs import InjectorConfig
 from simreal_ros.core.realtime import (
     Heartbeat,
     RtSettings,
@@ -60,6 +49,17 @@ from simreal_ros.core.realtime import (
     sleep_until_ns,
 )
 from simreal_ros.errors import ConfigError
+from simreal_ros.latency.injection import (
+    EVENT_COLUMNS,
+    Delivery,
+    EventLog,
+    Profile,
+    RouteConfig,
+    RouteState,
+    load_profile,
+    percentiles_ms,
+)
+from simreal_ros.latency.injector_config import InjectorConfig
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.image_participant import ImageParticipant
 from simreal_ros.ros.params import declare_dataclass

@@ -3,9 +3,9 @@
 Reads the leader's servos (torque off: the operator's hand moves them) on ``port`` at
 ``rate_hz`` with one group sync read per cycle, publishes what it read as
 ``leader/joint_states`` (stamped when the read completed), maps it onto the follower's joints
-(:class:`simreal_ros.core.teleop.LeaderMapping`: calibration offsets, signs, scales, limit
+(:class:`simreal_ros.teleop.control.LeaderMapping`: calibration offsets, signs, scales, limit
 clamping) and publishes ``joint_commands`` (stamped with the same time) whenever
-:class:`simreal_ros.core.teleop.TeleopControl` allows: after the safe-start check against the
+:class:`simreal_ros.teleop.control.TeleopControl` allows: after the safe-start check against the
 follower's ``joint_states``, while the deadman is pressed and the leader is read. Because the
 commands go through the contract, teleop is the same on ``backend:=sim``, ``real`` and
 ``twin``.
@@ -15,9 +15,9 @@ streaming at once). With ``button_id`` the leader's button register is read righ
 sync read of every cycle, a second deadman: streaming needs both pressed, and a cycle that reads
 the button released sends nothing (the log names the reading's stamp). A trigger
 (``gripper_joint``) drives one follower joint linearly
-(:class:`~simreal_ros.core.teleop.GripperMap`). With ``compensation`` the leader's servos run in
+(:class:`~simreal_ros.teleop.control.GripperMap`). With ``compensation`` the leader's servos run in
 current mode and every cycle, after the reads, get the light gravity/friction current of
-:func:`~simreal_ros.core.teleop.compensation_current` at the pose just read (the holding torque
+:func:`~simreal_ros.teleop.control.compensation_current` at the pose just read (the holding torque
 from the leader's MuJoCo model, ``qfrc_bias``: 12 us a call); torque goes off again when the
 node stops. A leader port that vanishes (unplugged) stops
 streaming (the follower's driver holds its goal) and is reopened every ``reconnect_period_s``;
@@ -38,19 +38,19 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
 
 from simreal_ros.core.robot import load_robot, map_names
-from simreal_ros.core.teleop import (
-    LeaderConfig,
-    TeleopControl,
-    button_pressed,
-    compensation_current,
-    leader_mapping,
-)
 from simreal_ros.core.timing import PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node
+from simreal_ros.teleop.control import (
+    LeaderConfig,
+    TeleopControl,
+    button_pressed,
+    compensation_current,
+    leader_mapping,
+)
 
 
 class LeaderNode(Node):

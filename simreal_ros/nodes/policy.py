@@ -12,7 +12,7 @@ With ``sync_to_states`` (lockstep sims) it instead answers every new joint_state
 a new action when a control period has passed in the stamps' time, the last command
 otherwise, so the lockstep bridge always gets its command.
 Safety (enable, ramp, stale hold, output rejection, limits) is
-:class:`simreal_ros.core.policy_control.PolicyController`. The loop thread may run under
+:class:`simreal_ros.policy.control.PolicyController`. The loop thread may run under
 SCHED_FIFO (``rt_priority``, ``cpu_affinity``, ``lock_memory``; see docs/realtime.md) and
 beats a heartbeat; ``/diagnostics`` reports ERROR when it stops beating.
 """
@@ -32,12 +32,12 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import SetBool
 
-from simreal_ros.core.node_configs import PolicyNodeConfig
-from simreal_ros.core.policy_control import DISABLED, PolicyController
-from simreal_ros.core.policy_spec import MAX_RATE_HZ, load_policy_spec
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
+from simreal_ros.policy.control import DISABLED, PolicyController
+from simreal_ros.policy.node_config import PolicyNodeConfig
+from simreal_ros.policy.spec import MAX_RATE_HZ, load_policy_spec
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt

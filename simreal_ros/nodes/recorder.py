@@ -1,7 +1,7 @@
 """``simreal_recorder``: record topics into a rosbag2 bag and measure the live sim-vs-real gap.
 
 Subscriptions are raw (``raw=True``): the callback receives the CDR bytes and only appends
-them to a queue; a writer thread writes them into the bag (:class:`simreal_ros.core.bag.
+them to a queue; a writer thread writes them into the bag (:class:`simreal_ros.bag.
 BagWriter`), flushing at least every ``flush_period_s``. Topics are given by name or glob
 pattern (``*`` = all); the graph is re-read every ``discovery_period_s`` so publishers that
 appear later are recorded too. Each subscription matches the QoS its publishers offer
@@ -15,7 +15,7 @@ paired primary sample, and ``/diagnostics`` (``diagnostics_period_s``) carries p
 windowed RMSE and max error, the lag between the streams, and per-topic rate, gaps,
 out-of-order and duplicate stamps and stamp-vs-receive skew. With the pair set, each camera
 of the primary whose counterpart the secondary has (``/sim_a/camera/image_raw`` and
-``/sim_b/camera/image_raw``) is compared live too (:mod:`simreal_ros.core.live_camera_gap`):
+``/sim_b/camera/image_raw``) is compared live too (:mod:`simreal_ros.gap.live_camera`):
 one pair of frames per ``camera_gap_period_s`` on a thread of its own, reported as
 ``<node>: camera gap <camera topic>``. The recorder's own lag, how long
 the oldest waiting message has been queued when the writer takes a batch (its bag time to
@@ -45,15 +45,15 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState
 
 from simreal_ros import __version__
-from simreal_ros.core.bag import BagWriter, QosSpec, TypeRegistry
-from simreal_ros.core.bag.process_writer import ProcessBagWriter
-from simreal_ros.core.image_metrics import IMAGE, UInt8Array, to_array
-from simreal_ros.core.live_camera_gap import PRIMARY, SECONDARY, LiveCameraGap
-from simreal_ros.core.live_gap import LiveGap
-from simreal_ros.core.node_configs import RecorderConfig
-from simreal_ros.core.provenance import embed_files, git_revision
-from simreal_ros.core.stream_stats import StreamStats
+from simreal_ros.bag import BagWriter, QosSpec, TypeRegistry
+from simreal_ros.bag.process_writer import ProcessBagWriter
+from simreal_ros.bag.provenance import embed_files, git_revision
+from simreal_ros.bag.recorder_config import RecorderConfig
 from simreal_ros.errors import ConfigError, SimrealError
+from simreal_ros.gap.image_metrics import IMAGE, UInt8Array, to_array
+from simreal_ros.gap.live import LiveGap
+from simreal_ros.gap.live_camera import PRIMARY, SECONDARY, LiveCameraGap
+from simreal_ros.gap.stream_stats import StreamStats
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node

@@ -2,10 +2,10 @@
 
 Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time),
 ``NAME/image_raw`` and ``NAME/camera_info`` per camera of the robot spec (``cameras``; rendered
-on their own thread, :mod:`simreal_ros.sim.camera`) and ``/diagnostics``; subscribes
+on their own thread, :mod:`simreal_ros.sim.render_thread`) and ``/diagnostics``; subscribes
 ``joint_commands`` and ``forward_position_controller/commands``;
 serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
-``timing_mode`` (see :class:`simreal_ros.core.bridge_config.SimBridgeConfig`), optionally
+``timing_mode`` (see :class:`simreal_ros.sim.bridge_config.SimBridgeConfig`), optionally
 under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops beating its
 heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics name the
 engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's armature),
@@ -27,17 +27,17 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
-from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.core.commands import CommandIntake, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
-from simreal_ros.ros.camera import SimCameras
+from simreal_ros.ros.image_publisher import SimCameras
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 from simreal_ros.sim.backend import Observation
+from simreal_ros.sim.bridge_config import SimBridgeConfig
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.scene import load_scene
 

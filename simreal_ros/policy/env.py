@@ -6,7 +6,7 @@ its command delay line) with domain randomization drawn per episode, wired to th
 the running graph with the latency injector in between: one latency preset
 (``config/latency/*.yaml``) drawn per episode, every command and every ``joint_states`` message
 (published at the bridge's rate) sent through that preset's ``command`` / ``observation`` route
-with the injector's own model (:mod:`simreal_ros.policy.latency`), so commands arrive late, in
+with the injector's own model (:mod:`simreal_ros.policy.train_delays`), so commands arrive late, in
 FIFO order, or not at all, and the policy acts on the newest observation that has arrived. When
 that observation is older than the spec's stale threshold the world does what the node does:
 it re-sends the last command and the step is not used for training. Observations and actions
@@ -27,15 +27,15 @@ import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
-from simreal_ros.core.injection import JOINT_STATE_FIELDS, RouteConfig
-from simreal_ros.core.policy_spec import (
+from simreal_ros.core.robot import RobotSpec
+from simreal_ros.latency.injection import JOINT_STATE_FIELDS, RouteConfig
+from simreal_ros.policy.spec import (
     ActionProcessor,
     ObservationBuilder,
     ObsInputs,
     PolicySpec,
 )
-from simreal_ros.core.robot import RobotSpec
-from simreal_ros.policy.latency import (
+from simreal_ros.policy.train_delays import (
     COMMAND,
     OBSERVATION,
     LatencyPreset,

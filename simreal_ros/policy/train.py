@@ -30,12 +30,12 @@ import numpy.typing as npt
 
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.paths import resolve_named
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.validate import Section, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 from simreal_ros.policy.env import World
-from simreal_ros.policy.latency import LatencyPreset, parse_latency_presets
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.train_delays import LatencyPreset, parse_latency_presets
 
 FloatArray = npt.NDArray[np.float64]
 

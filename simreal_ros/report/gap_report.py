@@ -21,10 +21,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simreal_ros.core.episode import Episode, default_pairing, load_episode
-from simreal_ros.core.gap import GapSummary, pair, summarize
-from simreal_ros.core.image_metrics import CameraGap, camera_gap, camera_pairs
 from simreal_ros.errors import BagError, SimrealError
+from simreal_ros.gap.episode import Episode, default_pairing, load_episode
+from simreal_ros.gap.image_metrics import CameraGap, camera_gap, camera_pairs
+from simreal_ros.gap.metrics import GapSummary, pair, summarize
 from simreal_ros.report.figures import pyplot, to_png
 
 

@@ -41,19 +41,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.bag import BagReader
-from simreal_ros.core.episode import load_episode
-from simreal_ros.core.image_metrics import IMAGE, to_array
-from simreal_ros.core.quality import Thresholds
+from simreal_ros.bag import BagReader
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.core.teleop_quality import (
+from simreal_ros.errors import SimrealError
+from simreal_ros.gap.episode import load_episode
+from simreal_ros.gap.image_metrics import IMAGE, to_array
+from simreal_ros.gap.quality import Thresholds
+from simreal_ros.teleop.quality import (
     EPISODE_META,
     TeleopThresholds,
     check_teleop_episode,
     read_meta,
     reasons,
 )
-from simreal_ros.errors import SimrealError
 
 FloatArray = npt.NDArray[np.float64]
 CODEBASE_VERSION = 'v3.0'

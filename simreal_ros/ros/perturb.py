@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simreal_ros.core.injection import IMU_FIELDS, JOINT_STATE_FIELDS, Perturbation
 from simreal_ros.errors import ConfigError
+from simreal_ros.latency.injection import IMU_FIELDS, JOINT_STATE_FIELDS, Perturbation
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 IMU = 'sensor_msgs/msg/Imu'

@@ -14,8 +14,8 @@ part lives here, once for every engine:
 * **dynamics**: nominal (read from the model) -> base (+ overlay) -> drawn per reset from the
   randomization with the backend's seeded generator;
 * **the learned residual** an overlay names (``residual: RES.pt``,
-  :mod:`simreal_ros.core.residual`): with one, :meth:`SimBackend.step` runs one physics step at
-  a time and before each evaluates the residual on the joint state and the released target,
+  :mod:`simreal_ros.core.residual_model`): with one, :meth:`SimBackend.step` runs one physics
+  step at a time and before each evaluates the residual on the joint state and the released target,
   then adds its torque through the engine's applied-force primitive
   (:meth:`SimBackend.apply_torque`; ``kind: torque``) or offsets the servo set-point by it
   (``kind: delta_action``), the same on every engine. ``residual.stats`` counts the calls,
@@ -42,11 +42,11 @@ import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
-from simreal_ros.core.residual import ResidualModel
+from simreal_ros.core.residual_model import ResidualModel
 from simreal_ros.core.robot import CameraSpec, RobotSpec
 
 if TYPE_CHECKING:
-    from simreal_ros.sim.camera import CameraRenderer
+    from simreal_ros.sim.render_thread import CameraRenderer
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,6 +1,6 @@
 """Choose a physics engine by name: :func:`make_sim` is how every caller gets a simulation.
 
-``ENGINES`` lists the engines (:data:`simreal_ros.core.bridge_config.ENGINES`); the first is
+``ENGINES`` lists the engines (:data:`simreal_ros.sim.bridge_config.ENGINES`); the first is
 the default. An engine module is imported only when it is asked for, so an install without an
 engine's package (PyBullet is the ``.[pybullet]`` extra) still runs the others, and asking for
 the missing one is one clear error.
@@ -8,11 +8,11 @@ the missing one is one clear error.
 
 from __future__ import annotations
 
-from simreal_ros.core.bridge_config import ENGINES
 from simreal_ros.core.dynamics import Overlay, Randomization
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
 from simreal_ros.sim.backend import SimBackend
+from simreal_ros.sim.bridge_config import ENGINES
 from simreal_ros.sim.scene import Scene
 
 __all__ = ['DEFAULT_ENGINE', 'ENGINES', 'make_sim']

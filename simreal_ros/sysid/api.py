@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 
 from simreal_ros.core.dynamics import DynamicsParams, load_overlay
-from simreal_ros.core.residual import ResidualModel
+from simreal_ros.core.residual_model import ResidualModel
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.sysid import fit as fitmod

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.bag import BagReader
+from simreal_ros.bag import BagReader
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import SimrealError
 

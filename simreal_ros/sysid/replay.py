@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams
-from simreal_ros.core.residual import ResidualModel
+from simreal_ros.core.residual_model import ResidualModel
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.sim.backend import RolloutJob, SimBackend
 from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from simreal_ros.core.bag import BagWriter, TypeRegistry
+from simreal_ros.bag import BagWriter, TypeRegistry
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.excitation import Excitation, ExcitationConfig

@@ -8,7 +8,7 @@ from plans import plan_without_tf as plan
 import pytest
 import yaml
 
-from simreal_ros.core.camera import CameraDriverConfig
+from simreal_ros.core.camera_info import CameraDriverConfig
 from simreal_ros.errors import PlanError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from simreal_ros.bringup.planner import (
     NodeSpec,
     parse_cli_args,
 )
-from simreal_ros.core.bridge_config import SimBridgeConfig
 from simreal_ros.errors import PlanError, SimrealError
+from simreal_ros.sim.bridge_config import SimBridgeConfig
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO / 'launch' / 'bringup.launch.py'

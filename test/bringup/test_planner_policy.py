@@ -6,8 +6,8 @@ from plans import plan_without_tf as plan
 import pytest
 import yaml
 
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.errors import PlanError
+from simreal_ros.policy.spec import load_policy_spec
 
 SPEC = load_policy_spec('simreal_arm_reach')
 

@@ -46,7 +46,7 @@ def test_sim2sim_across_engines_names_both_in_the_bag():
 
 
 def test_policy_spec_and_its_weights_are_embedded_and_hashed():
-    from simreal_ros.core.provenance import embed_files
+    from simreal_ros.bag.provenance import embed_files
     rec = _recorder(plan({'backend': 'sim', 'record': 'true', 'policy': 'simreal_arm_reach'}))
     embedded = dict(e.split('=', 1) for e in rec.parameters['embed'])
     assert embedded['policy_spec.model'].endswith('simreal_arm_reach.pt')

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from simreal_ros.core.camera import (
+from simreal_ros.core.camera_info import (
     CameraDriverConfig,
     CameraInfoData,
     OpticalReality,

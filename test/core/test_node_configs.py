@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from simreal_ros.core.node_configs import (
-    ExciteConfig,
-    InjectorConfig,
-    PolicyNodeConfig,
-    RecorderConfig,
-)
+from simreal_ros.bag.recorder_config import RecorderConfig
+from simreal_ros.core.excite_config import ExciteConfig
 from simreal_ros.errors import ConfigError
+from simreal_ros.latency.injector_config import InjectorConfig
+from simreal_ros.policy.node_config import PolicyNodeConfig
 
 CONFIGS = (ExciteConfig, PolicyNodeConfig, RecorderConfig, InjectorConfig)
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from simreal_ros.core.robot import load_robot
-from simreal_ros.core.teleop import load_calibration
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.teleop.control import load_calibration
 
 ROBOT = load_robot('simreal_arm')
 TICK = 2 * np.pi / 4096

@@ -16,7 +16,7 @@ import yaml
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.hardware.emulator.virtual_camera import free_port
 from simreal_ros.ros import messages
-from simreal_ros.ros.camera import IMAGE
+from simreal_ros.ros.image_publisher import IMAGE
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def test_no_device_is_one_clear_error(start_node):
 
 
 def test_optics_distort_as_opencv_projects() -> None:
-    from simreal_ros.core.camera import OpticalReality
+    from simreal_ros.core.camera_info import OpticalReality
     from simreal_ros.hardware.emulator.virtual_camera import Optics
     k = (151.0, 152.0, 80.5, 58.0)
     dist = (-0.2, 0.05, 0.001, -0.002, 0.0)

@@ -18,7 +18,7 @@ from startup import start_up_error
 from std_msgs.msg import Int64MultiArray, String
 import yaml
 
-from simreal_ros.core.injection import (
+from simreal_ros.latency.injection import (
     DELIVERED,
     DUPLICATE,
     LOST,

@@ -20,16 +20,16 @@ import pytest
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
-from simreal_ros.core.bag import BagReader
-from simreal_ros.core.gap import Series, estimate_lag_ns, pair
+from simreal_ros.bag import BagReader
 from simreal_ros.core.robot import load_robot
-from simreal_ros.core.teleop import LeaderConfig, leader_mapping
-from simreal_ros.core.teleop_quality import read_meta
+from simreal_ros.gap.metrics import Series, estimate_lag_ns, pair
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.sim.engines import make_sim
+from simreal_ros.teleop.control import LeaderConfig, leader_mapping
+from simreal_ros.teleop.quality import read_meta
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
@@ -349,7 +349,7 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
                          operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=9') as lead:
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
                                   blend_speed_rad_s=1.5, leader_timeout_s=1.0)
-        # the stream checks (drops, gaps) have their own tests (test/core/test_quality.py);
+        # the stream checks (drops, gaps) have their own tests (test/gap/test_quality.py);
         # this shared 2-core machine under load missed 5-20 % of the 100 Hz leader cycles and
         # stalled up to 0.24 s, which would reject every episode for drops and gaps
         eps = start_node('episodes', directory=str(directory), task='wave', operator='ada',

@@ -14,8 +14,8 @@ from std_srvs.srv import SetBool
 import torch
 import yaml
 
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
+from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.ros import messages
 
 pytestmark = pytest.mark.ros

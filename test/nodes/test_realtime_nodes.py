@@ -19,9 +19,9 @@ import yaml
 
 from simreal_ros.bringup.launcher import node_command, write_params_file
 from simreal_ros.bringup.planner import NodeSpec
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.ros import messages
 
 pytestmark = [pytest.mark.ros, pytest.mark.skipif(os.geteuid() != 0,

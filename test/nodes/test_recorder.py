@@ -20,7 +20,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from simreal_ros.core.bag import BagReader
+from simreal_ros.bag import BagReader
 from simreal_ros.errors import SimrealError
 from simreal_ros.nodes.recorder import import_message
 from simreal_ros.ros import messages
@@ -408,7 +408,7 @@ def test_live_camera_gap_compares_the_two_robots_frames(start_node, ros_client, 
     """sim_a's and sim_b's camera, 10 grey levels apart: the live PSNR is that of MSE 100."""
     from sensor_msgs.msg import Image
 
-    from simreal_ros.ros.camera import image_msg
+    from simreal_ros.ros.image_publisher import image_msg
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     rec = start_node('recorder', bag=str(tmp_path / 'bag'), topics=['*'],
                      gap_primary='sim_a/joint_states', gap_secondary='sim_b/joint_states',

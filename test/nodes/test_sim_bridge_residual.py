@@ -11,7 +11,7 @@ import torch
 
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.robot import load_robot
-from simreal_ros.sysid.residual import ResidualNet, make_header, save_residual
+from simreal_ros.sysid.residual_fit import ResidualNet, make_header, save_residual
 
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')

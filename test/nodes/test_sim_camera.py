@@ -11,10 +11,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
 import yaml
 
-from simreal_ros.core.image_metrics import luma
 from simreal_ros.core.robot import load_robot
+from simreal_ros.gap.image_metrics import luma
 from simreal_ros.ros import messages
-from simreal_ros.ros.camera import IMAGE
+from simreal_ros.ros.image_publisher import IMAGE
 
 pytestmark = pytest.mark.ros
 REPO = Path(__file__).resolve().parents[2]

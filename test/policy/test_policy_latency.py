@@ -14,11 +14,12 @@ import pytest
 from scipy import stats
 import yaml
 
-from simreal_ros.core.injection import load_profile, parse_route
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
-from simreal_ros.policy.latency import (
+from simreal_ros.latency.injection import load_profile, parse_route
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.train import DEFAULT_PRESETS, World, load_train_config
+from simreal_ros.policy.train_delays import (
     COMMAND,
     LatencyPreset,
     RouteQueue,
@@ -26,7 +27,6 @@ from simreal_ros.policy.latency import (
     parse_latency_presets,
     shipped_presets,
 )
-from simreal_ros.policy.train import DEFAULT_PRESETS, World, load_train_config
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.errors import PolicyError
 from simreal_ros.policy.model import load_model
+from simreal_ros.policy.spec import load_policy_spec
 
 
 def mlp(i: int = 24, o: int = 6) -> torch.nn.Module:

@@ -11,9 +11,9 @@ import pytest
 import torch
 import yaml
 
-from simreal_ros.core.policy_spec import load_policy_spec
 from simreal_ros.errors import ConfigError
 from simreal_ros.policy.model import load_model
+from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.policy.train import QUICK, load_train_config, train
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ from episode_bags import T0, TS, _time, joint_state
 import numpy as np
 import pytest
 
-from simreal_ros.core.bag import BagOptions, BagWriter, QosSpec
-from simreal_ros.core.episode import load_episode
-from simreal_ros.core.quality import check_episode
+from simreal_ros.bag import BagOptions, BagWriter, QosSpec
+from simreal_ros.gap.episode import load_episode
+from simreal_ros.gap.quality import check_episode
 from simreal_ros.report.gap_report import write_report
 
 H, W, N = 48, 64, 40

@@ -79,7 +79,7 @@ def test_twin_resync_marks_give_k_step_errors(tmp_path):
     # marked on /twin/sim_bridge/resync as the bridge does: the error alone never shows them
     from episode_bags import T0, joint_state
 
-    from simreal_ros.core.bag import BagWriter, QosSpec
+    from simreal_ros.bag import BagWriter, QosSpec
     from simreal_ros.report.gap_report import write_report
     bag = tmp_path / 'bag'
     js = 'sensor_msgs/msg/JointState'

@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from simreal_ros.core.bag import BagWriter, QosSpec
-from simreal_ros.core.teleop_quality import write_meta
+from simreal_ros.bag import BagWriter, QosSpec
+from simreal_ros.teleop.quality import write_meta
 
 
 def image(stamp_ns: int, k: int) -> bytes:

@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
 
+from simreal_ros.bag import BagReader
+from simreal_ros.bag.provenance import ros_distro
+from simreal_ros.bag.types import TypeRegistry
 from simreal_ros.bringup.launcher import NodeProcess
 from simreal_ros.bringup.planner import NodeSpec
-from simreal_ros.core.bag import BagReader
-from simreal_ros.core.bag.types import TypeRegistry
-from simreal_ros.core.provenance import ros_distro
 from simreal_ros.core.robot import load_robot
 from simreal_ros.ros import messages
 
@@ -48,7 +48,7 @@ def other() -> tuple[str, str]:
             pytest.fail(why)
         pytest.skip(why)
     distro = subprocess.run(
-        [str(OTHER_PYTHON), '-c', 'from simreal_ros.core.provenance import ros_distro; '
+        [str(OTHER_PYTHON), '-c', 'from simreal_ros.bag.provenance import ros_distro; '
          'print(ros_distro())'], env=other_env(dict(os.environ)), capture_output=True,
         text=True, timeout=60, check=True).stdout.strip()
     assert distro != ros_distro(), f'{OTHER} is on {distro} too, as this run'

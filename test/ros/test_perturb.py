@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Image, Imu, JointState
 
-from simreal_ros.core.injection import Channel, ImageEffects, Perturbation
 from simreal_ros.errors import ConfigError
+from simreal_ros.latency.injection import Channel, ImageEffects, Perturbation
 from simreal_ros.ros.perturb import (
     IMAGE,
     IMU,

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from simreal_ros.core.robot import CameraSpec
-from simreal_ros.sim.camera import RenderThread
+from simreal_ros.sim.render_thread import RenderThread
 
 
 class FakeRenderer:

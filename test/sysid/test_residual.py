@@ -22,7 +22,7 @@ import torch
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_overlay
 from simreal_ros.core.excitation import ExcitationConfig
-from simreal_ros.core.residual import (
+from simreal_ros.core.residual_model import (
     HEADER_NAME,
     load_residual,
     overlay_sha256,
@@ -35,7 +35,7 @@ from simreal_ros.sim.engines import ENGINES, make_sim
 from simreal_ros.sysid.api import validate
 from simreal_ros.sysid.data import SysidInputError, load_sysid_data
 from simreal_ros.sysid.replay import Replayer
-from simreal_ros.sysid.residual import ResidualNet, fit_residual, make_header, save_residual
+from simreal_ros.sysid.residual_fit import ResidualNet, fit_residual, make_header, save_residual
 from simreal_ros.sysid.synth import T0_NS, record_sim_bag
 
 ROBOT = load_robot('simreal_arm')
@@ -348,7 +348,7 @@ def test_cli_bad_input_is_one_error_line(rdir: Path, train_bag: Path, args: list
 # ---- training in the corrected sim -------------------------------------------------------
 
 def test_training_worlds_run_the_overlay_residual(rdir: Path) -> None:
-    from simreal_ros.core.policy_spec import load_policy_spec
+    from simreal_ros.policy.spec import load_policy_spec
     from simreal_ros.policy.train import World, load_train_config, train
     res = random_residual(rdir / 'train_res.pt', rdir / 'nominal.yaml', bound=0.05)
     ov = named(rdir, 'train_res.yaml', NOMINAL, res.name)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simreal_ros.bag import BagWriter, TypeRegistry
 from simreal_ros.cli import main
-from simreal_ros.core.bag import BagWriter, TypeRegistry
 from simreal_ros.core.excitation import ExcitationConfig
 from simreal_ros.core.robot import load_robot
 from simreal_ros.sysid.synth import T0_NS, _msg, record_sim_bag

@@ -3,7 +3,7 @@
 ``simreal emulate --camera`` starts one :class:`VirtualCamera` per camera of the robot spec. It
 renders the emulator's arm as it really is (the physics of the reality file) through the
 camera's *optical reality* (``camera:`` of the reality file,
-:class:`~simreal_ros.core.camera.OpticalReality`): the true intrinsics (which a calibration
+:class:`~simreal_ros.core.camera_info.OpticalReality`): the true intrinsics (which a calibration
 has to find; the nominal ones are the spec's), lens distortion, blur, exposure gain, white
 balance and sensor noise; each frame is served ``latency_s`` after the instant it shows, so the
 OpenCV driver on ``backend:=real`` meets what a USB or IP camera gives it.
@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.camera import OpticalReality
+from simreal_ros.core.camera_info import OpticalReality
 from simreal_ros.core.robot import CameraSpec
 from simreal_ros.errors import ConfigError
 

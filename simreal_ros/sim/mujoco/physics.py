@@ -28,8 +28,8 @@ from simreal_ros.sim.backend import (
     RolloutJob,
     SimBackend,
 )
-from simreal_ros.sim.mujoco.camera import MujocoCameraRenderer
 from simreal_ros.sim.mujoco.model import BuiltModel, build_model
+from simreal_ros.sim.mujoco.renderer import MujocoCameraRenderer
 from simreal_ros.sim.scene import Scene
 
 #: the warnings after which MuJoCo resets the state (non-finite or huge qpos, qvel, qacc)

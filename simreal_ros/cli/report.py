@@ -1,0 +1,181 @@
+"""Sub-commands of ``simreal`` for recording and analysing bags.
+
+``record`` (the recorder node standalone), ``gap`` (JSON + HTML gap report), ``check``
+(data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from simreal_ros.errors import ConfigError, SimrealError
+
+
+def cmd_record(ns: argparse.Namespace) -> int:
+    """Run the recorder node in this process until Ctrl-C (or --duration)."""
+    from pathlib import Path
+
+    from simreal_ros.bag.recorder_config import RecorderConfig
+    from simreal_ros.nodes import recorder
+    out = Path(ns.out).expanduser()
+    if out.exists():
+        raise SimrealError(f'{out} exists already; simreal never overwrites a bag: choose a '
+                           f'new --out directory')
+    p: dict[str, Any] = {
+        'bag': str(out), 'topics': ns.topics or ['*'], 'storage': ns.storage,
+        'compression': ns.compression, 'split_size_mb': float(ns.split_size_mb),
+        'split_duration_s': float(ns.split_duration_s), 'flush_period_s': float(ns.flush_period),
+        'duration_s': float(ns.duration), 'gap_primary': ns.gap_primary or '',
+        'gap_secondary': ns.gap_secondary or '',
+    }
+    if ns.exclude:
+        p['exclude'] = ns.exclude
+    if ns.embed:
+        p['embed'] = ns.embed
+    try:  # the node's own settings class: a bad value fails here, not in the node
+        RecorderConfig.from_mapping(p)
+    except ConfigError as exc:
+        raise SimrealError(str(exc)) from None
+    if ns.use_sim_time:
+        p['use_sim_time'] = True
+    ros_args: list[str] = []
+    for key, value in p.items():
+        if value == '':
+            continue  # the default; rcl cannot parse an empty override
+        if isinstance(value, list):
+            value = '[' + ','.join(f"'{v}'" for v in value) + ']'
+        elif isinstance(value, bool):
+            value = 'true' if value else 'false'
+        ros_args += ['-p', f'{key}:={value}']
+    return recorder.main(['simreal_recorder', '--ros-args', *ros_args])
+
+
+def cmd_gap(ns: argparse.Namespace) -> int:
+    """Write the gap report of a bag."""
+    from simreal_ros.report.gap_report import side_label, write_report
+    m = write_report(ns.bag, ns.out, ns.primary, ns.secondary, ns.max_lag, ns.resync_topic,
+                     progress=not ns.quiet)
+    if ns.json:
+        print(json.dumps(m, allow_nan=False))
+        return 0
+    gap = m.get('gap')
+    if gap:
+        p = m['pairing']
+        print(f'{side_label(p, "primary")} vs {side_label(p, "secondary")}: {gap["pairs"]} pairs, '
+              f'lag {gap["lag_ms"]} ms')
+        for n, j in gap['per_joint'].items():
+            print(f'  {n:<16} rmse {j["rmse_rad"]:.5f} rad  max {j["max_abs_rad"]:.5f} rad')
+    else:
+        print('no primary/secondary pair found: stream statistics only')
+    print(f'wrote {ns.out}/gap.json, {ns.out}/report.html ({len(m["images"])} plots)')
+    return 0
+
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    """Print the data-quality verdict of a bag; exit 1 when it fails."""
+    from simreal_ros.gap.episode import load_episode
+    from simreal_ros.gap.quality import check_episode, robot_for, thresholds_from
+    from simreal_ros.report.gap_report import ProgressBar
+    th = thresholds_from(ns.threshold or [])
+    ep = load_episode(ns.bag, progress=ProgressBar('reading', enabled=not ns.json))
+    robot = robot_for(ep, ns.robot)
+    verdict = check_episode(ep, robot, th)
+    print(json.dumps(verdict.as_dict(), allow_nan=False) if ns.json else verdict.text())
+    return 0 if verdict.passed else 1
+
+
+def cmd_bag(ns: argparse.Namespace) -> int:
+    """``bag repair`` and ``bag info``."""
+    from simreal_ros.bag import BagReader, repair_bag
+    if ns.action == 'repair':
+        r = repair_bag(ns.bag)
+        if r.was_clean:
+            print(f'{r.path} is complete; nothing to repair')
+        else:
+            print(f'repaired {r.path}: {r.message_count} messages readable in '
+                  f'{len(r.files)} file(s); {r.truncated_bytes} bytes of an unfinished '
+                  f'chunk dropped')
+        return 0
+    with BagReader(ns.bag) as b:
+        info = b.info
+        out = {'path': str(info.path), 'storage': info.storage, 'ros_distro': info.ros_distro,
+               'files': info.files,
+               'messages': info.message_count,
+               'duration_s': (info.end_ns - info.start_ns) / 1e9,
+               'topics': {t: {'type': ty, 'count': n} for t, (ty, n) in info.topics.items()},
+               'custom_data_keys': sorted(info.custom_data)}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add record, gap, check and bag to the ``simreal`` sub-command parser."""
+    p = sub.add_parser('record', help='record topics into a rosbag2 bag (MCAP by default)',
+                       description='Record topics (raw CDR) into a new rosbag2 bag until '
+                       'Ctrl-C or --duration; optionally measure the live gap.')
+    p.add_argument('--out', required=True, help='bag directory to create (must not exist)')
+    p.add_argument('--topics', nargs='+', metavar='TOPIC',
+                   help='names or glob patterns (default: all, "*")')
+    p.add_argument('--exclude', nargs='+', metavar='TOPIC',
+                   help='names or patterns not to record (default /rosout /parameter_events)')
+    p.add_argument('--storage', default='mcap', help='mcap (default) or sqlite3')
+    p.add_argument('--compression', default='none', help='none (default) or zstd')
+    p.add_argument('--split-size-mb', type=float, default=0.0, help='split at this size (MB)')
+    p.add_argument('--split-duration-s', type=float, default=0.0,
+                   help='split after this many seconds')
+    p.add_argument('--flush-period', type=float, default=0.05,
+                   help='seconds between flushes, at most 1 (default 0.05)')
+    p.add_argument('--duration', type=float, default=0.0, help='stop after S seconds (0: run '
+                   'until Ctrl-C)')
+    p.add_argument('--gap-primary', help='live gap: primary joint_states topic')
+    p.add_argument('--gap-secondary', help='live gap: secondary joint_states topic')
+    p.add_argument('--embed', nargs='+', metavar='KEY=PATH',
+                   help='files to embed in custom_data (robot spec, overlays, ...)')
+    p.add_argument('--use-sim-time', action='store_true', help='bag timestamps from /clock')
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser('gap', help='gap metrics (JSON) and an HTML report of a bag')
+    p.add_argument('bag', help='bag directory')
+    p.add_argument('--out', required=True, help='report directory (created if needed)')
+    p.add_argument('--primary', help='primary joint_states topic (default: sim_a/ or root)')
+    p.add_argument('--secondary', help='secondary joint_states topic (default: sim_b/, twin/)')
+    p.add_argument('--max-lag', type=float, default=0.2, help='lag search range (s)')
+    p.add_argument('--resync-topic', default='',
+                   help='topic whose messages mark twin re-syncs (default: '
+                        '<secondary ns>/sim_bridge/resync if recorded, else detected from '
+                        'the error)')
+    p.add_argument('--json', action='store_true', help='print the metrics as JSON')
+    p.add_argument('--quiet', action='store_true', help='no progress bar')
+    p.set_defaults(func=cmd_gap)
+
+    p = sub.add_parser('check', help='data-quality verdict of a bag (exit 1 on failure)')
+    p.add_argument('bag', help='bag directory')
+    p.add_argument('--robot', help='robot spec (default: the one embedded in the bag)')
+    p.add_argument('--json', action='store_true', help='print the verdict as JSON')
+    p.add_argument('--threshold', nargs='+', metavar='NAME=VALUE',
+                   help='override thresholds, e.g. max_dropped_fraction=0.05 gap_factor=10')
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser('bag', help='bag tools: repair (after a crash), info')
+    p.add_argument('action', choices=['repair', 'info'])
+    p.add_argument('bag', help='bag directory')
+    p.set_defaults(func=cmd_bag)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one of these sub-commands alone (``python -m simreal_ros.cli.report``)."""
+    parser = argparse.ArgumentParser(prog='simreal')
+    add_commands(parser.add_subparsers(dest='command', required=True))
+    ns = parser.parse_args(argv)
+    try:
+        return int(ns.func(ns))
+    except SimrealError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

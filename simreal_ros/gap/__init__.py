@@ -1,0 +1,1 @@
+"""Sim-vs-real gap metrics, recorded episodes as arrays, data-quality checks (numpy only)."""

@@ -1,0 +1,246 @@
+"""``simreal eval``: seeded goal episodes through the real ROS stack, sim or real.
+
+The stack is the planner's (``backend:=sim|real ... policy:=<spec> policy_autostart:=true``),
+started by the launcher as separate processes; an in-process client publishes the goals on
+``goal`` and measures ``joint_states`` and ``joint_commands``. Goals are drawn from a seeded
+generator (reachable: inside the limits by a margin, contact-free, holdable), so the same
+``--seed`` gives the same episodes on every backend and engine (``--engine pybullet``: the
+policy trained in MuJoCo, evaluated in the other engine), and ``--compare`` turns two runs
+into the performance gap ``|J_a - J_b|`` per metric, in a table next to both runs' figures.
+
+Episodes are chained: each starts where the previous one ended (the first at the default
+pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
+so sim-time and lockstep runs report sim seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass, field
+import math
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import LaunchError, SimrealError
+from simreal_ros.gap.tracking import tracking_summary
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.report.eval_results import summarize
+from simreal_ros.sim.bridge_config import ENGINES
+
+BACKENDS = ('sim', 'sim2sim', 'real', 'twin')
+#: Number settings checked by EvalSettings: (field, option in errors, must be > 0).
+_CHECKED = (('tolerance_rad', '--tolerance', True), ('goal_timeout_s', '--timeout', True),
+            ('dwell_s', 'dwell_s', False), ('goal_margin_rad', 'goal_margin_rad', False),
+            ('start_timeout_s', 'start_timeout_s', True))
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What ``simreal eval`` runs."""
+
+    backend: str = 'sim'
+    engine: str = ENGINES[0]
+    policy: str = 'simreal_arm_reach'
+    episodes: int = 20
+    seed: int = 0
+    tolerance_rad: float = 0.05
+    dwell_s: float = 0.2
+    goal_timeout_s: float = 5.0
+    goal_margin_rad: float = 0.25
+    start_timeout_s: float = 60.0
+    launch_args: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Fail early, naming the ``simreal eval`` option, on values no episode can use."""
+        if self.backend not in BACKENDS:
+            raise SimrealError(f'--backend {self.backend!r}: expected one of {BACKENDS}')
+        if self.engine not in ENGINES:
+            raise SimrealError(f'--engine {self.engine!r}: expected one of {ENGINES}')
+        if isinstance(self.episodes, bool) or not isinstance(self.episodes, int) \
+                or self.episodes < 1:
+            raise SimrealError(f'--episodes {self.episodes!r}: expected an integer >= 1')
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SimrealError(f'--seed {self.seed!r}: expected an integer >= 0')
+        for name, flag, positive in _CHECKED:
+            v = getattr(self, name)
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) \
+                and math.isfinite(v) and (v > 0 if positive else v >= 0)
+            if not ok:
+                raise SimrealError(f'{flag} {v!r}: expected a finite number '
+                                   + ('> 0' if positive else '>= 0'))
+
+
+def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) -> np.ndarray:
+    """Return the seeded goals (robot joint order) of ``episodes`` episodes."""
+    from simreal_ros.sim.goals import GoalSampler
+    sampler = GoalSampler(load_robot(robot_name), margin_rad=margin_rad)
+    return sampler.sample(np.random.default_rng(seed), episodes)
+
+
+def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
+    """Return the planner arguments of an evaluation run."""
+    args = {'backend': s.backend, 'engine': s.engine, 'policy': s.policy,
+            'policy_autostart': 'true', 'seed': str(s.seed), **s.launch_args}
+    if s.backend in ('real', 'twin'):
+        args.setdefault('port', port or '/dev/null')
+    return args
+
+
+def _policy_diag(diags: list[tuple[int, Any]]) -> dict[str, str]:
+    for _t, arr in reversed(diags):
+        for st in arr.status:
+            if st.name.endswith(': policy'):
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+class _Stack:
+    """The launched nodes plus the measuring client; stops everything on exit."""
+
+    def __init__(self, nodes: list[Any], env: Mapping[str, str], state_topic: str,
+                 log: Callable[[str], None]) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState
+
+        from simreal_ros.bringup.launcher import Launcher
+        from simreal_ros.ros import qos
+        from simreal_ros.ros.client import RosClient
+        self.lines: list[str] = []
+        self.launcher = Launcher(nodes, env, echo=self.lines.append)
+        self.client = RosClient(int(env['ROS_DOMAIN_ID']), 'simreal_eval')
+        self.states = self.client.collect(JointState, state_topic)
+        self.commands = self.client.collect(JointState, 'joint_commands', qos.COMMAND)
+        self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        self.goal_pub = self.client.publisher(JointState, 'goal')
+        self.log = log
+        try:
+            self.launcher.start()  # stops what it started when it fails
+        except BaseException:
+            self.client.close()
+            raise
+
+    def check_alive(self) -> None:
+        for spec, proc in self.launcher.procs:
+            rc = proc.poll()
+            if rc is not None:
+                tail = '\n'.join(self.lines[-15:])
+                raise LaunchError(f'{spec.fqn} exited with code {rc} during the evaluation:\n'
+                                  f'{tail}')
+
+    def close(self) -> None:
+        """Stop the nodes and the client."""
+        try:
+            self.launcher.stop('evaluation finished')
+        finally:
+            self.client.close()
+
+    def __enter__(self) -> _Stack:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
+             stamp_of: Callable[[Any], int]) -> dict[str, Any]:
+    from simreal_ros.ros import messages
+    i0 = len(stack.states)
+    c0 = len(stack.commands)
+    start_ns: int | None = None
+    inside_since: int | None = None
+    reached_ns: int | None = None
+    last_send = 0.0
+    wall_deadline = time.monotonic() + 10.0 * s.goal_timeout_s + 30.0
+    last_q = None
+    k = i0
+    while time.monotonic() < wall_deadline:
+        if time.monotonic() - last_send > 0.5:  # re-sent: a late subscriber still gets it
+            stack.goal_pub.publish(messages.joint_state(names, 0, goal))
+            last_send = time.monotonic()
+        with stack.client.lock:
+            batch = stack.states[k:]
+        k += len(batch)
+        done = False
+        for _t, msg in batch:
+            stamp = stamp_of(msg)
+            if start_ns is None:
+                start_ns = stamp
+            q = np.asarray(msg.position, dtype=np.float64)
+            last_q = q
+            err = float(np.max(np.abs(q - goal)))
+            if err < s.tolerance_rad:
+                inside_since = stamp if inside_since is None else inside_since
+                if stamp - inside_since >= s.dwell_s * 1e9:
+                    reached_ns = inside_since
+                    done = True
+                    break
+            else:
+                inside_since = None
+            if stamp - start_ns >= s.goal_timeout_s * 1e9:
+                done = True
+                break
+        if done:
+            break
+        stack.check_alive()
+        time.sleep(0.01)
+    with stack.client.lock:
+        states = stack.states[i0:k]
+        commands = stack.commands[c0:]
+    final = float(np.max(np.abs(last_q - goal))) if last_q is not None else float('nan')
+    track = tracking_summary(
+        names, [stamp_of(m) for _t, m in states], [list(m.position) for _t, m in states],
+        [stamp_of(m) for _t, m in commands], [list(m.position) for _t, m in commands])
+    rmse = [j['rmse'] for j in track['joints'].values() if not math.isnan(j['rmse'])]
+    return {'goal': [round(float(x), 6) for x in goal], 'success': reached_ns is not None,
+            'time_to_goal_s': (reached_ns - start_ns) / 1e9 if reached_ns is not None
+            and start_ns is not None else None,
+            'final_error_rad': final,
+            'tracking_rmse_rad': float(np.sqrt(np.mean(np.square(rmse)))) if rmse
+            else float('nan')}
+
+
+def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None] = print
+             ) -> dict[str, Any]:
+    """Start the stack, run the episodes, stop the stack; return settings, metrics, episodes."""
+    from simreal_ros.bringup.planner import plan
+    from simreal_ros.ros import messages
+    nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
+    with contextlib.ExitStack() as resources:  # everything started is stopped on any error
+        if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
+            from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+            emulator = resources.enter_context(EmulatorProcess())
+            nodes = plan(plan_args(s, port=emulator.port))
+        spec = load_policy_spec(s.policy)
+        robot = load_robot(spec.robot)
+        goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
+        state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
+        t0 = time.monotonic()
+        stack = resources.enter_context(_Stack(nodes, env, state_topic, log))
+        deadline = time.monotonic() + s.start_timeout_s
+        while _policy_diag(stack.diags).get('mode') != 'running':
+            stack.check_alive()
+            if time.monotonic() > deadline:
+                raise LaunchError(f'the policy did not take over within {s.start_timeout_s} s '
+                                  f'(last diagnostics: {_policy_diag(stack.diags)})')
+            time.sleep(0.05)
+        log(f'{spec.name} running on backend {s.backend}; {s.episodes} episodes')
+        episodes = []
+        for k, goal in enumerate(goals):
+            ep = _episode(stack, robot.joint_names, goal, s,
+                          lambda m: messages.stamp_to_ns(m.header.stamp))
+            episodes.append(ep)
+            log(f'  episode {k + 1}/{s.episodes}: '
+                + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
+                   else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
+        diag = _policy_diag(stack.diags)
+    settings = asdict(s)
+    return {'settings': settings, 'metrics': summarize(episodes), 'episodes': episodes,
+            'policy_diagnostics': {k: diag.get(k) for k in (
+                'compute_p99_ms', 'model_p99_ms', 'period_err_p99_ms', 'deadline_misses',
+                'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published')},
+            'wall_time_s': time.monotonic() - t0}
+
+

@@ -1,0 +1,551 @@
+"""``simreal demo``: the sim-to-real flywheel, end to end, on the virtual servo bus.
+
+One run, no hardware, no arguments; every output under one run folder::
+
+    1 fit data       virtual servo bus (hidden reality) + Dynamixel driver + latency injector,
+                     ``pattern:=sysid`` excitation recorded to ``bags/fit``
+    2 held-out data  a second, different excitation (``multisine``, another seed) on the same
+                     virtual arm, recorded to ``bags/holdout``
+    3 identify       ``simreal sysid`` on the fit bag -> ``identified.yaml`` (a model overlay)
+    4 replay gap     the held-out commands replayed open loop on the nominal sim and on the
+                     identified sim from the measured initial state, against the virtual arm:
+                     RMSE per joint, before (nominal) and after (identified)
+    5 policy gap     the example policy on the nominal sim, the identified sim
+                     (``overlay:=identified.yaml``) and the virtual arm, same seeded episodes:
+                     success, time to goal, final error; the gap before and after
+    6 residual       ``simreal residual fit`` on the fit bag against ``identified.yaml`` ->
+                     ``residual.pt`` and ``identified_residual.yaml`` (the overlay naming it),
+                     scored on the held-out bag: k-step (0.2 s) and open-loop RMSE, identified
+                     sim against identified sim + residual. It **pays off** when the k-step
+                     RMSE is at most ``RESIDUAL_KSTEP_MAX`` (70 %) of the identified sim's and
+                     the open loop is not worse; then the policy also runs on the corrected sim
+                     and the summary recommends ``identified_residual.yaml``, otherwise
+                     ``identified.yaml``
+    7 summary        ``summary.json``, ``summary.html`` (one page, PNGs embedded) and a
+                     terminal table of at most 100 columns
+
+Comparison window. The virtual arm is unpowered until the driver enables torque and sags under
+gravity meanwhile (measured: the shoulder at 1.80 rad against 0.40 rad at home), and the first
+command of an excitation pulls it back to home within ~0.5 s (measured: shoulder error 1.31 rad
+at 0.1 s, 0.08 rad at 0.4 s after the first command). Comparing from a sim started at home
+turns that start-up into a fake dynamics gap. So the replay starts from the *measured* state
+and covers the excitation window only: from ``settle_s`` (default 1.0 s, the excitation's
+fade-in) after the first command to the last command, on the ``joint_commands`` header stamps.
+The window (ns, bag clock) is written into every report.
+
+Ctrl-C (or SIGTERM) at any stage stops every child process (the emulator, the nodes) and
+exits 130; the run folder keeps what was written so far. The run folder must not exist or be
+empty: the demo never overwrites.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass, field, replace
+import json
+import math
+from pathlib import Path
+import signal
+import time
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
+from simreal_ros.core.realtime import read_thread
+from simreal_ros.errors import LaunchError, SimrealError
+
+if TYPE_CHECKING:
+    from simreal_ros.gap.episode import Episode
+
+Log = Callable[[str], None]
+
+#: The parameters the demo identifies (names of the ``simreal sysid --fit`` list) and the
+#: bodies whose mass it fits: the tool flange, where a heavier tool is the common real case.
+FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay', 'mass')
+FIT_BODIES = ('wrist_flange_link',)
+
+#: Layout of a run folder (relative paths), written into summary.json.
+LAYOUT = {
+    'fit_bag': 'bags/fit', 'holdout_bag': 'bags/holdout', 'overlay': 'identified.yaml',
+    'identify': 'reports/identify.json', 'replay_nominal': 'reports/replay_nominal.json',
+    'replay_identified': 'reports/replay_identified.json',
+    'eval_nominal': 'reports/eval_nominal_sim.json',
+    'eval_identified': 'reports/eval_identified_sim.json',
+    'eval_real': 'reports/eval_virtual_arm.json', 'residual': 'residual.pt',
+    'residual_overlay': 'identified_residual.yaml', 'residual_fit': 'reports/residual_fit.json',
+    'replay_residual': 'reports/replay_residual.json',
+    'eval_residual': 'reports/eval_residual_sim.json', 'summary': 'summary.json',
+    'html': 'summary.html', 'logs': 'logs',
+}
+#: What a run folder lacks when the residual does not pay off (the policy does not run on it).
+ONLY_IF_RESIDUAL_PAYS_OFF = ('eval_residual',)
+
+STAGES = 7
+#: The arm has recovered from its start-up sag when every joint is this close to the command.
+RECOVERED_RAD = 0.2
+#: Shortest comparison window (ns).
+MIN_WINDOW_NS = 3_000_000_000
+#: Recordings a stage makes at most while the host stalls them (the last one is kept).
+RECORD_TRIES = 3
+#: How long an excitation waits for the driver's states and its subscribers (s).
+EXCITE_WAIT_S = 90.0
+
+
+def _write_line(f: IO[str], line: str) -> None:
+    """Append ``line`` to a log file and flush it (a killed run keeps what it logged)."""
+    f.write(line + '\n')
+    f.flush()
+
+
+def _both(a: Log, b: Log, line: str) -> None:
+    a(line)
+    b(line)
+
+
+def _positive(name: str, v: object, integer: bool = False) -> None:
+    ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float)) \
+        and math.isfinite(float(v)) and float(v) > 0  # type: ignore[arg-type,unused-ignore]
+    if not ok:
+        raise SimrealError(f'--{name.replace("_", "-")} {v!r}: expected '
+                           + ('an integer >= 1' if integer else 'a finite number > 0'))
+
+
+@dataclass(frozen=True)
+class FlywheelSettings:
+    """What ``simreal demo`` runs; validated on construction (errors name the option)."""
+
+    robot: str = 'simreal_arm'
+    reality: str = 'sysid_reality'
+    latency: str = 'usb_serial'
+    fit_pattern: str = 'sysid'
+    fit_s: float = 30.0
+    holdout_pattern: str = 'multisine'
+    holdout_s: float = 15.0
+    fit: tuple[str, ...] = FIT_PARAMETERS
+    bodies: tuple[str, ...] = FIT_BODIES
+    policy: str = 'simreal_arm_reach'
+    episodes: int = 8
+    seed: int = 0
+    settle_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Reject values no stage can use, before anything starts."""
+        _positive('fit_s', self.fit_s)
+        _positive('holdout_s', self.holdout_s)
+        _positive('episodes', self.episodes, integer=True)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SimrealError(f'--seed {self.seed!r}: expected an integer >= 0')
+        if not (isinstance(self.settle_s, (int, float)) and math.isfinite(self.settle_s)
+                and 0 <= self.settle_s < self.holdout_s and self.settle_s < self.fit_s):
+            raise SimrealError(f'--settle {self.settle_s!r}: expected a number >= 0 and '
+                               f'shorter than both excitations')
+        from simreal_ros.bringup.planner import EXCITE_PATTERNS
+        for flag, pattern in (('--fit-pattern', self.fit_pattern),
+                              ('--holdout-pattern', self.holdout_pattern)):
+            if pattern not in EXCITE_PATTERNS:
+                raise SimrealError(f'{flag} {pattern!r}: expected one of {EXCITE_PATTERNS}')
+        if not self.fit:
+            raise SimrealError('--fit: expected at least one parameter')
+
+    @property
+    def holdout_seed(self) -> int:
+        """Seed of the held-out excitation: never the fit's."""
+        return self.seed + 1
+
+
+def default_settings(**overrides: Any) -> FlywheelSettings:
+    """Return the embedded defaults, with the sysid excitation only if this version has it."""
+    from simreal_ros.bringup.planner import EXCITE_PATTERNS
+    base: dict[str, Any] = {}
+    if 'sysid' not in EXCITE_PATTERNS:  # before the identification excitation existed
+        base['fit_pattern'] = 'chirp'
+    return FlywheelSettings(**{**base, **{k: v for k, v in overrides.items()
+                                          if v is not None}})
+
+
+# -- stages -------------------------------------------------------------------------------
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM arrived; every child process has been stopped."""
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM raises like Ctrl-C, so the ``with`` blocks stop the children on both."""
+    def handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _quiet(log_path: Path) -> Iterator[Callable[[str], None]]:
+    """Send what is printed to stdout/stderr inside to ``log_path``; yield a line writer.
+
+    The progress callback gets the real stdout through ``_Progress`` (bound at its creation).
+    """
+    import sys
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open('w', encoding='utf-8') as f, contextlib.redirect_stdout(f), \
+            contextlib.redirect_stderr(f):
+        yield lambda line: _write_line(f, line)
+    sys.stdout.flush()
+
+
+def _launch(nodes: Sequence[Any], env: Mapping[str, str], log_path: Path) -> None:
+    """Run a plan to completion with its output in ``log_path``; raise on failure or signal."""
+    from simreal_ros.bringup.launcher import Launcher
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    received: list[str] = []
+    with log_path.open('w', encoding='utf-8') as f:
+        def echo(line: str) -> None:
+            f.write(line + '\n')
+            f.flush()
+
+        launcher = Launcher(nodes, env, echo=echo)
+
+        def handler(signum: int, _frame: object) -> None:
+            received.append(signal.Signals(signum).name)
+            launcher.request_stop(f'received {received[-1]}')
+
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT,
+                                                                 signal.SIGTERM)}
+        try:
+            launcher.start()
+            code = launcher.wait()
+        finally:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+    if received:
+        raise Interrupted(received[0])
+    if code != 0:
+        tail = log_path.read_text(encoding='utf-8').splitlines()[-8:]
+        raise LaunchError(f'the recording stopped with code {code} (log: {log_path}):\n'
+                          + '\n'.join(tail))
+
+
+def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
+    """Return the comparison window (ns, bag clock) of an excitation bag (:func:`window_of`)."""
+    return window_of(load_joint_topics(bag), settle_s)
+
+
+def load_joint_topics(bag: Path) -> Episode:
+    """Read every JointState topic of ``bag`` in one pass."""
+    from simreal_ros.bag import BagReader
+    from simreal_ros.gap.episode import JOINT_STATE, load_episode
+    with BagReader(bag) as reader:
+        topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
+    return load_episode(str(bag), topics=topics)
+
+
+def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
+    """Return the comparison window (ns, bag clock) of an excitation episode.
+
+    It ends at the last command and starts ``settle_s`` after the first command, or later:
+    when the arm is first back within :data:`RECOVERED_RAD` of the command on every joint (the
+    sag recovery took 0.4 s on a quiet machine and 3 s with a load average of 13 on the
+    2 cores). Times are header stamps: commands of the undelayed ``/joint_commands``, states
+    of the driver's own ``/backend/joint_states``; and it starts no earlier than the first
+    ``/backend/joint_commands`` (the relayed commands sysid replays) by bag time, as sysid
+    reads them, so sysid's data cover exactly this window. ``ep`` holds at least those
+    three topics where the bag has them (:func:`load_joint_topics`).
+    """
+    import numpy as np
+
+    bag = ep.info.path
+    # sysid reads the relayed commands by bag time (when the driver got them, the injector's
+    # delay after their stamp), so the window starts at that time too: from the header stamp
+    # it began 4.06 ms before sysid's data in one run where the recorder found the topic late
+    relayed = ep.receive.get('/backend/joint_commands')
+    first_relayed = int(relayed[0]) if relayed is not None and relayed.size else None
+    cmd = ep.joints.get('/joint_commands')
+    st = ep.joints.get('/backend/joint_states')
+    if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
+        raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
+    c_ns = np.asarray(cmd.stamps, dtype=np.int64)
+    order = np.argsort(c_ns)
+    c_ns, c_pos = c_ns[order], np.asarray(cmd.position, dtype=np.float64)[order]
+    s_ns = np.asarray(st.stamps, dtype=np.int64)
+    s_pos = np.asarray(st.position, dtype=np.float64)
+    names = list(st.names)
+    c_pos = c_pos[:, [list(cmd.names).index(n) for n in names]]
+    start = int(c_ns[0]) + int(round(settle_s * 1e9))
+    after = s_ns >= c_ns[0]
+    held = np.searchsorted(c_ns, s_ns, side='right') - 1  # command in force at each state
+    err = np.max(np.abs(s_pos - c_pos[np.maximum(held, 0)]), axis=1)
+    back = np.nonzero(after & (err < RECOVERED_RAD))[0]
+    if back.size:
+        start = max(start, int(s_ns[back[0]]))
+    # sysid replays the commands the driver got (after the injector); the recorder finds that
+    # topic by polling the graph once the injector has seen the excitation, 1.3 s after the
+    # first command in one run at load average 6: the window starts where both are recorded
+    if first_relayed is not None:
+        start = max(start, first_relayed)
+    end = int(c_ns[-1])
+    if start >= end - MIN_WINDOW_NS:
+        raise SimrealError(f'{bag}: less than {MIN_WINDOW_NS / 1e9:g} s of the excitation '
+                           f'remain after the start-up; record longer (--fit-s/--holdout-s)')
+    return start, end
+
+
+def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed: int,
+           bag: Path, env: Mapping[str, str], log_path: Path) -> None:
+    """Record one excitation through driver and injector on the virtual arm into ``bag``."""
+    from simreal_ros.bringup.planner import plan
+    bag.parent.mkdir(parents=True, exist_ok=True)
+    nodes = plan({'backend': 'real', 'robot': s.robot, 'port': port, 'latency': s.latency,
+                  'excite': pattern, 'duration': f'{duration_s:g}', 'seed': str(seed),
+                  'record': 'true', 'bag': str(bag), 'realtime': 'true'})
+    # the excitation waits for the driver's states and every subscriber before its first
+    # command; its default 15 s ran out once with a load average of 26 on the 2 cores (driver
+    # up after 25 s) and it started blind, so the demo gives it longer
+    nodes = [replace(n, parameters={**n.parameters, 'wait_timeout_s': EXCITE_WAIT_S})
+             if n.kind == 'excite' else n for n in nodes]
+    _launch(nodes, env, log_path)
+    if not (bag / 'metadata.yaml').is_file():
+        raise LaunchError(f'the recorder wrote no bag at {bag} (log: {log_path})')
+
+
+def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s: float,
+                       seed: int, bag: Path, env: Mapping[str, str], log_path: Path,
+                       note: Log) -> tuple[tuple[int, int], dict[str, Any]]:
+    """Record like :func:`record`, again while the host stalled it; return (window, record).
+
+    A recording whose comparison window holds a host stall (:mod:`simreal_ros.gap.host_stalls`)
+    is replaced, up to :data:`RECORD_TRIES` recordings in all; the last one is kept either way.
+    The record says how many were made (``tries``) and the stalls of each, one line per stall
+    (``stalls``; the last entry is the kept recording's, empty when it is clean). ``note`` gets
+    a line per stall found.
+    """
+    import shutil
+
+    from simreal_ros.gap.host_stalls import find_stalls
+    tries: list[list[str]] = []
+    while True:
+        path = log_path if not tries else log_path.with_name(
+            f'{log_path.stem}_{len(tries) + 1}{log_path.suffix}')
+        record(s, port, pattern, duration_s, seed, bag, env, path)
+        ep = load_joint_topics(bag)
+        window = window_of(ep, s.settle_s)
+        stalls = [x.text(window[0]) for x in find_stalls(ep, window)]
+        tries.append(stalls)
+        if not stalls or len(tries) == RECORD_TRIES:
+            break
+        note(f'host stall, recording again: {stalls[0]}')
+        shutil.rmtree(bag)
+    if stalls:
+        note(f'host stall kept after {RECORD_TRIES} recordings: {"; ".join(stalls)}')
+    return window, {'tries': len(tries), 'stalls': tries}
+
+
+def _eval(s: FlywheelSettings, env: Mapping[str, str], backend: str,
+          launch_args: dict[str, str], log_path: Path) -> dict[str, Any]:
+    from simreal_ros.jobs.eval import EvalSettings, run_eval
+    settings = EvalSettings(backend=backend, policy=s.policy, episodes=s.episodes, seed=s.seed,
+                            launch_args={'latency': s.latency, **launch_args})
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open('w', encoding='utf-8') as f:
+        return run_eval(settings, env, log=lambda line: _write_line(f, line))
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=_json_default) + '\n', encoding='utf-8')
+
+
+def _json_default(x: Any) -> Any:
+    if hasattr(x, 'tolist'):
+        return x.tolist()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f'not JSON-able: {type(x).__name__}')
+
+
+@dataclass
+class _Progress:
+    log: Log
+    t0: float = field(default_factory=time.monotonic)
+
+    def stage(self, k: int, text: str) -> None:
+        self.log(f'[demo {k}/{STAGES} {time.monotonic() - self.t0:6.1f} s] {text}')
+
+    def detail(self, text: str) -> None:
+        self.log(f'             {text}')
+
+
+def _check_inputs(s: FlywheelSettings) -> None:
+    """Load the reality, the robot and the policy once, so a bad name fails before a start."""
+    from simreal_ros.core.dynamics import load_overlay
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy.spec import load_policy_spec
+    for flag, load, value in (('--reality', load_overlay, s.reality),
+                              ('robot', load_robot, s.robot),
+                              ('policy', load_policy_spec, s.policy)):
+        try:
+            load(value)
+        except ConfigError as exc:
+            raise SimrealError(f'{flag} {value!r}: {exc}') from None
+
+
+def check_out_dir(out: Path) -> None:
+    """Raise unless ``out`` is absent or an empty directory (the demo never overwrites)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SimrealError(f'--out {out} exists and is not empty; the demo never overwrites')
+
+
+def write_residual_overlay(overlay: Path, residual: Path, out: Path) -> None:
+    """Write ``out``: ``overlay``'s text plus ``residual:`` naming ``residual`` (same folder)."""
+    text = overlay.read_text(encoding='utf-8').rstrip('\n')
+    out.write_text(f'{text}\n# learned by simreal residual fit against the physics above; '
+                   f'the sim adds it in every physics step\nresidual: {residual.name}\n',
+                   encoding='utf-8')
+
+
+def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
+                       windows: tuple[tuple[int, int], tuple[int, int]], log_path: Path,
+                       p: _Progress) -> dict[str, Any]:
+    """Fit the residual, write its overlay, score it on the held-out bag; return the record.
+
+    ``windows`` are the fit bag's and the held-out bag's comparison windows (ns): the residual
+    trains on the window the identification used and is scored on the replay's.
+
+    The record is :func:`~simreal_ros.report.flywheel.residual_gap`'s; the fit's own
+    summary and the held-out replay go to ``reports/``. Data the residual cannot be trained on
+    (every window broken by a gap in the states) gives ``pays_off`` False and the reason, and
+    the demo goes on with the identified overlay.
+    """
+    from simreal_ros.report import flywheel as report
+    from simreal_ros.sysid import api as sysid
+    from simreal_ros.sysid.data import SysidInputError
+    from simreal_ros.sysid.residual_fit import fit_residual
+    try:
+        with _quiet(log_path) as note:
+            fit = fit_residual([paths['fit_bag']], s.robot, paths['overlay'],
+                               paths['residual'], seed=s.seed, window_ns=windows[0],
+                               progress=lambda line: _both(note, p.detail, line))
+    except SysidInputError as exc:
+        p.detail(f'no residual: {exc}')
+        return {'pays_off': False, 'reason': f'not fitted: {exc}'}
+    _write_json(paths['residual_fit'], fit)
+    write_residual_overlay(paths['overlay'], paths['residual'], paths['residual_overlay'])
+    heldout = sysid.validate(paths['holdout_bag'], s.robot, str(paths['residual_overlay']),
+                             horizons_s=(report.RESIDUAL_KSTEP_S,), window_ns=windows[1])
+    _write_json(paths['replay_residual'], heldout)
+    gap = report.residual_gap(fit, heldout)
+    p.detail(report.one_line_residual(gap))
+    return gap
+
+
+def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
+                 log: Log | None = None) -> dict[str, Any]:
+    """Run every stage; write the run folder ``out``; return the summary (also summary.json).
+
+    ``log`` gets the progress lines (default: this process's stdout at the time of the call).
+    """
+    import os
+    import sys
+    stdout = sys.stdout
+    log = log or (lambda line: print(line, file=stdout, flush=True))
+
+    from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+    from simreal_ros.report import flywheel as report
+    check_out_dir(out)
+    _check_inputs(s)
+    os.environ.update(env)
+    try:  # fails here, before anything starts
+        from simreal_ros.sysid import api as sysid
+    except ImportError as exc:
+        raise SimrealError(f'this installation has no system identification ({exc})') from None
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {k: out / v for k, v in LAYOUT.items()}
+    logs = paths['logs']
+    p = _Progress(log)
+    summary: dict[str, Any] = {'settings': asdict(s), 'layout': LAYOUT}
+    with _signals_raise(), contextlib.ExitStack() as stack:
+        # the virtual arm is the demo's reality: its physics must keep up with the wall clock
+        # as a real arm does (under the default scheduler, with a load average of 13 on the 2
+        # cores, it slipped and the driver saw gaps of up to 2.5 s); where SCHED_FIFO is not
+        # permitted the emulator warns once and runs on the default scheduler
+        emu = stack.enter_context(EmulatorProcess(robot=s.robot, reality=s.reality,
+                                                  seed=s.seed, env=dict(env),
+                                                  rt_priority=EMULATOR_RT_PRIORITY))
+        assert emu.proc is not None
+        policy, priority, _cpus = read_thread(emu.proc.pid)
+        rt = policy == 'SCHED_FIFO'
+        p.stage(0, f'virtual servo bus on {emu.port} (pid {emu.proc.pid}, '
+                   + (f'SCHED_FIFO {priority}' if rt else 'default scheduler')
+                   + f'; nodes with realtime:=true); node output in {logs}')
+        summary['emulator_sched_fifo'] = rt
+        p.stage(1, f'fit data: {s.fit_pattern} excitation, {s.fit_s:g} s, on the virtual arm '
+                   f'(reality {s.reality!r}, latency {s.latency!r})')
+        summary['recordings'] = {}
+        fit_window, summary['recordings']['fit'] = record_undisturbed(
+            s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
+            logs / 'record_fit.log', p.detail)
+        summary['injector'] = report.injector_timing(paths['fit_bag'], s.latency)
+        p.detail(report.one_line_injector(summary['injector']))
+        p.stage(2, f'held-out data: {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
+                   f'{s.holdout_s:g} s')
+        window, summary['recordings']['holdout'] = record_undisturbed(
+            s, emu.port, s.holdout_pattern, s.holdout_s, s.holdout_seed,
+            paths['holdout_bag'], env, logs / 'record_holdout.log', p.detail)
+        summary['windows_ns'] = {'fit': list(fit_window), 'holdout': list(window)}
+        p.stage(3, f'identify {", ".join(s.fit)} from the fit bag')
+        t = time.monotonic()
+        with _quiet(logs / 'identify.log') as note:  # the optimizer's own prints
+            ident = sysid.identify(paths['fit_bag'], s.robot, list(s.fit), paths['overlay'],
+                                   bodies=list(s.bodies) or None, window_ns=fit_window,
+                                   progress=lambda line: _both(note, p.detail, line))
+        summary['identify'] = {'wall_s': time.monotonic() - t, **ident}
+        _write_json(paths['identify'], summary['identify'])
+        summary['against_reality'] = report.against_reality(ident['parameters'], s.robot,
+                                                            s.reality)
+        p.detail('median error against the hidden reality: ' + ', '.join(
+            f'{k} {v:.0%}' for k, v in summary['against_reality']['median_relative_error']
+            .items()))
+        p.stage(4, 'replay the held-out commands on the nominal and the identified sim')
+        before = sysid.validate(paths['holdout_bag'], s.robot, None, window_ns=window)
+        _write_json(paths['replay_nominal'], before)
+        after = sysid.validate(paths['holdout_bag'], s.robot, str(paths['overlay']),
+                               window_ns=window)
+        _write_json(paths['replay_identified'], after)
+        summary['replay'] = report.replay_gap(before, after)
+        p.detail(report.one_line_replay(summary['replay']))
+        runs = {}
+        for key, label, backend, args in (
+                ('eval_nominal', 'nominal sim', 'sim', {}),
+                ('eval_identified', 'identified sim', 'sim',
+                 {'overlay': str(paths['overlay'].resolve())}),
+                ('eval_real', 'virtual arm', 'real', {'port': emu.port})):
+            p.stage(5, f'policy {s.policy}: {s.episodes} episodes on the {label}')
+            runs[key] = _eval(s, env, backend, args, logs / f'{key}.log')
+            _write_json(paths[key], runs[key])
+            m = runs[key]['metrics']
+            p.detail(f'{m["successes"]}/{m["episodes"]} reached, time to goal '
+                     f'{m["time_to_goal_mean_s"]:.2f} s, final error '
+                     f'{m["final_error_median_rad"]:.4f} rad')
+        p.stage(6, 'learn a residual on the fit bag: what identified.yaml cannot express')
+        summary['residual'] = fit_residual_stage(s, paths, (fit_window, window),
+                                                 logs / 'residual.log', p)
+        if summary['residual']['pays_off']:
+            p.stage(6, f'policy {s.policy}: {s.episodes} episodes on the corrected sim '
+                       f'(identified + residual)')
+            runs['eval_residual'] = _eval(
+                s, env, 'sim', {'overlay': str(paths['residual_overlay'].resolve())},
+                logs / 'eval_residual.log')
+            _write_json(paths['eval_residual'], runs['eval_residual'])
+        summary['eval'] = report.eval_gap(runs['eval_nominal'], runs['eval_identified'],
+                                          runs['eval_real'], runs.get('eval_residual'))
+    p.stage(7, 'summary')
+    summary['wall_s'] = time.monotonic() - p.t0
+    traces = report.replay_traces(
+        paths['holdout_bag'], s.robot, paths['overlay'], window,
+        paths['residual_overlay'] if summary['residual']['pays_off'] else None)
+    summary['figures'] = report.write_html(summary, traces, paths['html'])
+    _write_json(paths['summary'], summary)
+    return summary

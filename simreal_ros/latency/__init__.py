@@ -1,0 +1,1 @@
+"""The latency injector's model: profiles, routes, delay distributions (no ROS)."""

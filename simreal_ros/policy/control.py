@@ -1,0 +1,279 @@
+"""The policy controller: enable, ramp, run, hold; no ROS, no torch.
+
+The node feeds measurements in (:meth:`PolicyController.set_state`, ``set_goal``, ``set_imu``)
+and calls :meth:`PolicyController.step` once per control period with the current time; the
+controller answers with the full-robot command to publish (or ``None``: publish nothing).
+
+Modes::
+
+    disabled --enable--> ramping (cosine ramp from the measured pose to the default pose)
+             --ramp done--> running (the network drives)
+    ramping/running --observation older than stale_after_periods--> hold (last safe command)
+                    (joint_states, and imu/data when a term needs the IMU)
+    any --disable--> disabled (publishes nothing; the backend holds its last target)
+
+A network output that is NaN/inf, of the wrong size or beyond ``action.reject_abs`` is
+rejected: the last safe command is held and the fault is counted and reported. Every command
+returned is finite and inside the joint limits. An observation that cannot be built (e.g. a
+term's input is malformed) also holds the last safe command and is counted
+(``observation_faults``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from simreal_ros.core.robot import RobotSpec, map_names
+from simreal_ros.policy.spec import (
+    ActionProcessor,
+    ObservationBuilder,
+    ObsInputs,
+    PolicySpec,
+    ramp_duration,
+    ramp_point,
+)
+
+FloatArray = npt.NDArray[np.float64]
+Model = Callable[[FloatArray], FloatArray]
+
+DISABLED, RAMPING, RUNNING, HOLD = 'disabled', 'ramping', 'running', 'hold'
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one control step decided."""
+
+    command: FloatArray | None
+    mode: str
+    event: str = ''
+    model_ns: int = 0
+    compute_ns: int = 0
+
+
+class PolicyController:
+    """Safety state machine around observation building, the network and action processing."""
+
+    def __init__(self, spec: PolicySpec, robot: RobotSpec, model: Model) -> None:
+        if robot.name != spec.robot:
+            raise ValueError(f'policy {spec.name} is for {spec.robot}, not {robot.name}')
+        self.spec = spec
+        self.robot = robot
+        self.model = model
+        self.obs = ObservationBuilder(spec)
+        self.actions = ActionProcessor(spec)
+        self.idx = spec.joint_index
+        self.full_default = robot.home.copy()
+        self.full_default[self.idx] = spec.default
+        self.lower = robot.lower.copy()
+        self.upper = robot.upper.copy()
+        self.lower[self.idx] = spec.lower
+        self.upper[self.idx] = spec.upper
+        self.mode = DISABLED
+        self.position: FloatArray | None = None
+        self.velocity: FloatArray | None = None
+        self.state_stamp_ns = 0
+        self.goal = spec.default.copy()
+        self.imu_gyro: FloatArray | None = None
+        self.imu_quat: FloatArray | None = None
+        self.imu_stamp_ns: int | None = None
+        self.needs_imu = 'imu' in spec.needs
+        self.last_action = self.actions.neutral_action()
+        self.last_command: FloatArray | None = None
+        self.ramp_start: FloatArray | None = None
+        self.ramp_elapsed_s = 0.0
+        self.ramp_s = 0.0
+        self.run_start_ns = 0
+        self.last_step_ns: int | None = None
+        self.held_mode = RUNNING
+        self.counts = {'steps': 0, 'rejected_outputs': 0, 'stale_holds': 0,
+                       'rejected_states': 0, 'rejected_goals': 0, 'rejected_imu': 0,
+                       'observation_faults': 0, 'clipped_actions': 0}
+        self.last_fault = ''
+
+    # ---- inputs --------------------------------------------------------------------------
+    def set_state(self, names: Sequence[str], position: Sequence[float],
+                  velocity: Sequence[float], stamp_ns: int) -> None:
+        """Store a joint_states measurement; ValueError (state kept) when it is malformed."""
+        try:
+            q = map_names(names, position, self.robot.joint_names, 'joint_states position')
+            if len(velocity) == 0 and 'joint_vel' in {t.name for t in self.spec.observation}:
+                raise ValueError('joint_states has no velocity, which the joint_vel term needs')
+            v = (map_names(names, velocity, self.robot.joint_names, 'joint_states velocity')
+                 if len(velocity) else np.zeros(self.robot.n))
+        except ValueError as exc:
+            self.counts['rejected_states'] += 1
+            self.last_fault = str(exc)
+            raise
+        self.position, self.velocity, self.state_stamp_ns = q, v, int(stamp_ns)
+
+    def set_goal(self, names: Sequence[str], position: Sequence[float]) -> bool:
+        """Set the goal (policy joints); clamps into the limits (returns True when clamped)."""
+        try:
+            g = map_names(names, position, self.spec.joints, 'goal')
+        except ValueError as exc:
+            self.counts['rejected_goals'] += 1
+            self.last_fault = str(exc)
+            raise
+        clamped = np.clip(g, self.spec.lower, self.spec.upper)
+        self.goal = clamped
+        return bool(np.any(clamped != g))
+
+    def set_imu(self, quat_wxyz: Sequence[float], gyro: Sequence[float], stamp_ns: int
+                ) -> None:
+        """Store an IMU reading measured at ``stamp_ns``; ValueError when it has NaN/inf."""
+        q = np.asarray(quat_wxyz, dtype=np.float64)
+        g = np.asarray(gyro, dtype=np.float64)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(g))):
+            self.counts['rejected_imu'] += 1
+            self.last_fault = f'imu/data contains NaN or inf: {q.tolist()} {g.tolist()}'
+            raise ValueError(self.last_fault)
+        self.imu_quat, self.imu_gyro, self.imu_stamp_ns = q, g, int(stamp_ns)
+
+    # ---- mode changes --------------------------------------------------------------------
+    @property
+    def stale_after_ns(self) -> int:
+        """Observations older than this are stale (``stale_after_periods`` control periods)."""
+        return self.spec.stale_after_ns
+
+    def staleness(self, now_ns: int) -> str:
+        """Why the observation is not fresh enough to act on at ``now_ns`` ('' = fresh).
+
+        joint_states always counts; imu/data too when an observation term needs the IMU.
+        """
+        if self.position is None:
+            return 'no joint_states received yet'
+        limit = self.stale_after_ns
+        age = now_ns - self.state_stamp_ns
+        if age > limit:
+            return f'joint_states is {age / 1e6:.1f} ms old'
+        if self.needs_imu:
+            if self.imu_stamp_ns is None:
+                return 'no imu/data received yet (an observation term needs it)'
+            age = now_ns - self.imu_stamp_ns
+            if age > limit:
+                return f'imu/data is {age / 1e6:.1f} ms old'
+        return ''
+
+    def is_fresh(self, now_ns: int) -> bool:
+        """Whether every measurement the observation needs is recent enough to act on."""
+        return not self.staleness(now_ns)
+
+    def enable(self, now_ns: int) -> tuple[bool, str]:
+        """Start the ramp from the measured pose; refused without a fresh measurement."""
+        if self.mode in (RAMPING, RUNNING, HOLD):
+            return True, f'already enabled ({self.mode})'
+        if self.position is None:
+            return False, 'no joint_states received yet: cannot ramp from an unknown pose'
+        why = self.staleness(now_ns)
+        if why:
+            return False, (f'{why} (stale after {self.spec.safety.stale_after_periods:g} '
+                           'periods): is the backend running, and do both sides use the same '
+                           'clock (sim time)?')
+        self.ramp_start = np.clip(self.position, self.lower, self.upper)
+        self.ramp_s = ramp_duration(self.spec, self.ramp_start, self.full_default)
+        self.ramp_elapsed_s = 0.0
+        self.last_step_ns = None
+        self.mode = RAMPING
+        return True, (f'ramping to the default pose over {self.ramp_s:.2f} s, then '
+                      f'{self.spec.name} takes over')
+
+    def disable(self) -> str:
+        """Stop commanding; the backend holds its last target."""
+        was = self.mode
+        self.mode = DISABLED
+        self.last_step_ns = None
+        return f'disabled (was {was})'
+
+    def _start_running(self, now_ns: int) -> None:
+        self.obs.reset()
+        self.actions.reset(self.spec.default)
+        self.last_action = self.actions.neutral_action()
+        self.run_start_ns = now_ns
+        self.mode = RUNNING
+
+    # ---- the control step ----------------------------------------------------------------
+    def step(self, now_ns: int) -> StepResult:
+        """Decide the command for this period."""
+        t0 = time.perf_counter_ns()
+        self.counts['steps'] += 1
+        dt_s = 0.0 if self.last_step_ns is None else max(0, now_ns - self.last_step_ns) / 1e9
+        self.last_step_ns = now_ns
+        if self.mode == DISABLED:
+            return StepResult(None, DISABLED)
+        why = self.staleness(now_ns)
+        if why:
+            if self.mode != HOLD:
+                self.held_mode = self.mode
+                self.mode = HOLD
+                self.counts['stale_holds'] += 1
+            self.last_fault = f'{why}: holding the last command'
+            return StepResult(self._hold_command(), HOLD, self.last_fault,
+                              compute_ns=time.perf_counter_ns() - t0)
+        if self.mode == HOLD:
+            self.mode = self.held_mode
+            if self.mode == RUNNING:  # the history has a gap: start it again
+                self.obs.reset()
+        if self.mode == RAMPING:
+            assert self.ramp_start is not None
+            self.ramp_elapsed_s += dt_s
+            cmd = ramp_point(self.ramp_start, self.full_default, self.ramp_elapsed_s,
+                             self.ramp_s)
+            if self.ramp_elapsed_s >= self.ramp_s:
+                self._start_running(now_ns)
+            return StepResult(self._safe(cmd), RAMPING, compute_ns=time.perf_counter_ns() - t0)
+        return self._run(now_ns, t0)
+
+    def _run(self, now_ns: int, t0: int) -> StepResult:
+        assert self.position is not None and self.velocity is not None
+        inputs = ObsInputs(
+            position=self.position[self.idx], velocity=self.velocity[self.idx],
+            default=self.spec.default, last_action=self.last_action, goal=self.goal,
+            time_s=(now_ns - self.run_start_ns) / 1e9, imu_gyro=self.imu_gyro,
+            imu_quat_wxyz=self.imu_quat)
+        try:
+            obs = self.obs.build(inputs)
+        except ValueError as exc:
+            self.counts['observation_faults'] += 1
+            self.last_fault = f'observation: {exc}; holding the last command'
+            return StepResult(self._hold_command(), RUNNING, self.last_fault,
+                              compute_ns=time.perf_counter_ns() - t0)
+        m0 = time.perf_counter_ns()
+        try:
+            raw = self.model(obs)
+        except Exception as exc:  # noqa: BLE001 - a failing network is a fault, never a crash
+            raw = None
+            reason = f'model call failed: {exc}'
+        model_ns = time.perf_counter_ns() - m0
+        if raw is None:
+            res = None
+        else:
+            res = self.actions.process(raw)
+            reason = res.reason
+        if res is None or not res.ok:
+            self.counts['rejected_outputs'] += 1
+            self.last_fault = f'rejected: {reason}; holding the last command'
+            return StepResult(self._hold_command(), RUNNING, self.last_fault, model_ns,
+                              time.perf_counter_ns() - t0)
+        if res.clipped:
+            self.counts['clipped_actions'] += 1
+        self.last_action = res.action
+        cmd = self.full_default.copy()
+        cmd[self.idx] = res.target
+        return StepResult(self._safe(cmd), RUNNING, '', model_ns, time.perf_counter_ns() - t0)
+
+    def _hold_command(self) -> FloatArray | None:
+        if self.last_command is None:
+            return None
+        return np.array(self.last_command, dtype=np.float64)
+
+    def _safe(self, cmd: FloatArray) -> FloatArray:
+        out: FloatArray = np.clip(cmd, self.lower, self.upper)
+        if not np.all(np.isfinite(out)):  # cannot happen: inputs are checked; belt and braces
+            raise AssertionError(f'non-finite command {out.tolist()}')
+        self.last_command = out
+        return np.array(out, dtype=np.float64)

@@ -1,0 +1,1 @@
+"""Teleoperation from a leader arm: joint mapping, safety, demonstration quality (no ROS)."""

@@ -1,0 +1,162 @@
+"""``simreal eval``: seeded goal episodes through the real stack, and the gap between runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from simreal_ros.errors import SimrealError
+from simreal_ros.jobs.eval import episode_goals
+from simreal_ros.report.eval_results import compare, load_result, summarize
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def simreal(args: list[str], env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'simreal_ros', *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.ros
+def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
+    args = ['eval', '--backend', 'sim', '--episodes', '3', '--json', 'timing:=lockstep',
+            'rate:=50']
+    r = simreal(args, ros_env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    m = res['metrics']
+    assert m['episodes'] == 3 and m['success_rate'] == 1.0, res['episodes']
+    assert 0 < m['time_to_goal_mean_s'] < 5 and m['final_error_max_rad'] < 0.05
+    assert res['policy_diagnostics']['rejected_outputs'] == '0'
+    assert [e['goal'] for e in res['episodes']] == \
+        [[round(float(x), 6) for x in g] for g in episode_goals('simreal_arm', 0, 3, 0.25)]
+    first = tmp_path / 'nominal.json'
+    first.write_text(r.stdout)
+    # the same episodes in the other engine, with a worn arm: the policy was trained in MuJoCo
+    r2 = simreal(args[:-1] + ['rate:=50', 'overlay:=worn_arm', '--engine', 'pybullet',
+                              '--compare', str(first)], ros_env)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    res2 = json.loads(r2.stdout)
+    assert res2['settings']['engine'] == 'pybullet'
+    assert res2['metrics']['success_rate'] == 1.0, res2['episodes']
+    assert res2['gap']['backends'] == [
+        'sim (pybullet) timing:=lockstep rate:=50 overlay:=worn_arm',
+        'sim (mujoco) timing:=lockstep rate:=50']
+    assert set(res2['gap']['gap']) == {'success_rate', 'time_to_goal_mean_s',
+                                       'final_error_median_rad', 'tracking_rmse_mean_rad'}
+    assert res2['gap']['gap']['time_to_goal_mean_s'] == pytest.approx(
+        abs(res2['metrics']['time_to_goal_mean_s'] - m['time_to_goal_mean_s']))
+
+
+@pytest.mark.ros
+def test_eval_on_real_runs_on_the_virtual_servo_bus(ros_env):
+    r = simreal(['eval', '--backend', 'real', '--episodes', '1', '--json'], ros_env,
+                timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res['settings']['backend'] == 'real'
+    assert res['metrics']['episodes'] == 1 and res['metrics']['successes'] == 1
+
+
+def test_eval_arguments_are_checked(ros_env):
+    r = simreal(['eval', 'policy:=x'], ros_env, timeout=60)
+    assert r.returncode == 2 and 'set by simreal eval itself' in r.stderr
+    r = simreal(['eval', 'bogus:=1'], ros_env, timeout=60)
+    assert r.returncode == 2 and "unknown launch argument 'bogus'" in r.stderr
+
+
+def run(backend: str, successes: list[bool], times: list[float]) -> dict:
+    eps = [{'goal': [0.0], 'success': s, 'time_to_goal_s': t if s else None,
+            'final_error_rad': 0.01 if s else 0.2, 'tracking_rmse_rad': 0.05}
+           for s, t in zip(successes, times, strict=True)]
+    return {'settings': {'policy': 'p', 'seed': 0, 'episodes': len(eps), 'backend': backend},
+            'metrics': summarize(eps), 'episodes': eps}
+
+
+def test_gap_between_two_runs_of_the_same_episodes(tmp_path):
+    sim = run('sim', [True, True, True, True], [1.0, 1.2, 1.1, 0.9])
+    real = run('real', [True, False, True, True], [1.5, 0.0, 1.3, 1.0])
+    g = compare(sim, real)
+    assert g['backends'] == ['sim (mujoco)', 'real']
+    assert g['gap']['success_rate'] == pytest.approx(0.25)
+    assert g['gap']['time_to_goal_mean_s'] == pytest.approx(abs(1.05 - 3.8 / 3))
+    assert g['episodes_with_same_outcome'] == 3
+    other = run('real', [True], [1.0])
+    with pytest.raises(SimrealError, match='differ in episodes'):
+        compare(sim, other)
+    p = tmp_path / 'x.json'
+    p.write_text('{"not": "a result"}')
+    with pytest.raises(SimrealError, match='not a simreal eval --json result'):
+        load_result(p)
+    with pytest.raises(SimrealError, match='not a simreal eval'):
+        load_result(tmp_path / 'missing.json')
+
+
+def test_seeded_goals_are_reachable_and_repeatable():
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.sim.goals import GoalSampler
+    a = episode_goals('simreal_arm', 3, 10, 0.25)
+    assert (a == episode_goals('simreal_arm', 3, 10, 0.25)).all()
+    assert not (a == episode_goals('simreal_arm', 4, 10, 0.25)).all()
+    robot = load_robot('simreal_arm')
+    sampler = GoalSampler(robot, margin_rad=0.25)
+    assert all(sampler.reachable(g) for g in a)
+    assert (a >= robot.lower + 0.25).all() and (a <= robot.upper - 0.25).all()
+
+
+@pytest.mark.ros
+def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
+    r = simreal(['eval', '--backend', 'sim', '--episodes', '2', '--json', 'sim_time:=true'],
+                ros_env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res['metrics']['success_rate'] == 1.0, res['episodes']
+    assert res['policy_diagnostics']['commands_published'] not in (None, '0')
+
+
+def test_train_and_eval_have_help(ros_env):
+    for cmd in ('train', 'eval'):
+        r = simreal([cmd, '--help'], ros_env, timeout=60)
+        assert r.returncode == 0 and 'usage: simreal' in r.stdout
+    assert '--backend' in simreal(['eval', '--help'], ros_env, timeout=60).stdout
+
+
+def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
+    from simreal_ros.hardware.emulator import virtual_bus
+    import simreal_ros.jobs.eval as ev
+    started: list = []
+
+    class Recorded(virtual_bus.EmulatorProcess):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    def broken(_name):
+        raise SimrealError('spec exploded after the emulator started')
+
+    monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
+    monkeypatch.setattr(ev, 'load_policy_spec', broken)
+    with pytest.raises(SimrealError, match='exploded'):
+        ev.run_eval(ev.EvalSettings(backend='real', episodes=1), ros_env, log=lambda _l: None)
+    assert len(started) == 1
+    emu = started[0]
+    assert emu.proc is not None and emu.proc.poll() is not None, 'the emulator leaked'
+    assert not emu.link.exists()
+
+
+@pytest.mark.parametrize('args,reason', [
+    (['--tolerance', '-1'], '--tolerance -1.0: expected a finite number > 0'),
+    (['--timeout', '0'], '--timeout 0.0: expected a finite number > 0'),
+    (['--tolerance', 'nan'], '--tolerance nan'),
+    (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
+    (['--seed', '-2'], '--seed -2: expected an integer >= 0'),
+])
+def test_bad_eval_options_fail_before_anything_starts(ros_env, args, reason):
+    r = simreal(['eval', '--backend', 'sim', *args], ros_env, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]
