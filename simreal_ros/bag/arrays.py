@@ -222,7 +222,11 @@ class JointArraysBuilder:
 
 @dataclass
 class BagArrays:
-    """What :func:`read_arrays` read: every topic's times, every JointState topic's arrays."""
+    """What :func:`read_arrays` read: every topic's times, every JointState topic's arrays.
+
+    ``joints`` has the JointState topics with at least one message, in the order of their
+    first messages.
+    """
 
     info: BagInfo
     stamped: dict[str, StampArrays]
@@ -249,8 +253,7 @@ def read_arrays(reader: BagReader, topics: Sequence[str] | None = None,
     header = {t: has_header(reader.types, info.topics[t][0]) for t in wanted}
     receive: dict[str, list[int]] = {t: [] for t in wanted}
     stamps: dict[str, list[int]] = {t: [] for t in wanted if header[t]}
-    builders = {t: JointArraysBuilder(t, names) for t in wanted
-                if info.topics[t][0] == JOINT_STATE}
+    builders: dict[str, JointArraysBuilder] = {}  # in the order of their first messages
     total = sum(info.topics[t][1] for t in wanted)
     done = 0
     for m in reader.messages(wanted):
@@ -263,6 +266,8 @@ def read_arrays(reader: BagReader, topics: Sequence[str] | None = None,
             stamps[m.topic].append(stamp)
         if m.msgtype == JOINT_STATE:
             msg = reader.deserialize(m)
+            if m.topic not in builders:
+                builders[m.topic] = JointArraysBuilder(m.topic, names)
             builders[m.topic].add(msg, int(msg.header.stamp.sec) * 1_000_000_000
                                   + int(msg.header.stamp.nanosec), m.timestamp)
         elif other is not None:

@@ -1,6 +1,8 @@
-"""The one bag reader of joint streams (bag/arrays.py): its rules.
+"""The one bag reader of joint streams (bag/arrays.py): its rules, and every caller reading alike.
 
-Bags are written with known stamps and receive times (the project's writer) and read back.
+Bags are written with known stamps and receive times (the project's writer), read back with the
+reader and with every caller that reads joint streams: the gap episode, sysid's data, the
+flywheel's comparison window and the empirical delay profile.
 """
 
 from pathlib import Path
@@ -87,3 +89,59 @@ def test_the_names_given_set_the_columns(tmp_path):
     with pytest.raises(BagError, match='/j has no joint gripper'):
         js.select(('gripper',))
 
+
+def test_every_caller_reads_one_bag_alike(tmp_path):
+    """The flywheel's window, sysid's data, the gap episode and the delay profile of one bag.
+
+    Before the one reader they disagreed on this bag: the flywheel's window began at the
+    first relayed command's bag time although that command had a NaN position, and sysid
+    (which skipped it) then began 4 ms later than that window; the gap episode kept the NaN
+    state, dropped the state naming a gripper too, and had no velocities at all because one
+    state had none, where sysid had the opposite on each.
+    """
+    from simreal_ros.bag.receive_delays import bag_latencies_s
+    from simreal_ros.gap.episode import load_episode
+    from simreal_ros.jobs.flywheel import excitation_window
+    from simreal_ros.sysid.data import load_sysid_data
+
+    bag = tmp_path / 'bag'
+    period, delay = 4 * MS, 4_060_000
+    relayed_from, nan_state, gripper_state, no_velocity = 500, 700, 800, 900
+    with BagWriter(bag) as w:
+        cmd, st, rel = (w.add_topic(t, 'sensor_msgs/msg/JointState', [QosSpec()])
+                        for t in ('/joint_commands', '/backend/joint_states',
+                                  '/backend/joint_commands'))
+        for k in range(1500):  # 6 s at 250 Hz; the arm follows at once (no sag)
+            stamp = T0 + k * period
+            q = np.full(N, 0.1 * np.sin(k / 100))
+            v = np.full(N, 0.1 * np.cos(k / 100))
+            w.write(cmd, stamp, joint_state(stamp, q))
+            if k == nan_state:
+                state = joint_state(stamp, np.full(N, np.nan), v)
+            elif k == gripper_state:
+                state = joint_state(stamp, [*q, 0.5], [*v, 0.0], names=(*NAMES, 'gripper'))
+            elif k == no_velocity:
+                state = joint_state(stamp, q)
+            else:
+                state = joint_state(stamp, q, v)
+            w.write(st, stamp + MS, state)
+            if k >= relayed_from:  # the first relayed command carries no position
+                w.write(rel, stamp + delay, joint_state(
+                    stamp, np.full(N, np.nan) if k == relayed_from else q))
+    window = excitation_window(bag, 1.0)
+    assert window == (T0 + (relayed_from + 1) * period + delay, T0 + 1499 * period)
+    data = load_sysid_data(bag, ROBOT, window)
+    assert data.window_ns == window
+    inside = [k for k in range(1500) if k != nan_state
+              and window[0] <= T0 + k * period <= window[1]]
+    assert data.state_ns.tolist() == [T0 + k * period for k in inside]
+    series = load_episode(str(bag)).joints['/backend/joint_states'].series()
+    in_window = (series.stamps >= window[0]) & (series.stamps <= window[1])
+    assert series.stamps[in_window].tolist() == data.state_ns.tolist()
+    assert np.array_equal(series.position[in_window], data.state_pos)
+    assert np.array_equal(series.velocity[in_window], data.state_vel, equal_nan=True)
+    row = inside.index(no_velocity)
+    assert np.isnan(data.state_vel[row]).all()
+    assert np.isfinite(np.delete(data.state_vel, row, axis=0)).all()
+    # the delay profile counts every message, the NaN one too: 1 ms each
+    assert bag_latencies_s(bag, '/backend/joint_states') == [0.001] * 1500
