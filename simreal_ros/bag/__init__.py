@@ -2,7 +2,8 @@
 
 One job a module: ``options`` (settings, QoS, constants), ``types`` (message definitions),
 ``storage`` (MCAP / sqlite3 files), ``metadata`` (metadata.yaml), ``writer``, ``reader``,
-``repair``. This package re-exports the public API.
+``arrays`` (the one reader of joint streams and header stamps into arrays), ``repair``. This
+package re-exports the public API.
 
 The writer (raw CDR bytes, rosbag2 version 9, splits, crash safety) is specified in
 :mod:`simreal_ros.bag.writer`, repair of a killed recording in

@@ -35,11 +35,6 @@ def ros_distro() -> str:
     return RCLPY_MAJOR_DISTRO.get(int(major) if major.isdigit() else -1, f'rclpy {version}')
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def embed_files(files: Mapping[str, str], source: str = 'embed') -> dict[str, str]:
     """Return custom_data entries for ``{key: file path}``.
 

@@ -286,13 +286,6 @@ def apply_to_threads(settings: RtSettings, tids: list[int], thread: str) -> Thre
     return out
 
 
-def reset_warning() -> None:
-    """Forget that the permission warning was given (tests)."""
-    global _warned
-    with _warn_lock:
-        _warned = False
-
-
 def sleep_until_ns(deadline_ns: int, spin_ns: int,
                    clock: Callable[[], int] = time.monotonic_ns) -> int:
     """Sleep until ``spin_ns`` before ``deadline_ns`` on ``clock``, then busy-wait to it.

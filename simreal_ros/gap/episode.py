@@ -1,10 +1,12 @@
 """A recorded episode in arrays: one pass over a bag for ``simreal gap`` and ``simreal check``.
 
-Collects every JointState topic as a :class:`~simreal_ros.gap.metrics.Series` (plus efforts),
-every Image topic as an :class:`~simreal_ros.gap.image_metrics.ImageStream` (per-frame mean
-and digest, not the pixels),
-per-topic :class:`~simreal_ros.gap.stream_stats.StreamStats` (header stamps read straight from
-the CDR bytes, receive time = bag timestamp), and the latency injector's ground truth from
+Reads the bag with the project's one array reader (:mod:`simreal_ros.bag.arrays`, whose rules
+for joint order, missing names, NaN, out-of-order and duplicate stamps apply here): every
+JointState topic as a :class:`JointStream` (its arrays, a
+:class:`~simreal_ros.gap.metrics.Series`, its efforts), every Image topic as an
+:class:`~simreal_ros.gap.image_metrics.ImageStream` (per-frame mean and digest, not the
+pixels), per-topic :class:`~simreal_ros.gap.stream_stats.StreamStats` (header stamps, receive
+time = bag timestamp), and the latency injector's ground truth from
 ``<namespace>/injector/events`` (``std_msgs/msg/Int64MultiArray``, format in
 docs/recording.md).
 """
@@ -12,50 +14,53 @@ docs/recording.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-import struct
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from rosbags.interfaces import Nodetype
 
 from simreal_ros.bag import BagInfo, BagReader
-from simreal_ros.errors import BagError
+from simreal_ros.bag.arrays import JOINT_STATE, JointArrays, Progress, read_arrays
+from simreal_ros.bag.reader import BagMessage
 from simreal_ros.gap.image_metrics import IMAGE, ImageStream, to_array
 from simreal_ros.gap.metrics import Series
 from simreal_ros.gap.stream_stats import StreamStats, StreamSummary
 
-JOINT_STATE = 'sensor_msgs/msg/JointState'
 INJECTOR_TOPIC = '/injector/events'
 INJECTOR_TYPE = 'std_msgs/msg/Int64MultiArray'
 EVENT_FIELDS = ('route', 'seq', 'receive_ns', 'target_delay_ns', 'deliver_ns', 'fate')
 FATES = {0: 'delivered', 1: 'lost', 2: 'duplicate', 3: 'rate_limited', 4: 'repeated'}
 
-Progress = Callable[[int, int], None]
 
-
-@dataclass
+@dataclass(frozen=True)
 class JointStream:
-    """JointState samples of one topic, in arrival order."""
+    """The JointState samples of one topic: the bag reader's arrays, rows in bag order."""
 
-    names: tuple[str, ...] = ()
-    stamps: list[int] = field(default_factory=list)
-    position: list[list[float]] = field(default_factory=list)
-    velocity: list[list[float]] = field(default_factory=list)
-    effort: list[list[float]] = field(default_factory=list)
-    renamed: int = 0
+    arrays: JointArrays
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The stream's joints, in column order."""
+        return self.arrays.names
+
+    @property
+    def stamps(self) -> npt.NDArray[np.int64]:
+        """Header stamps (ns), bag order."""
+        return self.arrays.stamp_ns
+
+    @property
+    def position(self) -> npt.NDArray[np.float64]:
+        """Positions (n x joints, rad), bag order."""
+        return self.arrays.position
 
     def series(self) -> Series:
-        """Return the stream as a Series (sorted, duplicates dropped)."""
-        n = len(self.names)
-        vel = self.velocity if all(len(v) == n for v in self.velocity) else None
-        return Series.from_samples(self.names, self.stamps, self.position, vel)
+        """Return the stream as a Series: by header stamp, the first of equal stamps kept."""
+        a = self.arrays.in_time_order('stamp')
+        return Series(a.names, a.stamp_ns, a.position, a.velocity)
 
     def efforts(self) -> npt.NDArray[np.float64]:
-        """Effort samples (n x joints), NaN where a message had none."""
-        n = len(self.names)
-        return np.array([e if len(e) == n else [np.nan] * n for e in self.effort],
-                        dtype=np.float64).reshape(len(self.effort), n)
+        """Effort samples (n x joints), bag order, NaN rows where a message had none."""
+        return self.arrays.effort
 
 
 @dataclass
@@ -125,95 +130,46 @@ def parse_injector_message(msg: Any, events: InjectorEvents) -> None:
     events.rows.extend(rows)
 
 
-def _header_first(types: Any, msgtype: str) -> bool:
-    try:
-        fields = types.store.fielddefs[msgtype][1]
-    except KeyError:
-        return False
-    return bool(fields) and fields[0][0] == 'header' and fields[0][1] == (
-        Nodetype.NAME, 'std_msgs/msg/Header')
-
-
-def _stamp(data: bytes) -> int | None:
-    if len(data) < 12:
-        return None
-    sec, nsec = struct.unpack_from('<iI' if data[1] == 1 else '>iI', data, 4)
-    return int(sec) * 1_000_000_000 + int(nsec)
-
-
 def load_episode(path: str, topics: Sequence[str] | None = None,
-                 progress: Progress | None = None) -> Episode:
-    """Read a bag once; ``topics`` limits which topics are read (default all)."""
+                 progress: Progress | None = None,
+                 names: Sequence[str] | None = None) -> Episode:
+    """Read a bag once; ``topics`` limits which topics are read (default all).
+
+    ``names``: the joints of every JointState topic, in that order (default: each topic's
+    first message's; see :mod:`simreal_ros.bag.arrays`).
+    """
+    images: dict[str, ImageStream] = {}
+    injector: list[InjectorEvents] = []
     with BagReader(path) as reader:
-        info = reader.info
-        wanted = list(info.topics) if topics is None else list(topics)
-        for t in wanted:
-            if t not in info.topics:
-                raise BagError(f'the bag {info.path} has no topic {t}; it has '
-                               f'{sorted(info.topics)}')
-        header = {}
-        for t in wanted:
-            reader.types.ensure(info.topics[t][0])
-            header[t] = _header_first(reader.types, info.topics[t][0])
-        stats = {t: StreamStats() for t in wanted}
-        receive: dict[str, list[int]] = {t: [] for t in wanted}
-        stamps: dict[str, list[int]] = {t: [] for t in wanted if header[t]}
-        joints: dict[str, JointStream] = {}
-        images: dict[str, ImageStream] = {}
-        injector: InjectorEvents | None = None
-        total = sum(info.topics[t][1] for t in wanted)
-        done = 0
-        for m in reader.messages(wanted):
-            done += 1
-            if progress is not None and (done % 2000 == 0 or done == total):
-                progress(done, total)
-            stamp = _stamp(m.data) if header[m.topic] else None
-            stats[m.topic].add(stamp, m.timestamp)
-            if stamp is not None:
-                stamps[m.topic].append(stamp)
-            receive[m.topic].append(m.timestamp)
-            if m.msgtype == JOINT_STATE:
-                msg = reader.deserialize(m)
-                js = joints.setdefault(m.topic, JointStream(tuple(msg.name)))
-                names = tuple(msg.name)
-                if names != js.names:
-                    if sorted(names) != sorted(js.names):
-                        js.renamed += 1
-                        continue
-                    order = [names.index(n) for n in js.names]
-                    pos = [float(msg.position[i]) for i in order]
-                    vel = ([float(msg.velocity[i]) for i in order]
-                           if len(msg.velocity) == len(names) else [])
-                    eff = ([float(msg.effort[i]) for i in order]
-                           if len(msg.effort) == len(names) else [])
-                else:
-                    pos = msg.position.tolist()
-                    vel = msg.velocity.tolist()
-                    eff = msg.effort.tolist()
-                if len(pos) != len(js.names):
-                    js.renamed += 1
-                    continue
-                js.stamps.append(int(msg.header.stamp.sec) * 1_000_000_000
-                                 + int(msg.header.stamp.nanosec))
-                js.position.append(pos)
-                js.velocity.append(vel)
-                js.effort.append(eff)
-            elif m.msgtype == IMAGE:
+        def other(m: BagMessage) -> None:
+            if m.msgtype == IMAGE:
                 img = reader.deserialize(m)
                 images.setdefault(m.topic, ImageStream()).add(
                     int(img.header.stamp.sec) * 1_000_000_000 + int(img.header.stamp.nanosec),
                     to_array(img))
             elif m.topic.endswith(INJECTOR_TOPIC) and m.msgtype == INJECTOR_TYPE:
-                injector = injector or InjectorEvents()
-                parse_injector_message(reader.deserialize(m), injector)
-        if progress is not None and done != total:
-            progress(done, max(done, total))
-    commands = next((t for t in wanted if t.rsplit('/', 1)[-1] == 'joint_commands'
+                if not injector:
+                    injector.append(InjectorEvents())
+                parse_injector_message(reader.deserialize(m), injector[0])
+
+        arrays = read_arrays(reader, topics, names, other, progress)
+    info = arrays.info
+    stats: dict[str, StreamSummary] = {}
+    for t, s in arrays.stamped.items():
+        st = StreamStats()
+        if s.stamp_ns is not None and len(s.stamp_ns) == len(s):
+            for stamp, recv in zip(s.stamp_ns.tolist(), s.receive_ns.tolist(), strict=True):
+                st.add(stamp, recv)
+        else:  # no header (or a message too short to hold one): receive times only
+            for recv in s.receive_ns.tolist():
+                st.add(None, recv)
+        stats[t] = st.summary()
+    commands = next((t for t in arrays.stamped if t.rsplit('/', 1)[-1] == 'joint_commands'
                      and info.topics[t][0] == JOINT_STATE), '')
-    return Episode(info, joints, {t: s.summary() for t, s in stats.items()},
-                   {t: np.asarray(v, dtype=np.int64) for t, v in receive.items()},
-                   {t: np.asarray(v, dtype=np.int64) for t, v in stamps.items()}, injector,
-                   commands, images)
+    return Episode(info, {t: JointStream(a) for t, a in arrays.joints.items()}, stats,
+                   {t: s.receive_ns for t, s in arrays.stamped.items()},
+                   {t: s.stamp_ns for t, s in arrays.stamped.items() if s.stamp_ns is not None},
+                   injector[0] if injector else None, commands, images)
 
 
 def default_pairing(info: BagInfo) -> tuple[str, str] | None:

@@ -225,7 +225,7 @@ def _check_recorder(ep: Episode, v: Verdict) -> None:
 
 def _check_limits(ep: Episode, robot: RobotSpec, th: Thresholds, v: Verdict) -> None:
     cmd = ep.joints.get(ep.commands_topic) if ep.commands_topic else None
-    if cmd is None or not cmd.stamps:
+    if cmd is None or len(cmd.stamps) == 0:
         v.skipped.append('commands_at_limits: no joint_commands in the bag')
     else:
         q = np.asarray(cmd.position, dtype=np.float64)

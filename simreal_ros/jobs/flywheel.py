@@ -228,18 +228,19 @@ def _launch(nodes: Sequence[Any], env: Mapping[str, str], log_path: Path) -> Non
                           + '\n'.join(tail))
 
 
-def excitation_window(bag: Path, settle_s: float) -> tuple[int, int]:
+def excitation_window(bag: Path, settle_s: float,
+                      names: Sequence[str] | None = None) -> tuple[int, int]:
     """Return the comparison window (ns, bag clock) of an excitation bag (:func:`window_of`)."""
-    return window_of(load_joint_topics(bag), settle_s)
+    return window_of(load_joint_topics(bag, names), settle_s)
 
 
-def load_joint_topics(bag: Path) -> Episode:
-    """Read every JointState topic of ``bag`` in one pass."""
+def load_joint_topics(bag: Path, names: Sequence[str] | None = None) -> Episode:
+    """Read every JointState topic of ``bag`` in one pass (``names``: the robot's joints)."""
     from simreal_ros.bag import BagReader
     from simreal_ros.gap.episode import JOINT_STATE, load_episode
     with BagReader(bag) as reader:
         topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
-    return load_episode(str(bag), topics=topics)
+    return load_episode(str(bag), topics=topics, names=names)
 
 
 def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
@@ -252,7 +253,9 @@ def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
     of the driver's own ``/backend/joint_states``; and it starts no earlier than the first
     ``/backend/joint_commands`` (the relayed commands sysid replays) by bag time, as sysid
     reads them, so sysid's data cover exactly this window. ``ep`` holds at least those
-    three topics where the bag has them (:func:`load_joint_topics`).
+    three topics where the bag has them (:func:`load_joint_topics`). Every stream is read by
+    the rules of :mod:`simreal_ros.bag.arrays`, as sysid reads them: usable messages only, in
+    time order, the first of equal times kept.
     """
     import numpy as np
 
@@ -260,19 +263,22 @@ def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
     # sysid reads the relayed commands by bag time (when the driver got them, the injector's
     # delay after their stamp), so the window starts at that time too: from the header stamp
     # it began 4.06 ms before sysid's data in one run where the recorder found the topic late
-    relayed = ep.receive.get('/backend/joint_commands')
-    first_relayed = int(relayed[0]) if relayed is not None and relayed.size else None
-    cmd = ep.joints.get('/joint_commands')
-    st = ep.joints.get('/backend/joint_states')
-    if cmd is None or len(cmd.stamps) < 2 or st is None or len(st.stamps) < 2:
+    relayed = ep.joints.get('/backend/joint_commands')
+    first_relayed = (int(relayed.arrays.in_time_order('receive').receive_ns[0])
+                     if relayed is not None and len(relayed.stamps) else None)
+    cmd_stream = ep.joints.get('/joint_commands')
+    st_stream = ep.joints.get('/backend/joint_states')
+    if cmd_stream is None or st_stream is None:
         raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
-    c_ns = np.asarray(cmd.stamps, dtype=np.int64)
-    order = np.argsort(c_ns)
-    c_ns, c_pos = c_ns[order], np.asarray(cmd.position, dtype=np.float64)[order]
-    s_ns = np.asarray(st.stamps, dtype=np.int64)
-    s_pos = np.asarray(st.position, dtype=np.float64)
-    names = list(st.names)
-    c_pos = c_pos[:, [list(cmd.names).index(n) for n in names]]
+    st = st_stream.arrays.in_time_order('stamp')
+    try:
+        cmd = cmd_stream.arrays.select(st.names).in_time_order('stamp')
+    except SimrealError as exc:
+        raise SimrealError(f'{bag}: {exc}') from None
+    if len(cmd) < 2 or len(st) < 2:
+        raise SimrealError(f'{bag}: the recording has no joint_commands or no joint_states')
+    c_ns, c_pos = cmd.stamp_ns, cmd.position
+    s_ns, s_pos = st.stamp_ns, st.position
     start = int(c_ns[0]) + int(round(settle_s * 1e9))
     after = s_ns >= c_ns[0]
     held = np.searchsorted(c_ns, s_ns, side='right') - 1  # command in force at each state
@@ -323,13 +329,14 @@ def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s:
     """
     import shutil
 
+    from simreal_ros.core.robot import load_robot
     from simreal_ros.gap.host_stalls import find_stalls
     tries: list[list[str]] = []
     while True:
         path = log_path if not tries else log_path.with_name(
             f'{log_path.stem}_{len(tries) + 1}{log_path.suffix}')
         record(s, port, pattern, duration_s, seed, bag, env, path)
-        ep = load_joint_topics(bag)
+        ep = load_joint_topics(bag, load_robot(s.robot).joint_names)
         window = window_of(ep, s.settle_s)
         stalls = [x.text(window[0]) for x in find_stalls(ep, window)]
         tries.append(stalls)

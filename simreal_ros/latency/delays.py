@@ -64,10 +64,6 @@ class Delay:
             return 1.0
         return float(_CDFS[self.kind](self, x - self.offset_s))
 
-    def mean_s(self, rng_seed: int = 0, n: int = 20000) -> float:
-        """Monte-Carlo mean (seconds): for docs and diagnostics only."""
-        return float(np.mean(self.sample(np.random.default_rng(rng_seed), n)))
-
 
 def _s_constant(d: Delay, rng: np.random.Generator, n: int) -> Any:
     return np.full(n, d.params['value'])

@@ -9,6 +9,11 @@ Topic rule (one namespace; the root one when the bag has several):
 * states: ``<ns>/backend/joint_states`` (the backend's own, undelayed stream) if recorded, else
   ``<ns>/joint_states``.
 
+Streams are read with the project's one array reader (:mod:`simreal_ros.bag.arrays`): columns
+in the robot spec's joint order, messages missing a joint or with a NaN position skipped, NaN
+velocity and effort rows where a message had none, and in time order with the first of equal
+times kept.
+
 Times: a command is taken to reach the backend at its bag timestamp (the recorder's receive
 time on the same host; the header stamp is when it was *produced*, before the injector). A state
 is at its header stamp (the time of measurement). All times are integer nanoseconds.
@@ -30,13 +35,13 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.bag import BagReader
+from simreal_ros.bag.arrays import JOINT_STATE, read_arrays
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import SimrealError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-JOINT_STATE = 'sensor_msgs/msg/JointState'
 #: shortest window sysid accepts (commands flowing); shorter bags say so in one line
 MIN_WINDOW_NS = 2_000_000_000
 #: fewest state samples in the window
@@ -125,52 +130,6 @@ def _pick(topics: dict[str, tuple[str, int]], leaf: str) -> str | None:
     return None
 
 
-def _read_stream(reader: BagReader, topic: str, names: list[str], use_bag_time: bool
-                 ) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
-    """Read times, positions, velocities, efforts of a JointState topic in ``names`` order."""
-    n = len(names)
-    times: list[int] = []
-    pos: list[list[float]] = []
-    vel: list[list[float]] = []
-    eff: list[list[float]] = []
-    order_cache: dict[tuple[str, ...], list[int] | None] = {}
-    for m in reader.messages([topic]):
-        msg = reader.deserialize(m)
-        key = tuple(msg.name)
-        if key not in order_cache:
-            order_cache[key] = ([key.index(j) for j in names]
-                                if set(names) <= set(key) else None)
-        order = order_cache[key]
-        if order is None or len(msg.position) != len(key):
-            continue
-        p = np.asarray(msg.position, dtype=np.float64)[order]
-        if not np.all(np.isfinite(p)):
-            continue
-        v = (np.asarray(msg.velocity, dtype=np.float64)[order] if len(msg.velocity) == len(key)
-             else np.full(n, np.nan))
-        e = (np.asarray(msg.effort, dtype=np.float64)[order] if len(msg.effort) == len(key)
-             else np.full(n, np.nan))
-        stamp = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-        times.append(int(m.timestamp) if use_bag_time else stamp)
-        pos.append(p.tolist())
-        vel.append(v.tolist())
-        eff.append(e.tolist())
-    t = np.asarray(times, dtype=np.int64)
-    by_time = np.argsort(t, kind='stable')
-    t = t[by_time]
-    keep = np.concatenate([[True], np.diff(t) > 0]) if t.size else np.zeros(0, bool)
-    idx = by_time[keep]
-    return (t[keep], np.asarray(pos, dtype=np.float64).reshape(-1, n)[idx],
-            np.asarray(vel, dtype=np.float64).reshape(-1, n)[idx],
-            np.asarray(eff, dtype=np.float64).reshape(-1, n)[idx])
-
-
-def _stream_names(reader: BagReader, topic: str) -> list[str]:
-    for m in reader.messages([topic]):
-        return list(reader.deserialize(m).name)
-    return []
-
-
 def load_sysid_data(bag: str | Path, robot: RobotSpec,
                     window_ns: tuple[int, int] | None = None) -> SysidData:
     """Read commands and states of ``bag`` for ``robot``; SysidInputError on bad input."""
@@ -197,16 +156,19 @@ def load_sysid_data(bag: str | Path, robot: RobotSpec,
                                   f'backend/joint_states with messages); its JointState '
                                   f'topics: {have or "none"}')
         names = robot.joint_names
-        for topic in (state_topic, cmd_topic):
-            got = _stream_names(reader, topic)
-            missing = [j for j in names if j not in got]
-            if missing:
-                raise SysidInputError(f'{topic} in {info.path} has joints {got}, not the '
-                                      f'joints of {robot.name} ({", ".join(names)}): a bag '
-                                      f'of another robot? pass --robot with its spec')
-        cmd_ns, cmd_pos, cmd_vel, cmd_eff = _read_stream(reader, cmd_topic, names, True)
-        st_ns, st_pos, st_vel, _ = _read_stream(reader, state_topic, names, False)
+        streams = read_arrays(reader, [cmd_topic, state_topic], names).joints
         path = info.path
+    for topic in (state_topic, cmd_topic):
+        got = list(streams[topic].first_names)
+        missing = [j for j in names if j not in got]
+        if missing:
+            raise SysidInputError(f'{topic} in {path} has joints {got}, not the '
+                                  f'joints of {robot.name} ({", ".join(names)}): a bag '
+                                  f'of another robot? pass --robot with its spec')
+    cmd = streams[cmd_topic].in_time_order('receive')
+    st = streams[state_topic].in_time_order('stamp')
+    cmd_ns, cmd_pos, cmd_vel, cmd_eff = cmd.receive_ns, cmd.position, cmd.velocity, cmd.effort
+    st_ns, st_pos, st_vel = st.stamp_ns, st.position, st.velocity
     if cmd_ns.size < 2 or st_ns.size < MIN_STATES:
         raise SysidInputError(f'{path}: too little data ({cmd_ns.size} commands on '
                               f'{cmd_topic}, {st_ns.size} states on {state_topic}); record at '

@@ -61,7 +61,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -519,11 +518,6 @@ def leader_mapping(cfg: LeaderConfig, robot: RobotSpec, leader: RobotSpec) -> Le
 def button_pressed(raw: int, cfg: LeaderConfig) -> bool:
     """Return whether the button register's value ``raw`` means pressed."""
     return raw == cfg.button_pressed_value
-
-
-def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:
-    """Largest absolute element difference."""
-    return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b))))
 
 
 def compensation_current(hold_nm: FloatArray, velocity_rad_s: FloatArray,
