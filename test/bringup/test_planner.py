@@ -58,13 +58,15 @@ def test_sim_default() -> None:
     assert plan({'backend': 'sim'}) == nodes
 
 
-def test_sim_parameters_from_arguments() -> None:
-    (n,) = plan({'backend': 'sim', 'robot': '/tmp/arm.yaml', 'scene': 'tabletop',
-                 'overlay': 'worn_arm', 'overlay_b': 'ignored', 'randomization': 'default',
+def test_sim_parameters_from_arguments(tmp_path: Path) -> None:
+    arm = tmp_path / 'arm.yaml'
+    arm.write_text((REPO / 'config/robots/simreal_arm.yaml').read_text())
+    (n,) = plan({'backend': 'sim', 'robot': str(arm), 'scene': 'tabletop',
+                 'overlay': 'worn_arm', 'overlay_b': 'cable_reality', 'randomization': 'default',
                  'seed': '42', 'timing': 'lockstep', 'rate': '500', 'sim_time': 'true',
                  'paused': 'true', 'lockstep_timeout': '0.5'})
     p = n.parameters
-    assert p['robot'] == '/tmp/arm.yaml'
+    assert p['robot'] == str(arm)
     assert p['scene'] == 'tabletop'
     assert p['overlay'] == 'worn_arm'
     assert p['randomization'] == 'default'
@@ -75,7 +77,7 @@ def test_sim_parameters_from_arguments() -> None:
     assert p['start_paused'] is True
     assert p['lockstep_timeout_s'] == 0.5
     assert p['publish_clock'] is True
-    assert 'ignored' not in p.values()
+    assert 'cable_reality' not in p.values()  # overlay_b is sim2sim's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,8 +290,12 @@ def test_real_bad_driver_arguments(args: dict[str, str], message: str) -> None:
 
 
 def test_unknown_argument() -> None:
-    with pytest.raises(PlanError, match=r"unknown launch argument 'backnd'; known: .*backend"):
+    with pytest.raises(PlanError, match=r"^unknown launch argument 'backnd'; did you mean "
+                                        r"'backend'\?$"):
         plan({'backnd': 'sim'})
+    with pytest.raises(PlanError, match=r"^unknown launch argument 'zzz'; known: amplitude, "
+                                        r'backend, .*, watchdog$'):
+        plan({'zzz': 'sim'})
 
 
 @pytest.mark.parametrize('key, value', [('backend', 'foo'), ('backend', ''),
