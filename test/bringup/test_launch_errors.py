@@ -124,3 +124,32 @@ def test_a_real_launch_with_a_bad_file_starts_no_process(tmp_path: Path,
         f"got 'no such file'"]
     assert proc.stdout == ''  # no '[launch] started ...' line
     assert not bag.exists()
+
+
+def test_eval_with_a_weights_file_as_its_policy_is_one_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    weights = tmp_path / 'reach.pt'
+    weights.write_bytes(b'PK\x03\x04\x80\x00\x00')
+    assert main(['eval', '--policy', str(weights)]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"simreal eval: error: policy:={weights}: {weights}: expected a UTF-8 YAML text file, "
+        f"got 'binary data (byte 0x80 at offset 4 is not UTF-8)'"]
+    assert 'Traceback' not in out
+
+
+def test_a_sim_bridge_started_alone_on_a_bad_file_ends_with_one_line(
+        tmp_path: Path, ros_env: dict[str, str]) -> None:
+    """``ros2 run`` skips the planner: the node's start fails, and its teardown must not."""
+    weights = tmp_path / 'overlay.pt'
+    weights.write_bytes(b'PK\x03\x04\x80\x00\x00')
+    env = {**os.environ, **ros_env, 'PYTHONPATH': str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, '-m', 'simreal_ros.bringup.node_main', 'simreal_ros.nodes.sim_bridge',
+         '--ros-args', '-p', f'overlay:={weights}'],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    assert (proc.stdout + proc.stderr).splitlines() == [
+        f"error: {weights}: expected a UTF-8 YAML text file, got 'binary data (byte 0x80 at "
+        f"offset 4 is not UTF-8)'"]
