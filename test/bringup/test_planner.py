@@ -573,3 +573,18 @@ def test_latency_real_and_twin() -> None:
 def test_excite_waits_for_every_planned_command_consumer(args, consumers) -> None:
     e = _one(plan({**args, 'excite': 'chirp'}), 'excite')
     assert e.parameters['wait_for_subscribers'] == consumers
+
+
+def test_the_robot_spec_is_loaded_once_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import simreal_ros.core.robot as robot_module
+    loads: list[str] = []
+    resolve = robot_module.resolve_named
+
+    def counted(kind: str, value: str, *rest: object) -> Path:
+        loads.append(value)  # load_robot resolves the spec first, wherever it is called from
+        return resolve(kind, value, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(robot_module, 'resolve_named', counted)
+    plan({'backend': 'twin', 'port': '/dev/ttyUSB0', 'record': 'true', 'latency': 'wifi',
+          'policy': 'simreal_arm_reach', 'camera_device': '0', 'overlay': 'worn_arm'})
+    assert loads == ['simreal_arm']
