@@ -24,6 +24,7 @@ import fnmatch
 import math
 from typing import Any, Callable, Mapping
 
+from simreal_ros.core.camera_info import load_calibration as load_camera_calibration
 from simreal_ros.core.dynamics import Overlay, Randomization, load_overlay, load_randomization
 from simreal_ros.core.excitation import PATTERNS
 from simreal_ros.core.robot import RobotSpec, load_robot
@@ -33,6 +34,7 @@ from simreal_ros.latency.injection import Profile, load_profile
 from simreal_ros.policy.spec import PolicySpec, load_policy_spec
 from simreal_ros.sim.bridge_config import ENGINES, TIMING_MODES
 from simreal_ros.sim.scene import Scene, load_scene
+from simreal_ros.teleop.control import load_calibration as load_leader_calibration
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
 
@@ -353,19 +355,20 @@ def _policy(value: str, robot: RobotSpec) -> PolicySpec | None:
 
 def _calibrations(robot: RobotSpec, robot_arg: str) -> None:
     """Load every camera calibration file the robot spec names."""
-    from simreal_ros.core.camera_info import load_calibration
     for cam in robot.cameras:
         if cam.calibration:
-            _file('robot', robot_arg, lambda _v, c=cam.calibration: load_calibration(c))
+            try:
+                load_camera_calibration(cam.calibration)
+            except ConfigError as exc:
+                raise PlanError(f'robot:={robot_arg}: {exc}') from None
 
 
 def _leader_calibration(value: str, robot: RobotSpec) -> None:
     """Load ``leader_calibration:=`` (a file of ``simreal calibrate-leader``) for ``robot``."""
     if not value:
         return
-    from simreal_ros.teleop.control import load_calibration
     _file('leader_calibration', value, load_yaml_mapping)  # binary, not YAML: one line
-    _file('leader_calibration', value, lambda v: load_calibration(v, robot))
+    _file('leader_calibration', value, lambda v: load_leader_calibration(v, robot))
 
 
 def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:

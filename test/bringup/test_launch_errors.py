@@ -153,3 +153,15 @@ def test_a_sim_bridge_started_alone_on_a_bad_file_ends_with_one_line(
     assert (proc.stdout + proc.stderr).splitlines() == [
         f"error: {weights}: expected a UTF-8 YAML text file, got 'binary data (byte 0x80 at "
         f"offset 4 is not UTF-8)'"]
+
+
+def test_a_leader_calibration_that_is_not_yaml_is_one_line(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    cal = tmp_path / 'leader.yaml'
+    cal.write_bytes(b'robot: simreal_arm\n\x00\x01')
+    assert main(['launch', 'backend:=sim', 'teleop:=leader', 'leader_port:=/dev/ttyUSB1',
+                 f'leader_calibration:={cal}', '--dry-run']) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f'simreal launch: error: leader_calibration:={cal}: {cal}: expected a UTF-8 YAML text '
+        f"file, got 'binary data (a NUL byte at offset 19)'"]
