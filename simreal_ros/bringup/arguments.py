@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import difflib
 import fnmatch
 import math
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from simreal_ros.core.camera_info import load_calibration as load_camera_calibration
@@ -293,8 +294,7 @@ class LaunchArgs:
         full = f'{self.root}/{topic}'
         for pattern in self.record_topics:
             absolute = pattern if pattern.startswith('/') else f'{self.root}/{pattern}'
-            if pattern == '*' or fnmatch.fnmatch(full, absolute) or fnmatch.fnmatch(full,
-                                                                                     pattern):
+            if pattern == '*' or any(fnmatch.fnmatch(full, p) for p in (absolute, pattern)):
                 return True
         return False
 
@@ -396,7 +396,7 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
                                'overlay_b', 'randomization', 'scene', 'latency', 'policy')
                    if a[k])
     return LaunchArgs(
-        text=dict(a), backend=a['backend'], root=ns(a['namespace']), robot=robot,
+        text=MappingProxyType(dict(a)), backend=a['backend'], root=ns(a['namespace']), robot=robot,
         engine=a['engine'], engine_a=a['engine_a'] or a['engine'],
         engine_b=a['engine_b'] or a['engine'], timing=timing,
         rate_hz=number('rate', 'a number (Hz)'), sim_time=a['sim_time'] == 'true',
