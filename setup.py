@@ -4,11 +4,24 @@ colcon builds it as an ament_python package.
 """
 
 from glob import glob
+import importlib.util
 import os
+import sys
 
 from setuptools import find_packages, setup
 
 PACKAGE = 'simreal_ros'
+
+
+def node_registry():
+    """Load ``simreal_ros/bringup/registry.py`` by path (the package need not be importable)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), PACKAGE, 'bringup',
+                        'registry.py')
+    spec = importlib.util.spec_from_file_location('_simreal_node_registry', path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while defining classes
+    spec.loader.exec_module(module)
+    return module
 
 
 def tree(directory: str) -> list[tuple[str, list[str]]]:
@@ -70,19 +83,6 @@ setup(
                 'ROS 2 topics.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': [
-            'simreal = simreal_ros.cli:main',
-            'simreal_sim_bridge = simreal_ros.nodes.sim_bridge:main',
-            'simreal_camera_driver = simreal_ros.nodes.camera_driver:main',
-            'simreal_excite = simreal_ros.nodes.excite:main',
-            'simreal_injector = simreal_ros.nodes.injector:main',
-            'simreal_policy = simreal_ros.nodes.policy:main',
-            'simreal_recorder = simreal_ros.nodes.recorder:main',
-            'simreal_dynamixel_driver = simreal_ros.nodes.dynamixel_driver:main',
-            'simreal_external_adapter = simreal_ros.nodes.external_adapter:main',
-            'simreal_state_publisher = simreal_ros.nodes.state_publisher:main',
-            'simreal_leader = simreal_ros.nodes.leader:main',
-            'simreal_episodes = simreal_ros.nodes.episodes:main',
-        ],
+        'console_scripts': node_registry().console_scripts(),  # one entry per node kind
     },
 )

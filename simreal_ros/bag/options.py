@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from rosbags.interfaces import (
-    Qos,
-    QosDurability,
-    QosHistory,
-    QosLiveliness,
-    QosReliability,
-    QosTime,
-)
+from typing import TYPE_CHECKING
 
 from simreal_ros.errors import ConfigError
+
+if TYPE_CHECKING:  # rosbags is imported where a Qos is built: the planner validates options
+    from rosbags.interfaces import Qos
 
 STORAGES = ('mcap', 'sqlite3')
 COMPRESSIONS = ('none', 'zstd')
@@ -75,6 +70,14 @@ class QosSpec:
 
     def to_rosbags(self) -> Qos:
         """Return the rosbags Qos of this profile."""
+        from rosbags.interfaces import (
+            Qos,
+            QosDurability,
+            QosHistory,
+            QosLiveliness,
+            QosReliability,
+            QosTime,
+        )
         zero = QosTime(0, 0)
         return Qos(QosHistory[self.history.upper()], int(self.depth),
                    QosReliability[self.reliability.upper()],

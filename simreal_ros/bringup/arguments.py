@@ -1,20 +1,41 @@
-"""The launch arguments: names, defaults, choices, typing, and the rules derived from them.
+"""The launch arguments: names, defaults, choices, typing, and the files they name.
 
 ``simreal launch`` and ``launch/bringup.launch.py`` take the same ``name:=value`` arguments,
-listed in :data:`ARGUMENTS`; :func:`parse_args` fills the defaults and checks the choices, and
-the node builders read typed values through :func:`typed` (a PlanError names the argument).
+listed in :data:`ARGUMENTS`. :func:`parse_launch_args` turns them, once per plan, into one
+frozen :class:`LaunchArgs`: every value typed, and every file an argument names loaded and
+validated (the robot spec and its camera calibrations, the leader's robot spec and calibration,
+overlays, randomization, scene, latency profile, policy spec and the existence of its weights).
+The ``plan_*`` builders read that object; none of them re-reads text or loads a file.
+
+So a bad argument or file is one :class:`~simreal_ros.errors.PlanError` before any process
+starts, of the form ``ARG:=VALUE: FILE: KEY: expected ..., got ...`` (FILE the full path):
+``simreal launch`` prints it as its one ``error:`` line, with or without ``--dry-run``. A
+misspelled argument name gets ``did you mean ...?``.
+
+Parsing imports no heavy module (rosbags, mujoco, torch, cv2): the ``ros2 launch`` process and
+every ``simreal launch`` plan in a fraction of a second.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import difflib
 import fnmatch
 import math
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from simreal_ros.core.camera_info import load_calibration as load_camera_calibration
+from simreal_ros.core.dynamics import Overlay, Randomization, load_overlay, load_randomization
 from simreal_ros.core.excitation import PATTERNS
-from simreal_ros.errors import PlanError
+from simreal_ros.core.robot import RobotSpec, load_robot
+from simreal_ros.core.validate import load_yaml_mapping
+from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.latency.injection import Profile, load_profile
+from simreal_ros.policy.spec import PolicySpec, load_policy_spec
 from simreal_ros.sim.bridge_config import ENGINES, TIMING_MODES
+from simreal_ros.sim.scene import Scene, load_scene
+from simreal_ros.teleop.control import load_calibration as load_leader_calibration
 
 BACKENDS = ('sim', 'real', 'twin', 'sim2sim')
 
@@ -128,11 +149,16 @@ ARGUMENTS: dict[str, Argument] = {
 
 
 def parse_args(args: Mapping[str, str]) -> dict[str, str]:
-    """Return every argument (defaults filled in); PlanError on unknown names or choices."""
+    """Return every argument as text (defaults filled in); PlanError on unknown names or choices.
+
+    An unknown name close to a known one (difflib) gets ``did you mean 'NAME'?``.
+    """
     unknown = sorted(set(args) - set(ARGUMENTS))
     if unknown:
-        raise PlanError(f'unknown launch argument {unknown[0]!r}; known: '
-                        f'{", ".join(sorted(ARGUMENTS))}')
+        close = difflib.get_close_matches(unknown[0], list(ARGUMENTS), n=1)
+        hint = (f'did you mean {close[0]!r}?' if close
+                else f'known: {", ".join(sorted(ARGUMENTS))}')
+        raise PlanError(f'unknown launch argument {unknown[0]!r}; {hint}')
     out = {k: a.default for k, a in ARGUMENTS.items()}
     out.update({k: str(v) for k, v in args.items()})
     for k, a in ARGUMENTS.items():
@@ -167,17 +193,6 @@ def ns(*parts: str) -> str:
     return f'/{joined}' if joined else ''
 
 
-def records(a: Mapping[str, str], topic: str) -> bool:
-    """Whether ``record_topics:=`` selects ``topic`` (relative to the graph root)."""
-    root = ns(a['namespace'])
-    full = f'{root}/{topic}'
-    for pattern in (t.strip() for t in a['record_topics'].split(',') if t.strip()):
-        absolute = pattern if pattern.startswith('/') else f'{root}/{pattern}'
-        if pattern == '*' or fnmatch.fnmatch(full, absolute) or fnmatch.fnmatch(full, pattern):
-            return True
-    return False
-
-
 def parse_cli_args(tokens: list[str]) -> dict[str, str]:
     """Parse ``name:=value`` tokens (the ``ros2 launch`` form) into a mapping."""
     out: dict[str, str] = {}
@@ -189,10 +204,236 @@ def parse_cli_args(tokens: list[str]) -> dict[str, str]:
     return out
 
 
-def uses_sim_time(a: Mapping[str, str]) -> bool:
-    """Return whether the plan's nodes run on the sim's ``/clock``.
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(',') if t.strip())
 
-    Lockstep and free timing always do, realtime with ``sim_time:=true``: the one rule for
-    every node's ``use_sim_time``.
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    """Every launch argument, typed, with the files they name loaded (see the module doc).
+
+    ``text`` keeps every argument as given (defaults filled in): the nodes get the same file
+    references (``robot:=simreal_arm``, not a path), and the recorder embeds them. Numbers
+    carry their unit (``rate_hz``, ``duration_s``); ``true``/``false`` arguments are bools;
+    an argument left empty is ``''``, an empty tuple or None.
     """
-    return a.get('timing', 'realtime') != 'realtime' or a.get('sim_time') == 'true'
+
+    text: Mapping[str, str]
+    backend: str
+    root: str  # the graph's namespace, absolute ('' = root)
+    robot: RobotSpec
+    engine: str
+    engine_a: str  # engine_a:= or engine:=
+    engine_b: str
+    timing: str
+    rate_hz: float
+    sim_time: bool
+    scene: Scene | None
+    overlay: Overlay | None
+    overlay_b: Overlay | None
+    randomization: Randomization | None
+    seed: int
+    paused: bool
+    lockstep_timeout_s: float
+    excite: str
+    duration_s: float
+    amplitude_rad: float
+    excite_rate_hz: float
+    port: str
+    baud: int  # 0 = the robot spec's
+    latency: Profile | None
+    policy: PolicySpec | None
+    policy_autostart: bool
+    record: bool
+    bag: str
+    record_topics: tuple[str, ...]
+    bag_storage: str
+    bag_compression: str
+    bag_split_duration_s: float
+    bag_split_size_mb: float
+    twin_resync_s: float
+    real_driver: str
+    driver_rate_hz: float
+    watchdog: str
+    reboot_on_error: bool
+    external_states: str
+    external_command: str
+    external_command_topic: str
+    cameras: str
+    camera_device: str
+    teleop: str
+    leader_port: str
+    leader_robot: RobotSpec | None  # None: the leader is a robot:= arm
+    leader_rate_hz: float
+    leader_calibration: str  # the file (checked), passed on to the leader and episodes
+    leader_button: int
+    leader_gripper: str
+    leader_compensation: str
+    teleop_start: str
+    teleop_tolerance_rad: float
+    teleop_deadman_pressed: bool
+    episodes: bool
+    episodes_dir: str
+    episode_cameras: tuple[str, ...]
+    task: str
+    operator: str
+    realtime: bool
+    loaded: tuple[str, ...] = field(default=())  # the arguments whose files were loaded
+
+    @property
+    def use_sim_time(self) -> bool:
+        """Whether the plan's nodes run on the sim's ``/clock``.
+
+        Lockstep and free timing always do, realtime with ``sim_time:=true``: the one rule for
+        every node's ``use_sim_time``.
+        """
+        return self.timing != 'realtime' or self.sim_time
+
+    def records(self, topic: str) -> bool:
+        """Whether ``record_topics:=`` selects ``topic`` (relative to the graph root)."""
+        full = f'{self.root}/{topic}'
+        for pattern in self.record_topics:
+            absolute = pattern if pattern.startswith('/') else f'{self.root}/{pattern}'
+            if pattern == '*' or any(fnmatch.fnmatch(full, p) for p in (absolute, pattern)):
+                return True
+        return False
+
+
+def _file(arg: str, value: str, load: Callable[[str], Any]) -> Any:
+    """``load(value)``; its ConfigError becomes one PlanError naming the argument too."""
+    try:
+        return load(value)
+    except ConfigError as exc:
+        raise PlanError(f'{arg}:={value}: {exc}') from None
+
+
+def _overlay(arg: str, value: str, robot: RobotSpec) -> Overlay | None:
+    """Return the overlay of ``arg``, checked against the robot (joints; bodies need the model)."""
+    if not value:
+        return None
+    ov: Overlay = _file(arg, value, load_overlay)
+    if ov.robot is not None and ov.robot != robot.name:
+        raise PlanError(f'{arg}:={value}: ' + str(ConfigError(
+            ov.source, 'robot', f'{robot.name!r} (the robot of robot:=)', ov.robot)))
+    for jname in ov.joints:
+        if jname not in robot.joint_names:
+            raise PlanError(f'{arg}:={value}: ' + str(ConfigError(
+                ov.source, f'joints.{jname}',
+                f'a joint of {robot.name} ({", ".join(robot.joint_names)})', jname)))
+    return ov
+
+
+def _profile(text: Mapping[str, str], timing: str, lockstep_timeout_s: float) -> Profile | None:
+    """Return the ``latency:=`` profile (None without one), checked against the plan."""
+    value = text['latency']
+    if not value:
+        return None
+    profile: Profile = _file('latency', value, load_profile)
+    for route in ('command', 'observation'):
+        if route not in {r.name for r in profile.routes}:
+            raise PlanError(f'latency:={value}: the profile needs routes named command '
+                            f'and observation (it has {[r.name for r in profile.routes]})')
+    if timing == 'lockstep' and lockstep_timeout_s <= 0:
+        raise PlanError('latency:= with timing:=lockstep needs lockstep_timeout:=<s> > 0: the '
+                        'injector holds messages until sim time reaches their delivery time, '
+                        'and a lockstep sim advances only on a command or after that timeout '
+                        '(or use timing:=realtime sim_time:=true)')
+    return profile
+
+
+def _policy(value: str, robot: RobotSpec) -> PolicySpec | None:
+    """Return the ``policy:=`` spec, for ``robot``, with an existing weights file."""
+    if not value:
+        return None
+    spec: PolicySpec = _file('policy', value, lambda v: load_policy_spec(v, robot))
+    if not spec.model.is_file():
+        raise PlanError(f'policy:={value}: ' + str(ConfigError(
+            str(spec.source), 'model', 'an existing TorchScript or ONNX file (train one with '
+            'simreal train)', f'{spec.model} (no such file)')))
+    return spec
+
+
+def _calibrations(robot: RobotSpec, robot_arg: str) -> None:
+    """Load every camera calibration file the robot spec names."""
+    for cam in robot.cameras:
+        if cam.calibration:
+            try:
+                load_camera_calibration(cam.calibration)
+            except ConfigError as exc:
+                raise PlanError(f'robot:={robot_arg}: {exc}') from None
+
+
+def _leader_calibration(value: str, robot: RobotSpec) -> None:
+    """Load ``leader_calibration:=`` (a file of ``simreal calibrate-leader``) for ``robot``."""
+    if not value:
+        return
+    _file('leader_calibration', value, load_yaml_mapping)  # binary, not YAML: one line
+    _file('leader_calibration', value, lambda v: load_leader_calibration(v, robot))
+
+
+def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
+    """Return the typed launch arguments, every file they name loaded and validated.
+
+    PlanError (one line: the argument, the file, the key, what was expected and what was got)
+    on the first bad argument or file.
+    """
+    a = parse_args(args)
+
+    def number(key: str, what: str, conv: Callable[[str], Any] = float) -> Any:
+        return typed(a, key, conv, what)
+
+    def at_least_zero(key: str, what: str) -> float:
+        return non_negative(a, key, what)
+
+    timing = a['timing']
+    lockstep = number('lockstep_timeout', 'a number of seconds')
+    robot: RobotSpec = _file('robot', a['robot'], load_robot)
+    _calibrations(robot, a['robot'])
+    leader_robot = (_file('leader_robot', a['leader_robot'], load_robot) if a['leader_robot']
+                    else None)
+    _leader_calibration(a['leader_calibration'], robot)
+    loaded = tuple(k for k in ('robot', 'leader_robot', 'leader_calibration', 'overlay',
+                               'overlay_b', 'randomization', 'scene', 'latency', 'policy')
+                   if a[k])
+    return LaunchArgs(
+        text=MappingProxyType(dict(a)), backend=a['backend'], root=ns(a['namespace']), robot=robot,
+        engine=a['engine'], engine_a=a['engine_a'] or a['engine'],
+        engine_b=a['engine_b'] or a['engine'], timing=timing,
+        rate_hz=number('rate', 'a number (Hz)'), sim_time=a['sim_time'] == 'true',
+        scene=_file('scene', a['scene'], load_scene) if a['scene'] else None,
+        overlay=_overlay('overlay', a['overlay'], robot),
+        overlay_b=_overlay('overlay_b', a['overlay_b'], robot),
+        randomization=(_file('randomization', a['randomization'], load_randomization)
+                       if a['randomization'] else None),
+        seed=number('seed', 'an integer', int), paused=a['paused'] == 'true',
+        lockstep_timeout_s=lockstep, excite=a['excite'],
+        duration_s=number('duration', 'a number of seconds'),
+        amplitude_rad=number('amplitude', 'a number (rad)'),
+        excite_rate_hz=number('excite_rate', 'a number (Hz)'),
+        port=a['port'],
+        baud=number('baud', 'an integer baud rate', int) if a['baud'] else 0,
+        latency=_profile(a, timing, lockstep),
+        policy=_policy(a['policy'], robot),
+        policy_autostart=a['policy_autostart'] == 'true', record=a['record'] == 'true',
+        bag=a['bag'], record_topics=_comma_list(a['record_topics']),
+        bag_storage=a['bag_storage'], bag_compression=a['bag_compression'],
+        bag_split_duration_s=at_least_zero('bag_split_duration', 'a number >= 0 (0 = never)'),
+        bag_split_size_mb=at_least_zero('bag_split_size', 'a number >= 0 (0 = never)'),
+        twin_resync_s=at_least_zero('twin_resync', 'a number of seconds >= 0 (0 = never)'),
+        real_driver=a['real_driver'],
+        driver_rate_hz=number('driver_rate', 'a number (Hz)'), watchdog=a['watchdog'],
+        reboot_on_error=a['reboot_on_error'] == 'true',
+        external_states=a['external_states'], external_command=a['external_command'],
+        external_command_topic=a['external_command_topic'], cameras=a['cameras'],
+        camera_device=a['camera_device'].strip(), teleop=a['teleop'],
+        leader_port=a['leader_port'], leader_robot=leader_robot,
+        leader_rate_hz=number('leader_rate', 'a number (Hz)'),
+        leader_calibration=a['leader_calibration'],
+        leader_button=number('leader_button', 'a servo ID (0 = no button)', int),
+        leader_gripper=a['leader_gripper'], leader_compensation=a['leader_compensation'],
+        teleop_start=a['teleop_start'],
+        teleop_tolerance_rad=number('teleop_tolerance', 'a number (rad)'),
+        teleop_deadman_pressed=a['teleop_deadman'] == 'pressed',
+        episodes=a['episodes'] == 'true', episodes_dir=a['episodes_dir'],
+        episode_cameras=_comma_list(a['episode_cameras']), task=a['task'],
+        operator=a['operator'], realtime=a['realtime'] == 'true', loaded=loaded)

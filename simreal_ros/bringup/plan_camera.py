@@ -10,36 +10,26 @@ no camera.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-from simreal_ros.bringup.spec import NodeSpec, require
-from simreal_ros.core.camera_info import CameraDriverConfig
-from simreal_ros.core.robot import CameraSpec, load_robot
-from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.bringup.arguments import LaunchArgs
+from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
+from simreal_ros.core.robot import CameraSpec
+from simreal_ros.errors import PlanError
 
 
-def robot_cameras(robot: str) -> tuple[CameraSpec, ...]:
-    """Return the robot spec's cameras (PlanError naming ``robot:=`` if it is invalid)."""
-    try:
-        return load_robot(robot).cameras
-    except ConfigError as exc:
-        raise PlanError(f'robot:={robot}: {exc}') from None
-
-
-def sim_renders_cameras(a: Mapping[str, str]) -> bool:
+def sim_renders_cameras(a: LaunchArgs) -> bool:
     """Return the sim bridges' ``cameras`` parameter (a robot without cameras renders none)."""
-    return a['cameras'] != 'false'
+    return a.cameras != 'false'
 
 
-def camera_devices(a: Mapping[str, str], cams: tuple[CameraSpec, ...]) -> dict[str, str]:
+def camera_devices(a: LaunchArgs, cams: tuple[CameraSpec, ...]) -> dict[str, str]:
     """Map camera -> device: ``camera_device:=`` (DEV or ``NAME=DEV,...``), else the spec's."""
     out = {c.name: c.device for c in cams}
-    text = a['camera_device'].strip()
+    text = a.camera_device
     if not text:
         return out
     names = [c.name for c in cams]
     if not cams:
-        raise PlanError(f'camera_device:={text!r}: robot {a["robot"]} has no cameras')
+        raise PlanError(f'camera_device:={text!r}: robot {a.text["robot"]} has no cameras')
     pairs = [p.strip() for p in text.split(',') if p.strip()]
     if len(pairs) == 1 and '=' not in pairs[0].split('://')[0]:
         if len(cams) != 1:
@@ -55,34 +45,25 @@ def camera_devices(a: Mapping[str, str], cams: tuple[CameraSpec, ...]) -> dict[s
     return out
 
 
-def camera_drivers(a: Mapping[str, str], backend: str, root: str) -> list[NodeSpec]:
+def camera_drivers(a: LaunchArgs) -> list[NodeSpec]:
     """One camera driver per camera of the real robot (see the module doc for ``cameras:=``)."""
-    if a['cameras'] == 'false':
+    if a.cameras == 'false':
         return []
-    if a['cameras'] == 'auto' and not a['camera_device']:
-        try:
-            cams = load_robot(a['robot']).cameras
-        except ConfigError:
-            return []  # the hardware driver fails on the same spec, with this message
-    else:
-        cams = robot_cameras(a['robot'])
+    cams = a.robot.cameras
     devices = camera_devices(a, cams)
     nodes: list[NodeSpec] = []
     for cam in cams:
         device = devices[cam.name]
         if not device:
-            if a['cameras'] == 'true':
-                raise PlanError(f'cameras:=true on backend:={backend}: camera {cam.name} has '
+            if a.cameras == 'true':
+                raise PlanError(f'cameras:=true on backend:={a.backend}: camera {cam.name} has '
                                 f'no device; set camera_device:=DEVICE (V4L2 index or path, or '
                                 f'a stream URL such as the one simreal emulate --camera prints)'
                                 f" or the spec's device, or cameras:=auto to skip it")
             continue
-        require('camera_driver', f'camera {cam.name} on backend:={backend}')
-        params = {'robot': a['robot'], 'camera': cam.name, 'device': device}
-        try:
-            CameraDriverConfig.from_mapping(params)
-        except ConfigError as exc:
-            raise PlanError(f'camera driver settings: {exc}') from None
+        require('camera_driver', f'camera {cam.name} on backend:={a.backend}')
+        params = {'robot': a.text['robot'], 'camera': cam.name, 'device': device}
+        prevalidate('camera_driver', params, 'camera driver')
         name = 'camera_driver' if len(cams) == 1 else f'{cam.name}_driver'
-        nodes.append(NodeSpec('camera_driver', name, root, params))
+        nodes.append(NodeSpec('camera_driver', name, a.root, params))
     return nodes

@@ -5,33 +5,32 @@ The Dynamixel driver on ``port:=``, or the external adapter over an existing ROS
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-from simreal_ros.bringup.arguments import typed
+from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
 from simreal_ros.errors import PlanError
-from simreal_ros.hardware.driver_config import DriverConfig, ExternalAdapterConfig
 
 
-def real_driver(a: Mapping[str, str], backend: str, root: str) -> NodeSpec:
+def real_driver(a: LaunchArgs) -> NodeSpec:
     """Return the hardware node of backend:=real/twin (Dynamixel driver or external adapter)."""
-    if a['real_driver'] == 'external':
+    backend = a.backend
+    if a.real_driver == 'external':
         require('external_adapter', f'backend:={backend} real_driver:=external')
-        params: dict[str, Any] = {'robot': a['robot'], 'source_states': a['external_states'],
-                                  'command_mode': a['external_command']}
-        if a['external_command_topic']:
-            params['command_topic'] = a['external_command_topic']
-        elif a['external_command'] == 'trajectory':
+        params: dict[str, Any] = {'robot': a.text['robot'], 'source_states': a.external_states,
+                                  'command_mode': a.external_command}
+        if a.external_command_topic:
+            params['command_topic'] = a.external_command_topic
+        elif a.external_command == 'trajectory':
             params['command_topic'] = '/joint_trajectory_controller/joint_trajectory'
-        prevalidate(ExternalAdapterConfig, params, 'external adapter')
-        return NodeSpec('external_adapter', 'external_adapter', root, params)
-    if not a['port']:
+        prevalidate('external_adapter', params, 'external adapter')
+        return NodeSpec('external_adapter', 'external_adapter', a.root, params)
+    if not a.port:
         raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
                         f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
     require('dynamixel_driver', f'backend:={backend}')
-    params = {'robot': a['robot'], 'port': a['port'],
-              'baud': typed(a, 'baud', int, 'an integer baud rate') if a['baud'] else 0,
-              'rate_hz': typed(a, 'driver_rate', float, 'a number (Hz)'),
-              'watchdog': a['watchdog'], 'reboot_on_error': a['reboot_on_error'] == 'true'}
-    prevalidate(DriverConfig, params, 'driver')
-    return NodeSpec('dynamixel_driver', 'dynamixel_driver', root, params)
+    params = {'robot': a.text['robot'], 'port': a.port, 'baud': a.baud,
+              'rate_hz': a.driver_rate_hz,
+              'watchdog': a.watchdog, 'reboot_on_error': a.reboot_on_error}
+    prevalidate('dynamixel_driver', params, 'driver')
+    return NodeSpec('dynamixel_driver', 'dynamixel_driver', a.root, params)

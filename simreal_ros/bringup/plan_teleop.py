@@ -11,15 +11,13 @@ is a PlanError.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-from simreal_ros.bringup.arguments import typed
+from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
-from simreal_ros.core.robot import load_robot
 from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, PlanError
 from simreal_ros.teleop.control import LeaderConfig, leader_mapping
-from simreal_ros.teleop.quality import EpisodesConfig
 
 GRIPPER_KEYS = ('trigger_open', 'trigger_closed', 'open', 'closed')
 
@@ -58,45 +56,41 @@ def compensation_params(text: str) -> dict[str, Any]:
     return {'compensation': True, **values}
 
 
-def leader_node(a: Mapping[str, str], root: str) -> NodeSpec:
+def leader_node(a: LaunchArgs) -> NodeSpec:
     """Return the leader node of ``teleop:=leader``."""
     require('leader', 'teleop:=leader')
     for other in ('policy', 'excite'):
-        if a[other]:
-            raise PlanError(f'teleop:=leader and {other}:={a[other]} would both publish '
+        if a.text[other]:
+            raise PlanError(f'teleop:=leader and {other}:={a.text[other]} would both publish '
                             f'joint_commands; leave out one of them')
-    if not a['leader_port']:
+    if not a.leader_port:
         raise PlanError('teleop:=leader needs leader_port:=<serial device of the leader arm> '
                         '(e.g. /dev/ttyUSB1, or the link of simreal emulate --role leader)')
     params: dict[str, Any] = {
-        'robot': a['robot'], 'leader_robot': a['leader_robot'], 'port': a['leader_port'],
-        'rate_hz': typed(a, 'leader_rate', float, 'a number (Hz)'),
-        'calibration': a['leader_calibration'], 'start_mode': a['teleop_start'],
-        'start_tolerance_rad': typed(a, 'teleop_tolerance', float, 'a number (rad)'),
-        'deadman_on_start': a['teleop_deadman'] == 'pressed',
-        'button_id': typed(a, 'leader_button', int, 'a servo ID (0 = no button)'),
-        **gripper_params(a['leader_gripper']),
-        **compensation_params(a['leader_compensation'])}
-    prevalidate(LeaderConfig, params, 'leader')
+        'robot': a.text['robot'], 'leader_robot': a.text['leader_robot'],
+        'port': a.leader_port, 'rate_hz': a.leader_rate_hz,
+        'calibration': a.leader_calibration, 'start_mode': a.teleop_start,
+        'start_tolerance_rad': a.teleop_tolerance_rad,
+        'deadman_on_start': a.teleop_deadman_pressed,
+        'button_id': a.leader_button,
+        **gripper_params(a.leader_gripper),
+        **compensation_params(a.leader_compensation)}
+    prevalidate('leader', params, 'leader')
     try:  # the keys bound to the robots (button servo, gripper joint and its limits)
-        robot = load_robot(a['robot'])
-        leader_mapping(LeaderConfig.from_mapping(params), robot,
-                       load_robot(a['leader_robot']) if a['leader_robot'] else robot)
+        leader_mapping(LeaderConfig.from_mapping(params), a.robot,
+                       a.leader_robot if a.leader_robot is not None else a.robot)
     except ConfigError as exc:
         raise PlanError(f'leader settings: {exc}') from None
-    return NodeSpec('leader', 'leader', root, params)
+    return NodeSpec('leader', 'leader', a.root, params)
 
 
-def episodes_node(a: Mapping[str, str], root: str) -> NodeSpec:
+def episodes_node(a: LaunchArgs) -> NodeSpec:
     """Return the episode recorder of ``teleop:=leader`` (``episodes:=true``)."""
     require('episodes', 'teleop:=leader episodes:=true')
     topics = ['joint_states', 'leader/joint_states', 'joint_commands']
-    if a['episode_cameras']:
-        topics += [f'{c.strip()}/image_raw' for c in a['episode_cameras'].split(',')
-                   if c.strip()]
-    params: dict[str, Any] = {'robot': a['robot'], 'directory': a['episodes_dir'],
-                              'topics': topics, 'task': a['task'],
-                              'operator': a['operator'],
-                              'calibration': a['leader_calibration']}
-    prevalidate(EpisodesConfig, params, 'episodes')
-    return NodeSpec('episodes', 'episodes', root, params)
+    topics += [f'{c}/image_raw' for c in a.episode_cameras]
+    params: dict[str, Any] = {'robot': a.text['robot'], 'directory': a.episodes_dir,
+                              'topics': topics, 'task': a.task, 'operator': a.operator,
+                              'calibration': a.leader_calibration}
+    prevalidate('episodes', params, 'episodes')
+    return NodeSpec('episodes', 'episodes', a.root, params)

@@ -10,33 +10,26 @@ namespace with unprefixed frames, so ``/robot_description`` and the frames the c
 
 from __future__ import annotations
 
-from typing import Mapping
-
-from simreal_ros.bringup.arguments import ns
-from simreal_ros.bringup.spec import NodeSpec
-from simreal_ros.core.tf_config import StatePublisherConfig
-from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.bringup.arguments import LaunchArgs
+from simreal_ros.bringup.spec import NodeSpec, prevalidate
 
 #: Node kinds that publish ``joint_states``.
 BACKEND_KINDS = ('sim_bridge', 'dynamixel_driver', 'external_adapter')
 
 
-def state_publishers(a: Mapping[str, str], nodes: list[NodeSpec]) -> list[NodeSpec]:
+def state_publishers(a: LaunchArgs, nodes: list[NodeSpec]) -> list[NodeSpec]:
     """Return a state publisher for each backend in ``nodes`` (the first one is primary)."""
-    root = ns(a['namespace'])
+    root = a.root
     out: list[NodeSpec] = []
     for spec in (n for n in nodes if n.kind in BACKEND_KINDS):
         rel = spec.namespace[len(root):].strip('/')
         if not out:
-            params = {'robot': a['robot'], 'frame_prefix': ''}
+            params = {'robot': a.text['robot'], 'frame_prefix': ''}
             remaps = (('joint_states', f'{spec.namespace}/joint_states'),) if rel else ()
             namespace = root
         else:
-            params = {'robot': a['robot'], 'frame_prefix': f'{rel}/'}
+            params = {'robot': a.text['robot'], 'frame_prefix': f'{rel}/'}
             remaps, namespace = (), spec.namespace
-        try:
-            StatePublisherConfig.from_mapping(params)
-        except ConfigError as exc:
-            raise PlanError(f'state publisher settings: {exc}') from None
+        prevalidate('state_publisher', params, 'state publisher')
         out.append(NodeSpec('state_publisher', 'state_publisher', namespace, params, remaps))
     return out

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from simreal_ros.bag.recorder_config import RecorderConfig
-from simreal_ros.bringup.arguments import non_negative, uses_sim_time
+from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
+from simreal_ros.core.paths import resolve_named
 from simreal_ros.errors import ConfigError, PlanError
 
 #: Live-gap pairing per backend: (primary, secondary) joint_states, relative to the graph root.
@@ -33,13 +33,12 @@ def _join(root: str, rel: str) -> str:
     return f'{root.rstrip("/")}/{rel}' if root else rel
 
 
-def config_files(args: Mapping[str, str]) -> tuple[list[str], list[str]]:
+def config_files(a: LaunchArgs) -> tuple[list[str], list[str]]:
     """``key=path`` entries to embed and ``key=value`` entries for values that are not files."""
-    from simreal_ros.core.paths import resolve_named
     embed: list[str] = []
     custom: list[str] = []
     for arg, (key, kind) in EMBEDDED.items():
-        value = str(args.get(arg, '') or '')
+        value = a.text[arg]
         if not value:
             continue
         custom.append(f'{key}.argument={value}')
@@ -52,54 +51,44 @@ def config_files(args: Mapping[str, str]) -> tuple[list[str], list[str]]:
                 raise PlanError(f'robot:={value!r}: no such robot spec') from None
             continue
         embed.append(f'{key}={path.resolve()}')
-        embed += _referenced(arg, path, key)
+        embed += _referenced(a, arg, key)
     return embed, custom
 
 
-def _referenced(arg: str, path: Path, key: str) -> list[str]:
+def _referenced(a: LaunchArgs, arg: str, key: str) -> list[str]:
     """Files a config points to: the robot's URDF, the policy's weights (hashed)."""
-    try:
-        if arg == 'robot':
-            from simreal_ros.core.robot import load_robot
-            return [f'{key}.urdf={load_robot(str(path)).urdf.resolve()}']
-        if arg == 'policy':
-            from simreal_ros.policy.spec import load_policy_spec
-            return [f'{key}.model={load_policy_spec(path).model.resolve()}']
-    except ConfigError:
-        pass  # the node that loads it names the problem at start-up
+    if arg == 'robot':
+        return [f'{key}.urdf={a.robot.urdf.resolve()}']
+    if arg == 'policy' and a.policy is not None:
+        return [f'{key}.model={a.policy.model.resolve()}']
     return []
 
 
-def recorder_spec(args: Mapping[str, str], root: str) -> NodeSpec:
+def recorder_spec(a: LaunchArgs) -> NodeSpec:
     """Return the recorder NodeSpec for ``record:=true``."""
-    topics = [t.strip() for t in args.get('record_topics', '*').split(',') if t.strip()]
-    if not topics:
+    if not a.record_topics:
         raise PlanError('record_topics:= needs at least one topic name or pattern (or "*")')
-    embed, custom = config_files(args)
-    custom.append(f'backend={args["backend"]}')
-    if args['backend'] == 'sim2sim':  # the gap report names the engines of the pair
-        from simreal_ros.bringup.plan_bridge import engine_of
-        custom += [f'engine_a={engine_of(args, "a")}', f'engine_b={engine_of(args, "b")}']
-    elif args['backend'] in ('sim', 'twin'):
-        custom.append(f'engine={args.get("engine", "")}')
-    primary, secondary = PAIRING.get(args['backend'], ('', ''))
-    if primary and args.get('latency'):
+    embed, custom = config_files(a)
+    custom.append(f'backend={a.backend}')
+    if a.backend == 'sim2sim':  # the gap report names the engines of the pair
+        custom += [f'engine_a={a.engine_a}', f'engine_b={a.engine_b}']
+    elif a.backend in ('sim', 'twin'):
+        custom.append(f'engine={a.engine}')
+    primary, secondary = PAIRING.get(a.backend, ('', ''))
+    if primary and a.latency is not None:
         # the injector delays the primary's contract topic: compare the undelayed stream
         head, _, tail = primary.rpartition('/')
         primary = f'{head}/backend/{tail}' if head else f'backend/{tail}'
-    split = {param: non_negative({arg: args.get(arg, '0')}, arg, 'a number >= 0 (0 = never)')
-             for arg, param in (('bag_split_duration', 'split_duration_s'),
-                                ('bag_split_size', 'split_size_mb'))}
     params: dict[str, Any] = {
-        'bag': args.get('bag', ''), 'topics': topics,
-        'storage': args.get('bag_storage', 'mcap'),
-        'compression': args.get('bag_compression', 'none'), **split,
-        'gap_primary': _join(root, primary) if primary else '',
-        'gap_secondary': _join(root, secondary) if secondary else '',
+        'bag': a.bag, 'topics': list(a.record_topics),
+        'storage': a.bag_storage, 'compression': a.bag_compression,
+        'split_duration_s': a.bag_split_duration_s, 'split_size_mb': a.bag_split_size_mb,
+        'gap_primary': _join(a.root, primary) if primary else '',
+        'gap_secondary': _join(a.root, secondary) if secondary else '',
         'embed': embed, 'custom_data': custom,
-        'use_sim_time': uses_sim_time(args),
+        'use_sim_time': a.use_sim_time,
     }
     # ROS parameter files cannot type an empty list: leave empty ones out
     params = {k: v for k, v in params.items() if v != []}
-    prevalidate(RecorderConfig, params, 'recorder')
-    return NodeSpec('recorder', 'recorder', root, params)
+    prevalidate('recorder', params, 'recorder')
+    return NodeSpec('recorder', 'recorder', a.root, params)

@@ -1,29 +1,18 @@
-"""What the planner produces: one :class:`NodeSpec` per node, and the nodes this version ships."""
+"""What the planner produces: one :class:`NodeSpec` per node; the shipped nodes (registry)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from simreal_ros.bringup.registry import REGISTRY, config_class
 from simreal_ros.errors import ConfigError, PlanError
 
 PACKAGE = 'simreal_ros'
 
 
-#: Nodes this version ships: kind -> (console script, module).
-NODES: dict[str, tuple[str, str]] = {
-    'sim_bridge': ('simreal_sim_bridge', 'simreal_ros.nodes.sim_bridge'),
-    'excite': ('simreal_excite', 'simreal_ros.nodes.excite'),
-    'injector': ('simreal_injector', 'simreal_ros.nodes.injector'),
-    'policy': ('simreal_policy', 'simreal_ros.nodes.policy'),
-    'recorder': ('simreal_recorder', 'simreal_ros.nodes.recorder'),
-    'dynamixel_driver': ('simreal_dynamixel_driver', 'simreal_ros.nodes.dynamixel_driver'),
-    'external_adapter': ('simreal_external_adapter', 'simreal_ros.nodes.external_adapter'),
-    'camera_driver': ('simreal_camera_driver', 'simreal_ros.nodes.camera_driver'),
-    'state_publisher': ('simreal_state_publisher', 'simreal_ros.nodes.state_publisher'),
-    'leader': ('simreal_leader', 'simreal_ros.nodes.leader'),
-    'episodes': ('simreal_episodes', 'simreal_ros.nodes.episodes'),
-}
+#: Nodes this version ships: kind -> (console script, module), from the registry.
+NODES: dict[str, tuple[str, str]] = {k.kind: (k.script, k.module) for k in REGISTRY}
 
 
 #: Nodes that modes need but that this version does not ship yet.
@@ -67,13 +56,13 @@ def require(kind: str, why: str) -> None:
                         f'simreal_ros does not ship; it ships the nodes {", ".join(NODES)}')
 
 
-def prevalidate(config: Any, params: dict[str, Any], what: str) -> None:
-    """Build the node's own config class from the parameters about to be passed to it.
+def prevalidate(kind: str, params: dict[str, Any], what: str) -> None:
+    """Build the node's own config class (the registry's) from the parameters it will get.
 
-    ``config`` has ``from_mapping``; ``use_sim_time`` is rclpy's own parameter and not part of
-    it. A bad value is a :class:`PlanError` before any process starts.
+    ``use_sim_time`` is rclpy's own parameter and not part of it. A bad value is a
+    :class:`PlanError` before any process starts.
     """
     try:
-        config.from_mapping({k: v for k, v in params.items() if k != 'use_sim_time'})
+        config_class(kind).from_mapping({k: v for k, v in params.items() if k != 'use_sim_time'})
     except ConfigError as exc:
         raise PlanError(f'{what} settings: {exc}') from None

@@ -49,7 +49,9 @@ def cmd_excite(ns: argparse.Namespace) -> int:
 def add_commands(sub: Any) -> None:
     """Add this group's sub-commands to the ``simreal`` parser."""
     p = launch_parser(sub, 'launch', 'start the node graph of a backend (sim, sim2sim, ...)')
-    p.add_argument('--dry-run', action='store_true', help='print the plan, start nothing')
+    p.add_argument('--dry-run', action='store_true',
+                   help='check every argument and the files they name, print the plan, start '
+                        'nothing (a bad one: one error line, exit code 2, as without it)')
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser('excite', help='publish an excitation trajectory on joint_commands',
                        description='publish an excitation trajectory on joint_commands; '

@@ -46,7 +46,7 @@ def resolve_named(kind: str, value: str, suffixes: tuple[str, ...] = ('.yaml', '
     """
     p = Path(value).expanduser()
     if p.is_file():
-        return p
+        return p.absolute()  # errors and the nodes' parameters name the full path
     if os.sep not in value and not p.suffix:
         base = share_dir() / 'config' / kind
         for s in suffixes:
@@ -56,7 +56,7 @@ def resolve_named(kind: str, value: str, suffixes: tuple[str, ...] = ('.yaml', '
         names = sorted(x.stem for x in base.glob('*.y*ml')) if base.is_dir() else []
         raise ConfigError(f'config/{kind}', value,
                           f'a file path or one of the shipped names {names}', value)
-    raise ConfigError(value, '', 'an existing file', has_got=False)
+    raise ConfigError(str(p.absolute()), '', 'an existing file', 'no such file')
 
 
 def resolve_data_file(value: str, relative_to: Path | None = None) -> Path:

@@ -16,18 +16,39 @@ T = TypeVar('T')
 
 
 def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """Read a YAML file whose top level must be a mapping."""
+    """Read a YAML file whose top level must be a mapping.
+
+    Every way a file can be wrong is one ConfigError naming the file: missing, not UTF-8 text
+    (a ``.pt`` weights file given where a spec is expected), not YAML, not a mapping.
+    """
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(str(p), '', 'an existing YAML file', has_got=False)
+        raise ConfigError(str(p), '', 'an existing YAML file', 'no such file')
+    raw = p.read_bytes()
     try:
-        data = yaml.safe_load(p.read_text(encoding='utf-8'))
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(p), '', 'a UTF-8 YAML text file',
+                          f'binary data (byte 0x{raw[exc.start]:02x} at offset {exc.start} '
+                          f'is not UTF-8)') from None
+    if '\x00' in text:
+        raise ConfigError(str(p), '', 'a UTF-8 YAML text file',
+                          f'binary data (a NUL byte at offset {text.index(chr(0))})')
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(str(p), '', f'valid YAML ({exc})'.replace('\n', ' '),
-                          has_got=False) from None
+        raise ConfigError(str(p), '', 'valid YAML', _yaml_problem(exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(str(p), '', 'a mapping at the top level', type(data).__name__)
     return data
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: the parser's problem and where (``... at line 3, column 7``)."""
+    problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+    mark = getattr(exc, 'problem_mark', None)
+    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+    return f'{problem}{where}'
 
 
 class Section:
@@ -60,7 +81,7 @@ class Section:
             return self.data[name]
         if default is _MISSING:
             raise ConfigError(self.source, self.path(name), 'this key to be present',
-                              has_got=False)
+                              'missing')
         return default
 
     def string(self, name: str, default: Any = _MISSING) -> str:

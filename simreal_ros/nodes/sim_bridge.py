@@ -449,9 +449,14 @@ class SimBridge(Node):
         self.thread.join(timeout=2.0)
 
     def destroy_node(self) -> None:
-        """Stop rendering and destroy the cameras' participant, then this node."""
-        if self.cameras is not None:
-            self.cameras.close()
+        """Stop rendering and destroy the cameras' participant, then this node.
+
+        Also on a node whose ``__init__`` failed part way (a bad file named by a parameter):
+        the attributes set so far are torn down, none is assumed.
+        """
+        cameras = getattr(self, 'cameras', None)
+        if cameras is not None:
+            cameras.close()
         super().destroy_node()
 
 

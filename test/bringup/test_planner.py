@@ -58,13 +58,15 @@ def test_sim_default() -> None:
     assert plan({'backend': 'sim'}) == nodes
 
 
-def test_sim_parameters_from_arguments() -> None:
-    (n,) = plan({'backend': 'sim', 'robot': '/tmp/arm.yaml', 'scene': 'tabletop',
-                 'overlay': 'worn_arm', 'overlay_b': 'ignored', 'randomization': 'default',
+def test_sim_parameters_from_arguments(tmp_path: Path) -> None:
+    arm = tmp_path / 'arm.yaml'
+    arm.write_text((REPO / 'config/robots/simreal_arm.yaml').read_text())
+    (n,) = plan({'backend': 'sim', 'robot': str(arm), 'scene': 'tabletop',
+                 'overlay': 'worn_arm', 'overlay_b': 'cable_reality', 'randomization': 'default',
                  'seed': '42', 'timing': 'lockstep', 'rate': '500', 'sim_time': 'true',
                  'paused': 'true', 'lockstep_timeout': '0.5'})
     p = n.parameters
-    assert p['robot'] == '/tmp/arm.yaml'
+    assert p['robot'] == str(arm)
     assert p['scene'] == 'tabletop'
     assert p['overlay'] == 'worn_arm'
     assert p['randomization'] == 'default'
@@ -75,7 +77,7 @@ def test_sim_parameters_from_arguments() -> None:
     assert p['start_paused'] is True
     assert p['lockstep_timeout_s'] == 0.5
     assert p['publish_clock'] is True
-    assert 'ignored' not in p.values()
+    assert 'cable_reality' not in p.values()  # overlay_b is sim2sim's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,8 +290,12 @@ def test_real_bad_driver_arguments(args: dict[str, str], message: str) -> None:
 
 
 def test_unknown_argument() -> None:
-    with pytest.raises(PlanError, match=r"unknown launch argument 'backnd'; known: .*backend"):
+    with pytest.raises(PlanError, match=r"^unknown launch argument 'backnd'; did you mean "
+                                        r"'backend'\?$"):
         plan({'backnd': 'sim'})
+    with pytest.raises(PlanError, match=r"^unknown launch argument 'zzz'; known: amplitude, "
+                                        r'backend, .*, watchdog$'):
+        plan({'zzz': 'sim'})
 
 
 @pytest.mark.parametrize('key, value', [('backend', 'foo'), ('backend', ''),
@@ -567,3 +573,18 @@ def test_latency_real_and_twin() -> None:
 def test_excite_waits_for_every_planned_command_consumer(args, consumers) -> None:
     e = _one(plan({**args, 'excite': 'chirp'}), 'excite')
     assert e.parameters['wait_for_subscribers'] == consumers
+
+
+def test_the_robot_spec_is_loaded_once_per_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import simreal_ros.core.robot as robot_module
+    loads: list[str] = []
+    resolve = robot_module.resolve_named
+
+    def counted(kind: str, value: str, *rest: object) -> Path:
+        loads.append(value)  # load_robot resolves the spec first, wherever it is called from
+        return resolve(kind, value, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(robot_module, 'resolve_named', counted)
+    plan({'backend': 'twin', 'port': '/dev/ttyUSB0', 'record': 'true', 'latency': 'wifi',
+          'policy': 'simreal_arm_reach', 'camera_device': '0', 'overlay': 'worn_arm'})
+    assert loads == ['simreal_arm']

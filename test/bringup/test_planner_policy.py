@@ -73,7 +73,8 @@ def test_real_backend_gives_the_planner_reason_before_the_policy():
 
 @pytest.mark.parametrize('mutation,expected', [
     ({'robot': 'no_such_robot'}, 'no_such_robot'),
-    ({'model': 'missing.pt'}, 'missing.pt not found'),
+    ({'model': 'missing.pt'}, r'bad\.yaml: model: expected an existing TorchScript or ONNX '
+                              r"file .*, got '.*missing\.pt \(no such file\)'"),
     ({'observation': []}, 'observation'),
 ])
 def test_bad_policies_fail_the_plan(tmp_path, mutation, expected):
@@ -96,5 +97,7 @@ def test_policy_for_another_robot_is_refused(tmp_path):
     robot['urdf'] = str(SPEC.source.parents[2] / 'urdf' / 'simreal_arm.urdf')
     rp = tmp_path / 'other_arm.yaml'
     rp.write_text(yaml.safe_dump(robot))
-    with pytest.raises(PlanError, match="is for robot 'simreal_arm'"):
+    with pytest.raises(PlanError) as info:
         plan({'policy': 'simreal_arm_reach', 'robot': str(rp)})
+    assert str(info.value) == (f'policy:=simreal_arm_reach: {SPEC.source}: robot: expected '
+                               f"'other_arm' (the robot being driven), got 'simreal_arm'")

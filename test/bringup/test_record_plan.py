@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simreal_ros.bringup.arguments import parse_args
+from simreal_ros.bringup.arguments import parse_launch_args
 from simreal_ros.bringup.planner import plan
 from simreal_ros.bringup.record_plan import PAIRING, recorder_spec
 from simreal_ros.errors import PlanError
@@ -66,8 +66,8 @@ def test_namespace_prefixes_the_pairing_and_sim_backend_has_none():
 
 
 def test_twin_pairing_is_root_vs_twin():
-    a = parse_args({'backend': 'twin', 'record': 'true'})
-    p = recorder_spec(a, '').parameters
+    a = parse_launch_args({'backend': 'twin', 'record': 'true'})
+    p = recorder_spec(a).parameters
     assert (p['gap_primary'], p['gap_secondary']) == ('joint_states', 'twin/joint_states')
 
 
