@@ -49,3 +49,63 @@ def test_no_module_cites_a_file_outside_the_repository():
     cited = [str(p.relative_to(REPO)) for p in sorted((REPO / 'simreal_ros').rglob('*.py'))
              if re.search(r'ARCHITECTURE(\.md| section)|shared/', p.read_text(encoding='utf-8'))]
     assert cited == []
+
+
+CODE_PATH = re.compile(r'\b(?:simreal_ros|test|tools|bench)/[\w./-]*\.py\b')
+DOTTED = re.compile(r'\bsimreal_ros(?:\.[A-Za-z_]\w*)+')
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    base = REPO.joinpath(*parts)
+    for f in (base.with_suffix('.py'), base / '__init__.py'):
+        if f.exists():
+            return f
+    return None
+
+
+def dotted_name_error(name: str) -> str:
+    """'' when ``simreal_ros.a.b[.Attr[.member]]`` names a module (and what it defines)."""
+    parts = name.split('.')
+    for k in range(len(parts), 0, -1):
+        module = _module_file(parts[:k])
+        if module is not None:
+            break
+    else:
+        return 'no such module'
+    rest = parts[k:]
+    if len(rest) > 2:
+        return f'no module {".".join(parts[:k + 1])}'
+    if rest and not re.search(rf'^\s*(?:def|class)\s+{rest[0]}\b|^{rest[0]}\s*[:=]',
+                              module.read_text(encoding='utf-8'), re.M):
+        return f'{module.relative_to(REPO)} defines no {rest[0]}'
+    return ''
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
+def test_every_code_path_a_page_names_exists(page: Path):
+    """A module moved or renamed (as in a re-cut of the packages) must take its docs along."""
+    text = page.read_text(encoding='utf-8')
+    missing = sorted({p for p in CODE_PATH.findall(text) if not (REPO / p).exists()})
+    wrong = sorted({f'{n}: {e}' for n in DOTTED.findall(text) if (e := dotted_name_error(n))})
+    assert missing == [] and wrong == []
+
+
+def test_the_code_path_check_can_fail():
+    assert CODE_PATH.findall('see `simreal_ros/core/policy_spec.py`.') == \
+        ['simreal_ros/core/policy_spec.py']
+    assert not (REPO / 'simreal_ros/core/policy_spec.py').exists()
+    assert dotted_name_error('simreal_ros.policy.spec') == ''
+    assert dotted_name_error('simreal_ros.policy.spec.load_policy_spec') == ''
+    assert dotted_name_error('simreal_ros.policy.train.World') == \
+        'simreal_ros/policy/train.py defines no World'
+    assert dotted_name_error('simreal_ros.core.policy_spec.x') == \
+        'simreal_ros/core/__init__.py defines no policy_spec'
+
+
+@pytest.mark.parametrize('page', [p for p in PAGES if p.parent.name == 'docs'],
+                         ids=lambda p: p.name)
+def test_every_feature_page_names_its_modules(page: Path):
+    """Each docs/ page says where its feature is implemented (a line starting 'Implemented in')."""
+    lines = [ln for ln in page.read_text(encoding='utf-8').splitlines()
+             if ln.startswith('Implemented in')]
+    assert len(lines) == 1 and CODE_PATH.search(lines[0]), lines
