@@ -144,13 +144,13 @@ def test_topic_list_shows_a_real_publishers_topics_and_types(start_node, ros_cli
     description = ros_client.collect(String, '/robot_description', qos.LATCHED)
     start_node('state_publisher')
     ros_client.wait_for(lambda: description, 30, 'the state publisher up')
-    r = simreal(['topic', 'list', '--spin-time', '2'], ros_env)
+    r = simreal(['topic', 'list', '--spin-time', '5'], ros_env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert '/robot_description [std_msgs/msg/String]' in lines
     assert '/tf_static [tf2_msgs/msg/TFMessage]' in lines
     assert '/joint_states [sensor_msgs/msg/JointState]' in lines  # its subscription
-    r = simreal(['topic', 'list', '--spin-time', '2', '--no-types'], ros_env)
+    r = simreal(['topic', 'list', '--spin-time', '5', '--no-types'], ros_env)
     assert '/robot_description' in r.stdout.splitlines()
 
 
@@ -185,3 +185,25 @@ def test_topic_echo_prints_real_messages(start_node, ros_client, ros_env):
 def test_topic_bad_input_is_one_error_line(ros_env, args, needle):
     assert needle in one_error(simreal(['topic', *args], ros_env))
 
+
+
+def test_episode_start_and_discard_on_a_real_episode_recorder(start_node, ros_env, tmp_path):
+    directory = tmp_path / 'episodes'
+    directory.mkdir()
+    start_node('episodes', directory=str(directory), task='wave', operator='ada')
+    # nothing open: the recorder's refusal is the one error: line (its service appears first)
+    err = one_error(simreal(['episode', 'stop', '--timeout', '60'], ros_env))
+    assert err == ('simreal episode: error: /episodes/episode/stop refused: no episode is '
+                   'open: call ~/episode/start first')
+    r = simreal(['episode', 'start'], ros_env)
+    assert (r.returncode, r.stdout) == (0, f'episode 0 started: {directory}/episode_0000\n'), \
+        r.stderr
+    assert (directory / 'episode_0000' / 'bag').is_dir()
+    r = simreal(['episode', 'discard'], ros_env)
+    assert (r.returncode, r.stdout) == (0, 'episode episode_0000 discarded\n'), r.stderr
+    assert list(directory.iterdir()) == []
+
+
+def test_episode_without_a_recorder_is_one_error_line(ros_env):
+    err = one_error(simreal(['episode', 'start', '--timeout', '1'], ros_env))
+    assert 'service /episodes/episode/start not available within 1.0 s' in err
