@@ -109,3 +109,45 @@ def test_every_feature_page_names_its_modules(page: Path):
     lines = [ln for ln in page.read_text(encoding='utf-8').splitlines()
              if ln.startswith('Implemented in')]
     assert len(lines) == 1 and CODE_PATH.search(lines[0]), lines
+
+
+def _setup_requirements() -> tuple[list[str], list[str]]:
+    """(install_requires, extras_require['test']) of setup.py, read without running it."""
+    import ast
+    call = next(n for n in ast.walk(ast.parse((REPO / 'setup.py').read_text(encoding='utf-8')))
+                if isinstance(n, ast.Call) and getattr(n.func, 'id', '') == 'setup')
+    kw = {k.arg: k.value for k in call.keywords}
+    install = ast.literal_eval(kw['install_requires'])
+    extras = kw['extras_require']
+    assert isinstance(extras, ast.Dict)
+    test = next(ast.literal_eval(v) for k, v in zip(extras.keys, extras.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == 'test')
+    return install, test
+
+
+def _pip_keys(tag: str) -> set[str]:
+    """Names of package.xml's ``python3-<name>-pip`` keys of one dependency kind."""
+    text = (REPO / 'package.xml').read_text(encoding='utf-8')
+    return set(re.findall(rf'<{tag}>python3-([\w-]+)-pip</{tag}>', text))
+
+
+def _name(requirement: str) -> str:
+    match = re.match(r'[A-Za-z0-9_.-]+', requirement)
+    assert match, requirement
+    return match.group(0).lower().replace('_', '-')
+
+
+def test_system_install_pip_lines_match_setup_py():
+    """The pip-only packages of a system install (package.xml's -pip keys, which rosdep may
+    skip) are shown with setup.py's version requirements, in the README and the distro page."""
+    install, test = _setup_requirements()
+    expected = [sorted(r for r in reqs if _name(r) in _pip_keys(tag))
+                for reqs, tag in ((install, 'exec_depend'), (test, 'test_depend'))]
+    assert len(expected[0]) == len(_pip_keys('exec_depend'))  # each key has a setup.py pin
+    assert len(expected[1]) == len(_pip_keys('test_depend'))
+    for page, want in ((REPO / 'README.md', [expected[0]]),
+                       (REPO / 'docs' / 'ros_distributions.md', expected)):
+        lines = [ln.split('#')[0].split() for ln in page.read_text(encoding='utf-8').splitlines()
+                 if ln.strip().startswith('pip install --user ')]
+        shown = [sorted(t.strip("'\"") for t in ln[3:]) for ln in lines]
+        assert shown == want, page.name
