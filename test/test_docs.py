@@ -151,3 +151,58 @@ def test_system_install_pip_lines_match_setup_py():
                  if ln.strip().startswith('pip install --user ')]
         shown = [sorted(t.strip("'\"") for t in ln[3:]) for ln in lines]
         assert shown == want, page.name
+
+
+def _commands() -> dict[str, set[str]]:
+    """{command: its sub-commands} of the ``simreal`` parser."""
+    import argparse
+
+    from simreal_ros.cli import build_parser
+
+    def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next((dict(a.choices) for a in parser._actions
+                     if isinstance(a, argparse._SubParsersAction)), {})
+
+    return {name: set(subparsers(p)) for name, p in subparsers(build_parser()).items()}
+
+
+def _typed_commands(text: str) -> list[tuple[str, str]]:
+    """(command, next word) of every ``simreal ...`` a code block line or a code span starts
+    (or runs after ``&&``, ``|``, ``$(``)."""
+    code = [ln.strip() for ln in text.splitlines() if ln.startswith('    ')]
+    code += re.findall(r'`([^`\n]+)`', text)
+    return [(m.group(1), m.group(2) or '') for snippet in code
+            for m in re.finditer(r'(?:^|&& |\| |\$\()simreal ([a-z][\w-]*)'
+                                 r'(?: ([a-z][\w-]*))?', snippet)]
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
+def test_every_simreal_command_a_page_shows_exists(page: Path):
+    commands = _commands()
+    wrong = sorted({f'simreal {c} {s}'.strip() for c, s in
+                    _typed_commands(page.read_text(encoding='utf-8'))
+                    if c not in commands or commands[c] and s not in commands[c]})
+    assert wrong == []
+
+
+def test_the_command_check_can_fail():
+    typed = _typed_commands('    simreal policy enable\n    cd x && simreal policy start\n'
+                            'run `simreal topic lst` or `simreal nope`, not `a simreal b`')
+    assert typed == [('policy', 'enable'), ('policy', 'start'), ('topic', 'lst'),
+                     ('nope', '')]
+    commands = _commands()
+    assert commands['policy'] == {'enable', 'disable'} and 'nope' not in commands
+    assert commands['topic'] == {'list', 'echo'}
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: p.name)
+def test_every_node_command_a_page_shows_is_installed(page: Path):
+    """``simreal_<node> --ros-args ...`` (pip) and ``ros2 run simreal_ros simreal_<node>``
+    (system install) name console scripts of setup.py."""
+    scripts = set(re.findall(r"'(simreal\w*) = simreal_ros",
+                             (REPO / 'setup.py').read_text(encoding='utf-8')))
+    assert {'simreal', 'simreal_policy', 'simreal_injector'} <= scripts
+    text = page.read_text(encoding='utf-8')
+    shown = set(re.findall(r'^ {4}(simreal_\w+) ', text, re.M))
+    shown |= set(re.findall(r'ros2 run simreal_ros (\w+)', text))
+    assert sorted(shown - scripts) == []
