@@ -315,7 +315,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--robot', default='simreal_arm',
                    help='robot spec (name or path) whose joints the goal names '
                         '[default: simreal_arm]')
-    p.add_argument('--topic', default=GOAL_TOPIC, help=f'[default: {GOAL_TOPIC}]')
+    p.add_argument('--topic', default=GOAL_TOPIC, help=f'goal topic [default: {GOAL_TOPIC}]')
     _add_ros_options(p, 'seconds to wait for a subscriber and for its acknowledgement '
                         '[default: 10]')
     p.set_defaults(func=cmd_goal)
