@@ -12,9 +12,12 @@ With ``sync_to_states`` (lockstep sims) it instead answers every new joint_state
 a new action when a control period has passed in the stamps' time, the last command
 otherwise, so the lockstep bridge always gets its command.
 Safety (enable, ramp, stale hold, output rejection, limits) is
-:class:`simreal_ros.policy.control.PolicyController`. The loop thread may run under
-SCHED_FIFO (``rt_priority``, ``cpu_affinity``, ``lock_memory``; see docs/realtime.md) and
-beats a heartbeat; ``/diagnostics`` reports ERROR when it stops beating.
+:class:`simreal_ros.policy.control.PolicyController`. The log says what the node waits for: the
+enable call or the first joint_states at start, the first joint_states once it arrives, and at
+enable whether a goal has arrived (until one does, the goal is the spec's default pose);
+``/diagnostics`` carries the current goal (``goal_rad``) and ``goals_received``. The loop
+thread may run under SCHED_FIFO (``rt_priority``, ``cpu_affinity``, ``lock_memory``; see
+docs/realtime.md) and beats a heartbeat; ``/diagnostics`` reports ERROR when it stops beating.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ class PolicyNode(Node):
         self.received_mono = 0
         self.next_deadline: int | None = None
         self.stats: dict[str, Any] = {'published': 0, 'deadline_misses': 0, 'skipped_periods': 0,
-                                      'window_rejected': 0, 'window_stale': 0}
+                                      'window_rejected': 0, 'window_stale': 0, 'goals': 0}
+        self.states_seen = False
         self.compute: deque[int] = deque(maxlen=WINDOW)
         self.model_ns: deque[int] = deque(maxlen=WINDOW)
         self.obs_to_cmd: deque[int] = deque(maxlen=WINDOW)
@@ -101,11 +105,14 @@ class PolicyNode(Node):
         t = self.spec.topics
         self.pub = self.create_publisher(JointState, t.joint_commands, qos.COMMAND)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
-        self.create_subscription(JointState, t.joint_states, self._on_state, qos.STATE)
-        self.create_subscription(JointState, t.goal, self._on_goal, qos.COMMAND)
+        self.state_topic = self.create_subscription(JointState, t.joint_states, self._on_state,
+                                                    qos.STATE).topic_name
+        self.goal_topic = self.create_subscription(JointState, t.goal, self._on_goal,
+                                                   qos.COMMAND).topic_name
         if 'imu' in self.spec.needs:
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
-        self.create_service(SetBool, '~/enable', self._on_enable)
+        self.enable_service = self.create_service(SetBool, '~/enable',
+                                                  self._on_enable).service_name
         self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
         self.clock_moved = threading.Event()  # set on every /clock update (sim time)
         self._jump_handle = self.get_clock().create_jump_callback(
@@ -123,8 +130,9 @@ class PolicyNode(Node):
             f'{self.spec.name} ({self.model.format}, obs {self.spec.obs_dim}, act '
             f'{self.spec.act_dim}) on {self.robot.name} at {1e9 / self.period_ns:g} Hz'
             + (', answering every joint_states (lockstep)' if self.sync else '')
-            + ('; enabling when joint_states arrive' if self.enable_on_start
-               else '; disabled until ~/enable'))
+            + (f'; waiting for the first joint_states on {self.state_topic}, then enabling'
+               if self.enable_on_start else
+               f'; disabled, waiting for {self.enable_service} (simreal policy enable)'))
         if self.spec.control_rate_hz != self.spec.declared_rate_hz:
             a = self.spec.action
             self.get_logger().warning(
@@ -147,6 +155,9 @@ class PolicyNode(Node):
                 return
             self.new_stamp = stamp
             self.received_mono = mono
+        if not self.states_seen:
+            self.states_seen = True
+            self.get_logger().info(f'first joint_states on {self.state_topic}')
         if self.sync:
             self._sync_step()
 
@@ -157,6 +168,10 @@ class PolicyNode(Node):
             except ValueError as exc:
                 self.get_logger().warning(f'rejected goal, keeping the previous one: {exc}')
                 return
+            self.stats['goals'] += 1
+            goal = self.controller.goal.tolist()
+        self.get_logger().info(f'goal on {self.goal_topic}: ' + ', '.join(
+            f'{n} {x:.4g}' for n, x in zip(self.spec.joints, goal, strict=True)))
         if clamped:
             self.get_logger().warning('goal outside the joint limits: clamped into them')
 
@@ -176,8 +191,17 @@ class PolicyNode(Node):
             else:
                 res.success, res.message = True, self.controller.disable()
             self.answered_stamp = -1
-        (self.get_logger().info if res.success else self.get_logger().warning)(
-            f'~/enable {bool(req.data)}: {res.message}')
+            if req.data and not self.states_seen:
+                res.message += f' (waiting for joint_states on {self.state_topic})'
+        # one call site per severity: rclpy's logger refuses a second severity at one call
+        # site (ValueError), which crashed the node when an enable that had been refused
+        # (no joint_states yet) was accepted later
+        if res.success:
+            self.get_logger().info(f'~/enable {bool(req.data)}: {res.message}')
+        else:
+            self.get_logger().warning(f'~/enable {bool(req.data)}: {res.message}')
+        if req.data and res.success:
+            self._log_goal_wait()
         if self.sync:
             self._sync_step()  # a lockstep bridge is waiting for this state's answer
         return res
@@ -218,6 +242,18 @@ class PolicyNode(Node):
             if ok:
                 self.enable_on_start = False
                 self.get_logger().info(f'enabled at start: {why}')
+                self._log_goal_wait()
+
+    def _log_goal_wait(self) -> None:
+        """Say at take-over whether the policy has a goal or waits for one."""
+        if 'goal' not in self.spec.needs:
+            return
+        if self.stats['goals'] == 0:
+            self.get_logger().info(
+                f'waiting for a goal on {self.goal_topic} (simreal goal J1 J2 ...); until one '
+                "arrives the goal is the spec's default pose")
+        else:
+            self.get_logger().info(f'driving to the last goal received on {self.goal_topic}')
 
     def _run_clock(self) -> None:
         while self.running:
@@ -317,6 +353,7 @@ class PolicyNode(Node):
             c = self.controller
             counts = dict(c.counts)
             mode, fault = c.mode, c.last_fault
+            goal = ' '.join(f'{x:.6g}' for x in c.goal)
             age = (self._now() - c.state_stamp_ns) / 1e6 if c.position is not None else -1.0
         rejected, self.stats['window_rejected'] = self.stats['window_rejected'], 0
         stale, self.stats['window_stale'] = self.stats['window_stale'], 0
@@ -351,6 +388,7 @@ class PolicyNode(Node):
             'deadline_misses': self.stats['deadline_misses'],
             'skipped_periods': self.stats['skipped_periods'],
             'commands_published': self.stats['published'],
+            'goals_received': self.stats['goals'], 'goal_rad': goal,
             'observation_age_ms': age, 'stale_after_ms': c.stale_after_ns / 1e6,
             'declared_rate_hz': self.spec.declared_rate_hz,
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,

@@ -2,7 +2,10 @@
 
 :class:`RosClient` is an rclpy node on a private context (its own domain id) spun in a
 background thread. Waits that run out raise :class:`TimeoutError` naming what was awaited.
-(Node subprocesses: :class:`simreal_ros.bringup.launcher.NodeProcess`.)
+The ``simreal`` ROS tools (``policy enable``, ``goal``, ``topic``, ``episode``) run on it, so
+a pip install without the ``ros2`` command can do what ``ros2 service call`` / ``topic pub``
+/ ``topic list`` / ``topic echo`` do. (Node subprocesses:
+:class:`simreal_ros.bringup.launcher.NodeProcess`.)
 """
 
 from __future__ import annotations
@@ -72,6 +75,34 @@ class RosClient:
         if not future.done():
             raise TimeoutError(f'service {name} did not answer within {timeout} s')
         return future.result()
+
+    def wait_for_subscribers(self, publisher: Any, timeout: float = 10.0,
+                             count: int = 1) -> None:
+        """Wait until ``publisher`` has matched ``count`` subscriptions, else TimeoutError."""
+        self.wait_for(lambda: publisher.get_subscription_count() >= count, timeout,
+                      f'a subscriber of {publisher.topic_name}')
+
+    def topic_types(self, settle_s: float = 0.3, min_s: float = 0.0, max_s: float = 10.0
+                    ) -> dict[str, list[str]]:
+        """Return {topic: [types]} of the graph once it has not changed for ``settle_s``.
+
+        Discovery has no "done" event: a graph that stayed the same for ``settle_s`` (and at
+        least ``min_s`` after the call) is taken as complete, as ``ros2 topic list`` does with
+        its ``--spin-time`` when no daemon runs; a graph still changing after ``max_s`` is
+        returned as it is then.
+        """
+        start = time.monotonic()
+        last: dict[str, list[str]] = {}
+        since = start
+        while True:
+            now = time.monotonic()
+            graph = {name: sorted(types)
+                     for name, types in self.node.get_topic_names_and_types()}
+            if graph != last:
+                last, since = graph, now
+            if now - start >= max_s or (now - since >= settle_s and now - start >= min_s):
+                return last
+            time.sleep(0.02)
 
     @staticmethod
     def wait_for(predicate: Callable[[], Any], timeout: float = 10.0,
