@@ -175,7 +175,7 @@ DEFAULT_FIT = 'damping,frictionloss,armature,command_delay'
 
 def add_commands(sub: Any) -> None:
     """Add ``sysid`` (and its ``validate`` form) to the ``simreal`` sub-command parser."""
-    from simreal_ros.sysid.fit import FIT_NAMES
+    from simreal_ros.sysid import FIT_NAMES
     p = sub.add_parser(
         'sysid', help='identify a model overlay from a bag; `sysid validate` scores one',
         description='simreal sysid BAG --out FIT.yaml [--fit ...]: identify joint damping, '

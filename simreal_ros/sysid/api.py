@@ -28,6 +28,7 @@ from simreal_ros.core.dynamics import DynamicsParams, load_overlay
 from simreal_ros.core.residual_model import ResidualModel
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
+from simreal_ros.sysid import FIT_NAMES
 from simreal_ros.sysid import fit as fitmod
 from simreal_ros.sysid.data import SysidData, SysidInputError, load_sysid_data
 from simreal_ros.sysid.replay import Replayer, Segment
@@ -50,11 +51,11 @@ def _rmse(pred: Sequence[np.ndarray], meas: Sequence[np.ndarray], names: Sequenc
 def _check_fit(fit: Sequence[str]) -> list[str]:
     names = [str(f).strip() for f in fit if str(f).strip()]
     if not names:
-        raise SysidInputError(f'--fit is empty; choose from {",".join(fitmod.FIT_NAMES)}')
-    bad = [f for f in names if f not in fitmod.FIT_NAMES]
+        raise SysidInputError(f'--fit is empty; choose from {",".join(FIT_NAMES)}')
+    bad = [f for f in names if f not in FIT_NAMES]
     if bad:
         raise SysidInputError(f'--fit {bad[0]!r} is not a parameter sysid fits; choose from '
-                              f'{",".join(fitmod.FIT_NAMES)}')
+                              f'{",".join(FIT_NAMES)}')
     return list(dict.fromkeys(names))
 
 

@@ -51,7 +51,6 @@ from simreal_ros.sysid.replay import Replayer, Segment
 
 FloatArray = npt.NDArray[np.float64]
 
-FIT_NAMES = ('damping', 'frictionloss', 'armature', 'command_delay', 'kp', 'mass')
 JOINT_FIT = ('damping', 'frictionloss', 'armature', 'kp')
 #: reference value where the nominal is 0 (SI)
 TYPICAL = {'damping': 0.1, 'frictionloss': 0.02, 'armature': 0.01, 'kp': 10.0, 'mass': 0.1}
