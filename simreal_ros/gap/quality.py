@@ -37,13 +37,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import math
 from pathlib import Path
 import tempfile
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError, SimrealError
-from simreal_ros.gap.episode import JOINT_STATE, Episode
+
+if TYPE_CHECKING:  # an annotation only: validating thresholds (the launch planner) reads no bag
+    from simreal_ros.gap.episode import Episode
 
 # topics with several publishers by contract; the stream checks do not apply to them
 MULTI_PUBLISHER_TOPICS = frozenset({'/diagnostics', '/rosout', '/tf', '/tf_static',
@@ -224,6 +226,7 @@ def _check_recorder(ep: Episode, v: Verdict) -> None:
 
 
 def _check_limits(ep: Episode, robot: RobotSpec, th: Thresholds, v: Verdict) -> None:
+    from simreal_ros.bag.arrays import JOINT_STATE
     cmd = ep.joints.get(ep.commands_topic) if ep.commands_topic else None
     if cmd is None or len(cmd.stamps) == 0:
         v.skipped.append('commands_at_limits: no joint_commands in the bag')

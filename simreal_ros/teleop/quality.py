@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, fields
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -40,9 +40,11 @@ import yaml
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError, SimrealError
-from simreal_ros.gap.episode import Episode
 from simreal_ros.gap.metrics import Series, estimate_lag_ns, pair
 from simreal_ros.gap.quality import Finding, Thresholds, Verdict, check_episode, thresholds_from
+
+if TYPE_CHECKING:  # an annotation only: the planner validates EpisodesConfig without bag code
+    from simreal_ros.gap.episode import Episode
 
 FloatArray = npt.NDArray[np.float64]
 JERK_BIN_NS = 50_000_000

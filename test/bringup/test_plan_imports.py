@@ -27,6 +27,9 @@ PLANS = {
              'camera_device': '0', 'policy': 'simreal_arm_reach'},
     'twin': {'backend': 'twin', 'port': '/dev/ttyUSB0', 'record': 'true',
              'twin_resync': '2', 'excite': 'sysid'},
+    # the episode recorder's settings parse the episode checks' thresholds
+    'teleop': {'backend': 'real', 'port': '/dev/ttyUSB0', 'record': 'true', 'teleop': 'leader',
+               'leader_port': '/dev/ttyUSB1', 'episodes': 'true', 'task': 'pick'},
 }
 
 SCRIPT = """
@@ -46,4 +49,5 @@ def test_planning_imports_no_heavy_module(backend: str) -> None:
                           timeout=120, check=True, cwd=REPO)
     out = json.loads(proc.stdout)
     assert 'recorder' in out['kinds']  # the plan reached the recorder's settings
+    assert ('episodes' in out['kinds']) == (backend == 'teleop')
     assert out['heavy'] == []
