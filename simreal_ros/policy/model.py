@@ -74,7 +74,10 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
             warnings.simplefilter('ignore', DeprecationWarning)
             module = torch.jit.load(str(path), map_location='cpu')  # type: ignore[no-untyped-call]
     except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError with its reader text
-        raise PolicyError(f'{path}: torch.jit.load failed: {exc}'.splitlines()[0]) from None
+        # the text's first line can be empty (an unknown op: '\nUnknown builtin op: ...'), so
+        # the first line that says something
+        said = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), repr(exc))
+        raise PolicyError(f'{path}: torch.jit.load failed: {said}') from None
     module.eval()
     probe = torch.zeros(1, obs_dim, dtype=torch.float32)
     try:

@@ -79,6 +79,29 @@ def test_wrong_output_size_names_expected_and_actual(tmp_path):
         load_model(p, 24, 6)
 
 
+class _UnknownOpNet(torch.nn.Module):
+    """A class of its own: TorchScript keeps the classes it compiled for the process."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x[:, :6])
+
+
+def test_a_torchscript_archive_torch_cannot_load_keeps_torchs_reason(tmp_path):
+    import zipfile
+    ok, broken = tmp_path / 'ok.pt', tmp_path / 'broken.pt'
+    torch.jit.save(torch.jit.script(_UnknownOpNet()), str(ok))
+    with zipfile.ZipFile(ok) as zin, zipfile.ZipFile(broken, 'w') as zout:
+        for name in zin.namelist():
+            data = zin.read(name)
+            if '/code/' in name and name.endswith('.py'):  # torch's text starts with '\n'
+                data = data.replace(b'torch.relu', b'torch.no_such_op_xyz')
+            zout.writestr(name, data)
+    with pytest.raises(PolicyError) as err:
+        load_model(broken, 24, 6)
+    assert str(err.value) == (f'{broken}: torch.jit.load failed: Unknown builtin op: '
+                              'aten::no_such_op_xyz.')
+
+
 def test_missing_file_unknown_format_and_garbage(tmp_path):
     with pytest.raises(PolicyError, match='not found'):
         load_model(tmp_path / 'nope.pt', 24, 6)
