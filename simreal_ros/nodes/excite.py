@@ -94,10 +94,16 @@ class Excite(Node):
         self._send(messages.stamp_to_ns(msg.header.stamp))
 
     def close(self) -> None:
-        """Before the process ends: let every subscriber acknowledge the last (home) command."""
+        """Before the process ends: let every subscriber acknowledge the last (home) command.
+
+        Only when the run finished: after a Ctrl-C or SIGTERM the context is shut down, and
+        waiting on it raised RCLError ('publisher's context is invalid'), exit 2, every time.
+        """
+        if not (self.finished and self.context.ok()):
+            return
         # returns as soon as every reliable subscriber has it; 1 s ran out once in CI with a
         # core kept busy, and the home command never reached the test's subscriber
-        if self.sent and not self.pub.wait_for_all_acked(Duration(seconds=5.0)):
+        if not self.pub.wait_for_all_acked(Duration(seconds=5.0)):
             self.get_logger().warning('not every subscriber acknowledged the last command')
 
 

@@ -33,6 +33,17 @@ def test_excite_publishes_limited_commands_then_exits_zero(start_node, ros_clien
     assert 'back at home' in p.output()
 
 
+def test_ctrl_c_during_the_excitation_is_a_clean_stop(start_node, ros_client):
+    cmds = ros_client.collect(JointState, 'joint_commands')
+    p = start_node('excite', pattern='chirp', duration_s=60.0, rate_hz=100.0,
+                   wait_for_subscribers=1)
+    ros_client.wait_for(lambda: len(cmds) >= 20, 30, 'the excitation under way')
+    code = p.stop()  # SIGINT, as Ctrl-C in a terminal
+    out = p.log_path.read_text()
+    assert code == 0, out
+    assert 'Traceback' not in out
+
+
 def test_excite_rejects_an_unknown_pattern(start_node):
     err = start_up_error(start_node('excite', pattern='zigzag'))
     assert 'pattern' in err and 'chirp' in err
