@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import bounded
 from simreal_ros.errors import CommandError
 
 FloatArray = npt.NDArray[np.float64]
@@ -130,7 +131,10 @@ class CommandIntake:
         try:
             base = previous() if callable(previous) else previous
             return self.validator.merge(base, names, position, velocity, effort, stamp_ns)
-        except CommandError as exc:
+        except CommandError as raw:
+            # the reason quotes the command, which may be any size: bounded once, here, for
+            # the log line and /diagnostics of every backend
+            exc = CommandError(bounded(str(raw)))
             self.rejected += 1
             self._rejected_window += 1
             self.last_rejection = str(exc)

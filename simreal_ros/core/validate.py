@@ -248,3 +248,17 @@ class FromMapping:
         """Build from ``values``; errors name ``source`` or the class's ``SOURCE``."""
         return dataclass_from_mapping(cls, values, source or cls.SOURCE)  # type: ignore[attr-defined]
 
+
+#: The most characters of one text taken from input that reaches a log line or ``/diagnostics``:
+#: a JointState command with 200,000 repeated names made a 2.4 MB rejection reason, logged and
+#: published on /diagnostics every second.
+TEXT_LIMIT = 300
+
+
+def bounded(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Return ``text``, cut to ``limit`` characters with the length it had when longer."""
+    if len(text) <= limit:
+        return text
+    tail = f'... ({len(text)} characters)'
+    return text[:max(0, limit - len(tail))] + tail
+

@@ -28,6 +28,24 @@ def test_a_valid_partial_command_merges_onto_the_previous_target(robot: RobotSpe
                                'commands_clamped': 0, 'last_rejection': ''}
 
 
+def test_a_huge_command_gives_a_bounded_reason(robot: RobotSpec) -> None:
+    seen: list[CommandError] = []
+    intake = CommandIntake(robot, on_reject=seen.append)
+    names = ['elbow_pitch'] * 200_000  # its reason quoted every name: 2.4 MB
+    assert intake.merge(JointTarget.hold(robot.home), names, [0.0] * len(names)) is None
+    reason = intake.values()['last_rejection']
+    assert reason == str(seen[0])
+    assert len(reason) == 300
+    assert reason.startswith("joint named twice in ['elbow_pitch', 'elbow_pitch'")
+    assert reason.endswith(f'... ({len(str(names)) + len("joint named twice in ")} characters)')
+
+
+def test_bounded_keeps_short_texts_and_says_how_long_a_cut_one_was() -> None:
+    from simreal_ros.core.validate import bounded
+    assert bounded('x' * 300) == 'x' * 300
+    assert bounded('x' * 301, limit=30) == 'x' * 10 + '... (301 characters)'
+
+
 def test_a_rejection_is_counted_reported_and_returns_none(robot: RobotSpec) -> None:
     seen: list[CommandError] = []
     intake = CommandIntake(robot, on_reject=seen.append)
