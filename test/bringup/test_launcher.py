@@ -127,6 +127,7 @@ def test_every_command_has_help(ros_env):
     assert 'backend' in simreal(['launch', '--help'], ros_env).stdout
 
 
+@pytest.mark.e2e
 def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     out = tmp_path / 'demo'
     r = simreal(['demo', '--live', 'duration:=3', '--json', '--out', str(out)], ros_env,
@@ -148,6 +149,7 @@ def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     assert again.returncode == 2 and 'never overwrites' in again.stderr
 
 
+@pytest.mark.e2e
 def test_live_demo_sim_only_prints_a_tracking_summary(ros_env):
     r = simreal(['demo', '--live', 'backend:=sim', 'latency:=', 'record:=false', 'duration:=3',
                  '--json'], ros_env, timeout=90)

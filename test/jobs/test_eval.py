@@ -21,6 +21,7 @@ def simreal(args: list[str], env: dict, timeout: float = 240) -> subprocess.Comp
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
     args = ['eval', '--backend', 'sim', '--episodes', '3', '--json', 'timing:=lockstep',
@@ -52,6 +53,7 @@ def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
         abs(res2['metrics']['time_to_goal_mean_s'] - m['time_to_goal_mean_s']))
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_on_real_runs_on_the_virtual_servo_bus(ros_env):
     r = simreal(['eval', '--backend', 'real', '--episodes', '1', '--json'], ros_env,
@@ -108,6 +110,7 @@ def test_seeded_goals_are_reachable_and_repeatable():
     assert (a >= robot.lower + 0.25).all() and (a <= robot.upper - 0.25).all()
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
     r = simreal(['eval', '--backend', 'sim', '--episodes', '2', '--json', 'sim_time:=true'],

@@ -210,6 +210,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(ros_env, tmp_path):
             os.kill(pid, 0)
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     out = tmp_path / 'run'

@@ -208,6 +208,7 @@ def test_live_gap_error_topic_and_diagnostics(start_node, ros_client, tmp_path):
     assert int(topic['out_of_order']) == 0 and float(topic['rate_hz']) > 50
 
 
+@pytest.mark.e2e
 def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     """Cross-engine sim2sim: sim_a in MuJoCo, sim_b a worn arm in PyBullet."""
     bag = tmp_path / 'run'
@@ -266,6 +267,7 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
 
 
 
+@pytest.mark.e2e
 def test_launch_sim2sim_records_the_live_perception_gap(ros_env, tmp_path):
     """Two MuJoCo bridges, the nominal and the worn arm: the recorder compares their cameras'
     frames while recording, and its /diagnostics (recorded too) carry the camera gap."""

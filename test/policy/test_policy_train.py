@@ -23,6 +23,7 @@ def weights(path: Path) -> dict:
     return {k: v.clone() for k, v in torch.jit.load(str(path)).state_dict().items()}
 
 
+@pytest.mark.e2e
 def test_train_smoke_run_is_reproducible_and_loadable(tmp_path):
     cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'train', '--quick', '--out',
                           str(tmp_path / 'a'), '--json'], capture_output=True, text=True,
