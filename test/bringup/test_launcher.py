@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.bringup.launcher import Launcher
 from simreal_ros.bringup.planner import NodeSpec, plan
@@ -113,11 +114,19 @@ def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(ros_env):
     (['launch', '--discovery', 'everywhere'], '--discovery must be one of'),
     (['bench', 'nope'], "unknown benchmark 'nope'"),
 ])
-def test_cli_bad_input_exits_non_zero_with_one_line(ros_env, args, message):
-    r = simreal(args, ros_env)
+def test_cli_bad_input_exits_non_zero_with_one_line(simreal_cli, args, message):
+    r = simreal_cli(*args)  # in-process: nothing starts before the refusal
     assert r.returncode == 2
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert message in cli_error_line(r)
+
+
+def test_cli_bad_input_in_a_real_process_exits_non_zero_with_one_line(ros_env):
+    r = simreal(['launch', 'backend:=foo'], ros_env)
+    assert r.returncode == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("simreal launch: error: backend:='foo' is not valid"), r.stderr
 
 
 def test_every_command_has_help(ros_env):

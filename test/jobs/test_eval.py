@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.errors import SimrealError
 from simreal_ros.jobs.eval import episode_goals
@@ -158,8 +159,16 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
     (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
     (['--seed', '-2'], '--seed -2: expected an integer >= 0'),
 ])
-def test_bad_eval_options_fail_before_anything_starts(ros_env, args, reason):
-    r = simreal(['eval', '--backend', 'sim', *args], ros_env, timeout=60)
+def test_bad_eval_options_fail_before_anything_starts(simreal_cli, args, reason):
+    r = simreal_cli('eval', '--backend', 'sim', *args)  # in-process: nothing starts
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
     assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]
+    assert cli_error_line(r) == lines[0]
+
+
+def test_a_bad_eval_option_in_a_real_process_is_one_line(ros_env):
+    r = simreal(['eval', '--backend', 'sim', '--episodes', '0'], ros_env, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith('simreal eval: error: --episodes 0: expected an integer >= 1')
