@@ -122,11 +122,11 @@ def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
     assert res['policy_diagnostics']['commands_published'] not in (None, '0')
 
 
-def test_train_and_eval_have_help(ros_env):
+def test_train_and_eval_have_help(simreal_cli):
     for cmd in ('train', 'eval'):
-        r = simreal([cmd, '--help'], ros_env, timeout=60)
+        r = simreal_cli(cmd, '--help')  # in-process (test_launcher runs --help in a process)
         assert r.returncode == 0 and 'usage: simreal' in r.stdout
-    assert '--backend' in simreal(['eval', '--help'], ros_env, timeout=60).stdout
+    assert '--backend' in simreal_cli('eval', '--help').stdout
 
 
 def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
