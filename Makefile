@@ -49,8 +49,13 @@ $(STAMP): $(STAMP_DEPS)
 venv: $(STAMP)
 
 # The other distribution's venv, which the mixed-distribution test needs (~1 min to install).
+# The sub-make gets both venvs by name: command-line variables reach it through MAKEFLAGS, and
+# with VENV = SIMREAL_OTHER_VENV this rule would replace the venv's own and call itself.
+ifneq ($(abspath $(STAMP)),$(abspath $(OTHER_STAMP)))
 $(OTHER_STAMP): $(STAMP_DEPS)
-	$(MAKE) --no-print-directory venv ROS_DISTRO=$(OTHER_DISTRO) VENV=$(SIMREAL_OTHER_VENV)
+	$(MAKE) --no-print-directory venv ROS_DISTRO=$(OTHER_DISTRO) VENV=$(SIMREAL_OTHER_VENV) \
+		SIMREAL_OTHER_VENV=$(abspath $(VENV))
+endif
 
 # Test tiers (pytest markers, setup.cfg; docs/testing.md): pure (no marker, in-process), ros
 # (starts real ROS 2 nodes over DDS), e2e (end to end, tens of seconds each), bench (only in
