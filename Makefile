@@ -16,11 +16,13 @@ VENV ?= $(call venv_of,$(ROS_DISTRO))
 BIN := $(VENV)/bin
 # The mixed-distribution test (test/ros/test_mixed_distros.py) runs nodes in the other venv;
 # not taken from the environment, where test-distros' own make left the other run's.
+OTHER_DISTRO := $(filter-out $(ROS_DISTRO),$(DISTROS))
 ifneq ($(origin SIMREAL_OTHER_VENV),command line)
-SIMREAL_OTHER_VENV := $(abspath $(call venv_of,$(filter-out $(ROS_DISTRO),$(DISTROS))))
+SIMREAL_OTHER_VENV := $(abspath $(call venv_of,$(OTHER_DISTRO)))
 endif
 export SIMREAL_OTHER_VENV
 STAMP := $(VENV)/.simreal-installed
+OTHER_STAMP := $(SIMREAL_OTHER_VENV)/.simreal-installed
 PIP_FLAGS ?= -q --disable-pip-version-check
 
 # Network safety: DDS stays on loopback unless the caller chose otherwise.
@@ -31,11 +33,13 @@ unexport ROS_STATIC_PEERS  # static peers are contacted whatever the discovery r
 endif
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv venvs test test-distros demo bench lint clean
+.PHONY: venv venvs test test-pure test-ros test-e2e test-distros demo bench bench-quick lint clean
 
 # tf2_msgs is not on PyPI: tools/build_tf2_msgs.py generates it with the rosidl generators the
 # ROS wheels bring (about 5 s on 2 cores).
-$(STAMP): setup.py setup.cfg package.xml tools/build_tf2_msgs.py tools/interfaces/tf2_msgs/msg/TFMessage.msg
+STAMP_DEPS := setup.py setup.cfg package.xml tools/build_tf2_msgs.py \
+	tools/interfaces/tf2_msgs/msg/TFMessage.msg
+$(STAMP): $(STAMP_DEPS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros-$(ROS_DISTRO),test,pybullet]'
@@ -44,11 +48,38 @@ $(STAMP): setup.py setup.cfg package.xml tools/build_tf2_msgs.py tools/interface
 
 venv: $(STAMP)
 
-# TESTS: paths to run instead of the whole suite (e.g. TESTS='test/nodes test/ros')
-test: $(STAMP)
-	$(BIN)/python -m pytest -q $(TESTS)
+# The other distribution's venv, which the mixed-distribution test needs (~1 min to install).
+# The sub-make gets both venvs by name: command-line variables reach it through MAKEFLAGS, and
+# with VENV = SIMREAL_OTHER_VENV this rule would replace the venv's own and call itself.
+ifneq ($(abspath $(STAMP)),$(abspath $(OTHER_STAMP)))
+$(OTHER_STAMP): $(STAMP_DEPS)
+	$(MAKE) --no-print-directory venv ROS_DISTRO=$(OTHER_DISTRO) VENV=$(SIMREAL_OTHER_VENV) \
+		SIMREAL_OTHER_VENV=$(abspath $(VENV))
+endif
 
-# Both venvs, then the whole suite on each (what .ci/run does).
+# Test tiers (pytest markers, setup.cfg; docs/testing.md): pure (no marker, in-process), ros
+# (starts real ROS 2 nodes over DDS), e2e (end to end, tens of seconds each), bench (only in
+# `make bench` / `make bench-quick`). `make test` runs pure + ros + e2e.
+# TESTS: paths to run instead of the whole suite (e.g. TESTS='test/nodes test/ros');
+# PYTEST_ARGS: more pytest arguments (e.g. PYTEST_ARGS="-m 'ros and not e2e and not bench'").
+# pytest's exit code 5 (no test selected) fails the target like any other failure.
+PYTEST_ARGS ?=
+TIER_PURE := -m 'not ros and not e2e and not bench'
+TIER_ROS := -m 'ros and not e2e and not bench'
+TIER_E2E := -m 'e2e and not bench'
+test: $(STAMP) $(OTHER_STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) $(TESTS)
+
+test-pure: $(STAMP)
+	$(BIN)/python -m pytest -q $(TIER_PURE) $(PYTEST_ARGS) $(TESTS)
+
+test-ros: $(STAMP) $(OTHER_STAMP)
+	$(BIN)/python -m pytest -q $(TIER_ROS) $(PYTEST_ARGS) $(TESTS)
+
+test-e2e: $(STAMP)
+	$(BIN)/python -m pytest -q $(TIER_E2E) $(PYTEST_ARGS) $(TESTS)
+
+# Both venvs, then the whole suite on each.
 venvs:
 	$(foreach d,$(DISTROS),$(MAKE) --no-print-directory venv ROS_DISTRO=$(d) &&) true
 
@@ -58,9 +89,15 @@ test-distros: venvs
 demo: $(STAMP)
 	$(BIN)/simreal demo
 
+# Every benchmark in full (minutes each), then their quick forms as tests.
 bench: $(STAMP)
 	$(BIN)/simreal bench all
 	$(BIN)/python -m pytest -q -m bench
+
+# Every benchmark of bench/ in its quick form, one test each (test/**/test_bench*.py): they
+# measure and check their figures are there, they assert no time. CI runs this.
+bench-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -m bench $(TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check simreal_ros test bench launch tools setup.py

@@ -22,7 +22,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from simreal_ros.bringup.launcher import NodeProcess
-from simreal_ros.bringup.planner import EMULATOR_RT_PRIORITY, plan
+from simreal_ros.bringup.planner import EMULATOR_RT_PRIORITY, NodeSpec, plan
 from simreal_ros.core.netenv import bench_domain, ros_env
 from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
@@ -36,6 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = bench_domain(0)
+
+
+def driver_spec(args: dict[str, str]) -> NodeSpec:
+    """The plan's Dynamixel driver node for ``args``: the benchmark measures it alone.
+
+    The plan of ``backend:=real`` also holds the robot's state publisher (bringup/plan_tf.py),
+    which takes no part in the bus timing.
+    """
+    (spec,) = [n for n in plan(args) if n.kind == 'dynamixel_driver']
+    return spec
 
 
 def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dict[str, float]:
@@ -74,8 +84,8 @@ def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: floa
     diags = client.collect(DiagnosticArray, '/diagnostics')
     with EmulatorProcess(link=tmp / f'drv_{ns}', env=env,
                          rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu:
-        (spec,) = plan({'backend': 'real', 'port': emu.port, 'namespace': ns,
-                        'driver_rate': str(rate_hz), 'realtime': str(rt).lower()})
+        spec = driver_spec({'backend': 'real', 'port': emu.port, 'namespace': ns,
+                            'driver_rate': str(rate_hz), 'realtime': str(rt).lower()})
         node = NodeProcess(spec, env, tmp)
         try:
             client.wait_for(lambda: len(states) > 50, 60, f'{ns} joint_states')
@@ -102,7 +112,7 @@ def recovery(client: RosClient, tmp: Path, env: dict[str, str]) -> dict[str, flo
     states = client.collect(JointState, '/replug/joint_states')
     with EmulatorProcess(link=tmp / 'replug', env=env,
                          faults='unplug_at=6.0,replug_at=7.0') as emu:
-        (spec,) = plan({'backend': 'real', 'port': emu.port, 'namespace': 'replug'})
+        spec = driver_spec({'backend': 'real', 'port': emu.port, 'namespace': 'replug'})
         node = NodeProcess(spec, env, tmp)
         try:
             client.wait_for(lambda: len(states) > 20, 60, 'replug joint_states')

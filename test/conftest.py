@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from pathlib import Path
+import subprocess
 import sys
 import tempfile
 
@@ -68,3 +69,31 @@ def start_node(ros_env: dict[str, str], tmp_path: Path):
     yield start
     for p in procs:
         p.stop()
+
+
+@pytest.fixture
+def simreal_cli(capfd: pytest.CaptureFixture[str]):
+    """Run the ``simreal`` command in this process; returns what ``subprocess.run`` would.
+
+    For the bad-input cases, which stop before anything starts: the same ``main(argv)`` as
+    ``python -m simreal_ros``, without the 1-2 s of a fresh interpreter importing the package
+    each (measured: 0.9-2.3 s a case on 2 cores). ``capfd`` takes what reaches the file
+    descriptors too, as a terminal would see it; ``os.environ`` is restored after each call.
+    Every command keeps at least one bad-input case in a real process somewhere.
+    """
+    from simreal_ros.cli import main
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        saved = dict(os.environ)
+        capfd.readouterr()
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse: usage errors (2) and --help (0)
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(['simreal', *argv], code, out, err)
+
+    return run

@@ -1,6 +1,11 @@
-"""What a node that refuses to start must print: one ``error:`` line, no traceback, exit 1."""
+"""What a node or a command that refuses to start must print: one ``error:`` line, no traceback.
+
+A node exits 1, the ``simreal`` command 2.
+"""
 
 from __future__ import annotations
+
+import subprocess
 
 from simreal_ros.bringup.launcher import NodeProcess
 
@@ -22,3 +27,18 @@ def start_up_error(p: NodeProcess, timeout: float = 30.0) -> str:
         raise StartUpError(f'expected exit 1 with one error: line and no traceback; got exit '
                            f'{code} with {len(errors)} error: lines:\n{out}')
     return errors[0][len('error: '):]
+
+
+def cli_error_line(r: subprocess.CompletedProcess, code: int = 2) -> str:
+    """Return the one line of ``simreal``'s stderr that holds ``error:``.
+
+    Raises StartUpError unless the exit code is ``code``, exactly one line of stderr holds
+    ``error:`` and no Python traceback was printed (argparse's usage lines may come first).
+    """
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    if (r.returncode != code or len(errors) != 1
+            or 'Traceback (most recent call last)' in r.stdout + r.stderr):
+        raise StartUpError(f'expected exit {code} with one error: line and no traceback; got '
+                           f'exit {r.returncode} with {len(errors)} error: lines:\n'
+                           f'{r.stdout}{r.stderr}')
+    return errors[0]

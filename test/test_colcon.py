@@ -49,6 +49,7 @@ def _colcon_executable() -> str | None:
 COLCON = _colcon_executable()
 
 pytestmark = [
+    pytest.mark.e2e,  # builds and tests the package with colcon: once, on the default distribution
     pytest.mark.skipif(COLCON is None,
                        reason='colcon (colcon-core) is not installed for this interpreter'),
     pytest.mark.skipif(importlib.util.find_spec('colcon_ros') is None,

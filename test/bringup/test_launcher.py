@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.bringup.launcher import Launcher
 from simreal_ros.bringup.planner import NodeSpec, plan
@@ -113,20 +114,31 @@ def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(ros_env):
     (['launch', '--discovery', 'everywhere'], '--discovery must be one of'),
     (['bench', 'nope'], "unknown benchmark 'nope'"),
 ])
-def test_cli_bad_input_exits_non_zero_with_one_line(ros_env, args, message):
-    r = simreal(args, ros_env)
+def test_cli_bad_input_exits_non_zero_with_one_line(simreal_cli, args, message):
+    r = simreal_cli(*args)  # in-process: nothing starts before the refusal
     assert r.returncode == 2
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert message in cli_error_line(r)
 
 
-def test_every_command_has_help(ros_env):
-    for cmd in ([], ['launch'], ['excite'], ['demo'], ['bench']):
-        r = simreal([*cmd, '--help'], ros_env)
+def test_cli_bad_input_in_a_real_process_exits_non_zero_with_one_line(ros_env):
+    r = simreal(['launch', 'backend:=foo'], ros_env)
+    assert r.returncode == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("simreal launch: error: backend:='foo' is not valid"), r.stderr
+
+
+def test_every_command_has_help(ros_env, simreal_cli):
+    r = simreal(['--help'], ros_env)  # one through a real process, the rest in-process
+    assert r.returncode == 0 and 'usage: simreal' in r.stdout
+    for cmd in (['launch'], ['excite'], ['demo'], ['bench']):
+        r = simreal_cli(*cmd, '--help')
         assert r.returncode == 0 and 'usage: simreal' in r.stdout
-    assert 'backend' in simreal(['launch', '--help'], ros_env).stdout
+    assert 'backend' in simreal_cli('launch', '--help').stdout
 
 
+@pytest.mark.e2e
 def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     out = tmp_path / 'demo'
     r = simreal(['demo', '--live', 'duration:=3', '--json', '--out', str(out)], ros_env,
@@ -148,6 +160,7 @@ def test_live_demo_runs_the_full_stack_on_the_virtual_bus(ros_env, tmp_path):
     assert again.returncode == 2 and 'never overwrites' in again.stderr
 
 
+@pytest.mark.e2e
 def test_live_demo_sim_only_prints_a_tracking_summary(ros_env):
     r = simreal(['demo', '--live', 'backend:=sim', 'latency:=', 'record:=false', 'duration:=3',
                  '--json'], ros_env, timeout=90)

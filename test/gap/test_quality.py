@@ -8,6 +8,7 @@ import sys
 
 from episode_bags import DEFECTS, make_episode_bag
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.errors import SimrealError
 from simreal_ros.gap.episode import load_episode
@@ -72,7 +73,7 @@ def test_each_defect_is_caught(tmp_path, defect):
         assert 'duplicate' in failed[0].detail and failed[0].value == 1
 
 
-def test_cli_exit_codes_and_json(clean_bag, tmp_path):
+def test_cli_exit_codes_and_json(clean_bag, tmp_path, simreal_cli):
     ok = subprocess.run([sys.executable, '-m', 'simreal_ros', 'check', str(clean_bag),
                          '--json'], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr
@@ -88,10 +89,8 @@ def test_cli_exit_codes_and_json(clean_bag, tmp_path):
                               'max_dropped_fraction=0.05'],
                              capture_output=True, text=True, timeout=120)
     assert relaxed.returncode == 0, relaxed.stdout
-    missing = subprocess.run([sys.executable, '-m', 'simreal_ros', 'check',
-                              str(tmp_path / 'nope')], capture_output=True, text=True,
-                             timeout=120)
-    assert missing.returncode == 2 and 'does not exist' in missing.stderr
+    missing = simreal_cli('check', str(tmp_path / 'nope'))  # in-process: refused at once
+    assert missing.returncode == 2 and 'does not exist' in cli_error_line(missing)
 
 
 def test_bad_thresholds_are_named():

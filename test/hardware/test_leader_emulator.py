@@ -83,8 +83,9 @@ def test_calibrate_leader_refuses_a_moving_leader_with_one_error_line(tmp_path) 
     assert not (tmp_path / 'c.yaml').exists()
 
 
-def test_emulate_operator_without_the_leader_role_is_one_error_line(tmp_path) -> None:
-    r = simreal('emulate', '--link', str(tmp_path / 'tty'), '--operator', 'chirp')
+def test_emulate_operator_without_the_leader_role_is_one_error_line(tmp_path,
+                                                                    simreal_cli) -> None:
+    r = simreal_cli('emulate', '--link', str(tmp_path / 'tty'), '--operator', 'chirp')
     errors = [line for line in r.stderr.splitlines() if 'error:' in line]
     assert r.returncode == 2 and errors == [
         'simreal emulate: error: --operator moves a leader arm: use it with --role leader']

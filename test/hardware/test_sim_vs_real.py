@@ -68,6 +68,7 @@ def run_backend(ros_client, ros_env, tmp_path, backend: str, reality: str = '') 
             node.stop()
 
 
+@pytest.mark.e2e
 def test_nominal_reality_matches_sim_and_worn_arm_does_not(ros_client, ros_env, tmp_path):
     sim = run_backend(ros_client, ros_env, tmp_path, 'sim')
     nominal = run_backend(ros_client, ros_env, tmp_path, 'real')

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.errors import SimrealError
 from simreal_ros.jobs.eval import episode_goals
@@ -21,6 +22,7 @@ def simreal(args: list[str], env: dict, timeout: float = 240) -> subprocess.Comp
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
     args = ['eval', '--backend', 'sim', '--episodes', '3', '--json', 'timing:=lockstep',
@@ -52,6 +54,7 @@ def test_eval_in_sim_reaches_the_goals_and_reports_the_gap(ros_env, tmp_path):
         abs(res2['metrics']['time_to_goal_mean_s'] - m['time_to_goal_mean_s']))
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_on_real_runs_on_the_virtual_servo_bus(ros_env):
     r = simreal(['eval', '--backend', 'real', '--episodes', '1', '--json'], ros_env,
@@ -108,6 +111,7 @@ def test_seeded_goals_are_reachable_and_repeatable():
     assert (a >= robot.lower + 0.25).all() and (a <= robot.upper - 0.25).all()
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
     r = simreal(['eval', '--backend', 'sim', '--episodes', '2', '--json', 'sim_time:=true'],
@@ -118,11 +122,11 @@ def test_eval_in_sim_time_drives_the_deadline_loop_from_clock(ros_env):
     assert res['policy_diagnostics']['commands_published'] not in (None, '0')
 
 
-def test_train_and_eval_have_help(ros_env):
+def test_train_and_eval_have_help(simreal_cli):
     for cmd in ('train', 'eval'):
-        r = simreal([cmd, '--help'], ros_env, timeout=60)
+        r = simreal_cli(cmd, '--help')  # in-process (test_launcher runs --help in a process)
         assert r.returncode == 0 and 'usage: simreal' in r.stdout
-    assert '--backend' in simreal(['eval', '--help'], ros_env, timeout=60).stdout
+    assert '--backend' in simreal_cli('eval', '--help').stdout
 
 
 def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
@@ -155,8 +159,16 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
     (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
     (['--seed', '-2'], '--seed -2: expected an integer >= 0'),
 ])
-def test_bad_eval_options_fail_before_anything_starts(ros_env, args, reason):
-    r = simreal(['eval', '--backend', 'sim', *args], ros_env, timeout=60)
+def test_bad_eval_options_fail_before_anything_starts(simreal_cli, args, reason):
+    r = simreal_cli('eval', '--backend', 'sim', *args)  # in-process: nothing starts
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
     assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]
+    assert cli_error_line(r) == lines[0]
+
+
+def test_a_bad_eval_option_in_a_real_process_is_one_line(ros_env):
+    r = simreal(['eval', '--backend', 'sim', '--episodes', '0'], ros_env, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith('simreal eval: error: --episodes 0: expected an integer >= 1')

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.errors import SimrealError
 from simreal_ros.jobs.flywheel import (
@@ -147,16 +148,17 @@ def test_settings_name_the_option_of_a_bad_value(kwargs, message):
 
 
 
-@pytest.mark.ros
 @pytest.mark.parametrize('args, message', [
     (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
     (['--reality', 'no_such_arm'], "--reality 'no_such_arm'"),
     (['backend:=sim'], 'belong to the live demo (simreal demo --live backend:=sim)'),
     (['--fit-s', 'long'], "argument --fit-s: invalid float value: 'long'"),
 ])
-def test_bad_options_give_one_error_line_and_write_nothing(ros_env, tmp_path, args, message):
+def test_bad_options_give_one_error_line_and_write_nothing(simreal_cli, tmp_path, args,
+                                                          message):
     out = tmp_path / 'run'
-    r = simreal(['demo', '--out', str(out), *args], ros_env)
+    r = simreal_cli('demo', '--out', str(out), *args)  # in-process: refused before any start
+    assert message in cli_error_line(r)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 or 'usage:' in r.stderr, r.stderr
@@ -210,6 +212,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(ros_env, tmp_path):
             os.kill(pid, 0)
 
 
+@pytest.mark.e2e
 @pytest.mark.ros
 def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
     out = tmp_path / 'run'

@@ -339,6 +339,7 @@ class Episodes:
         return future.result()
 
 
+@pytest.mark.e2e
 def test_episodes_are_cut_checked_at_stop_and_discarded(
         follower, ros_env, tmp_path, start_node, ros_client) -> None:
     """An idle episode (the operator has not started) is rejected with its reason, a moving

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from startup import cli_error_line
 from std_msgs.msg import String
 
 from simreal_ros.bag import BagReader
@@ -208,6 +209,7 @@ def test_live_gap_error_topic_and_diagnostics(start_node, ros_client, tmp_path):
     assert int(topic['out_of_order']) == 0 and float(topic['rate_hz']) > 50
 
 
+@pytest.mark.e2e
 def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
     """Cross-engine sim2sim: sim_a in MuJoCo, sim_b a worn arm in PyBullet."""
     bag = tmp_path / 'run'
@@ -266,6 +268,7 @@ def test_launch_record_true_sim2sim_then_gap_and_check(ros_env, tmp_path):
 
 
 
+@pytest.mark.e2e
 def test_launch_sim2sim_records_the_live_perception_gap(ros_env, tmp_path):
     """Two MuJoCo bridges, the nominal and the worn arm: the recorder compares their cameras'
     frames while recording, and its /diagnostics (recorded too) carry the camera gap."""
@@ -328,17 +331,19 @@ def test_bag_times_never_run_backwards_on_a_topic(ros_env, tmp_path):
     assert [d[-2:-1] for _t, d in rows] == [b'a', b'b', b'c', b'd']
 
 
-def test_record_cli_rejects_bad_input(ros_env, tmp_path):
+def test_record_cli_rejects_bad_input(ros_env, tmp_path, simreal_cli):
     existing = tmp_path / 'old'
     existing.mkdir()
-    cases = [(['--out', str(existing)], 'exists already'),
-             (['--out', str(tmp_path / 'a'), '--split-size-mb', '-1'], 'split_size_mb'),
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'record', '--out', str(existing)],
+                       env=ros_env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and 'exists already' in cli_error_line(r), r.stderr
+    # the others in-process: each is refused before the node starts
+    cases = [(['--out', str(tmp_path / 'a'), '--split-size-mb', '-1'], 'split_size_mb'),
              (['--out', str(tmp_path / 'b'), '--storage', 'bag1'], 'storage'),
              (['--out', str(tmp_path / 'c'), '--flush-period', '5'], 'flush_period_s')]
     for args, what in cases:
-        r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'record', *args], env=ros_env,
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 2 and what in r.stderr, (args, r.stderr)
+        r = simreal_cli('record', *args)
+        assert r.returncode == 2 and what in cli_error_line(r), (args, r.stderr)
     assert list(existing.iterdir()) == []
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from startup import cli_error_line
 import torch
 import yaml
 
@@ -23,6 +24,7 @@ def weights(path: Path) -> dict:
     return {k: v.clone() for k, v in torch.jit.load(str(path)).state_dict().items()}
 
 
+@pytest.mark.e2e
 def test_train_smoke_run_is_reproducible_and_loadable(tmp_path):
     cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'train', '--quick', '--out',
                           str(tmp_path / 'a'), '--json'], capture_output=True, text=True,
@@ -74,16 +76,25 @@ def tiny_config(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize('flag,value', [('--envs', '0'), ('--seed', '-1'),
                                         ('--iterations', '0')])
-def test_bad_cli_overrides_fail_with_a_one_line_reason(tmp_path, flag, value):
+def test_bad_cli_overrides_fail_with_a_one_line_reason(tmp_path, flag, value, simreal_cli):
     out = tmp_path / 'out'
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'train', str(tiny_config(tmp_path)),
-                        '--out', str(out), flag, value], capture_output=True, text=True,
-                       timeout=180, cwd=REPO)
+    r = simreal_cli('train', str(tiny_config(tmp_path)), '--out', str(out), flag, value)
     assert r.returncode == 2, (r.stdout, r.stderr)
+    assert 'expected an integer' in cli_error_line(r)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f'simreal train: error: {flag} {value}'), \
         r.stderr
     assert 'expected an integer' in lines[0]
+    assert not out.exists(), 'nothing is written for refused settings'
+
+
+def test_a_bad_cli_override_in_a_real_process_is_one_line(tmp_path):
+    out = tmp_path / 'out'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'train', str(tiny_config(tmp_path)),
+                        '--out', str(out), '--envs', '0'], capture_output=True, text=True,
+                       timeout=180, cwd=REPO)
+    assert r.stderr.strip().splitlines() == [cli_error_line(r)]
+    assert cli_error_line(r).startswith('simreal train: error: --envs 0: expected an integer')
     assert not out.exists(), 'nothing is written for refused settings'
 
 

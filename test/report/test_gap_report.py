@@ -13,6 +13,7 @@ from episode_bags import NAMES, make_episode_bag
 import matplotlib.image
 import numpy as np
 import pytest
+from startup import cli_error_line
 
 
 def test_gap_report_metrics_and_images(tmp_path):
@@ -54,17 +55,16 @@ def test_gap_report_metrics_and_images(tmp_path):
     assert not re.findall(r'src="(?!data:)', html)  # self-contained: nothing linked
 
 
-def test_gap_without_pair_and_bad_inputs(tmp_path):
+def test_gap_without_pair_and_bad_inputs(tmp_path, simreal_cli):
     bag = tmp_path / 'bag'
     make_episode_bag(bag, seconds=1.0, injector=False)
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'gap', str(bag), '--out',
-                        str(tmp_path / 'o'), '--primary', '/joint_commands', '--secondary',
-                        '/nope'], capture_output=True, text=True, timeout=120)
+    # the refusals in-process (nothing is read before them), the --quiet run in a real process
+    r = simreal_cli('gap', str(bag), '--out', str(tmp_path / 'o'), '--primary',
+                    '/joint_commands', '--secondary', '/nope')
     assert r.returncode == 2 and 'not a sensor_msgs/msg/JointState topic' in r.stderr
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'gap', str(tmp_path / 'missing'),
-                        '--out', str(tmp_path / 'o')], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 2 and 'does not exist' in r.stderr
+    assert 'not a sensor_msgs/msg/JointState topic' in cli_error_line(r)
+    r = simreal_cli('gap', str(tmp_path / 'missing'), '--out', str(tmp_path / 'o'))
+    assert r.returncode == 2 and 'does not exist' in cli_error_line(r)
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'gap', str(bag), '--out',
                         str(tmp_path / 'o2'), '--primary', '/joint_commands', '--secondary',
                         '/sim_b/joint_states', '--quiet'], capture_output=True, text=True,

@@ -123,10 +123,10 @@ def test_export_writes_the_v3_layout_of_accepted_episodes_only(tmp_path) -> None
     assert np.abs(np.array(red) - np.array([(j * 7) % 256 for j in held])).max() <= 5
 
 
-def test_export_errors_are_one_line(tmp_path) -> None:
+def test_export_errors_are_one_line(tmp_path, simreal_cli) -> None:
     eps = tmp_path / 'episodes'
     make_episode(eps, 0, seconds=1.0, accepted=False, task='wave', camera=False)
-    r = simreal('export', str(eps), '--out', str(tmp_path / 'd'))
+    r = simreal_cli('export', str(eps), '--out', str(tmp_path / 'd'))  # the second: a process
     errors = [line for line in r.stderr.splitlines() if 'error:' in line]
     assert r.returncode == 2 and errors == [
         'simreal export: error: no accepted episode among 1 (give --all to export rejected '

@@ -17,6 +17,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from startup import cli_error_line
 import torch
 
 from simreal_ros.core.commands import JointTarget
@@ -334,15 +335,21 @@ def test_cli_fits_and_validate_compares(rdir: Path, train_bag: Path, held_bag: P
      '--window-ns: one window for 2 bags; give one bag'),
 ])
 def test_cli_bad_input_is_one_error_line(rdir: Path, train_bag: Path, args: list,
-                                         needle: str) -> None:
+                                         needle: str, simreal_cli) -> None:
     (rdir / 'existing.pt').write_bytes(b'')
     args = [str(train_bag) if a == 'BAG' else str(rdir / 'existing.pt') if a == 'EXISTING'
             else str(rdir / a) if a == 'x.pt' else a for a in args]
-    p = run_cli('residual', *args)
+    p = simreal_cli('residual', *args)
     errors = [ln for ln in p.stderr.splitlines() if 'error:' in ln]
     assert p.returncode == 2 and len(errors) == 1, p.stderr
     assert needle in errors[0] and 'Traceback' not in p.stderr
     assert not (rdir / 'x.pt').exists()
+
+
+def test_cli_bad_input_in_a_real_process_is_one_error_line(rdir: Path, train_bag: Path) -> None:
+    """The cases above run ``main`` in-process; one goes through ``python -m simreal_ros``."""
+    p = run_cli('residual', 'fit', str(train_bag), '--overlay', 'nominal')
+    assert '--out RES.pt is required' in cli_error_line(p)
 
 
 # ---- training in the corrected sim -------------------------------------------------------

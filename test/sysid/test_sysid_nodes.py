@@ -22,6 +22,7 @@ command_delay_s: 0.03
 """
 
 
+@pytest.mark.e2e
 def test_bridge_bag_recorded_by_the_recorder_gives_back_the_delay(ros_env, tmp_path):
     truth = tmp_path / 'truth.yaml'
     truth.write_text(TRUTH)
