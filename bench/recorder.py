@@ -91,7 +91,7 @@ rclpy.try_shutdown()
 
 
 def _loadgen(env: dict[str, str], *args: str) -> dict[str, Any]:
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros.ros.loadgen', *args], env=env,
+    r = subprocess.run([sys.executable, str(LOADGEN), *args], env=env,
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise RuntimeError(f'loadgen failed: {r.stderr[-2000:]}')
@@ -177,6 +177,8 @@ IMAGE_LOAD = ('--topics', '4', '--rate', '1000', '--image', '--image-rate', '30'
               '--settle', '0.5')
 #: the camera-load target: lossless, and no message more than this late into the bag
 TARGET_DELAY_S = 0.2
+#: the load generator beside this file (run as a script)
+LOADGEN = Path(__file__).with_name('_loadgen.py')
 TARGET_RATIO = 0.8
 
 

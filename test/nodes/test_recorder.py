@@ -27,10 +27,12 @@ from simreal_ros.nodes.recorder import import_message
 from simreal_ros.ros import messages
 
 pytestmark = pytest.mark.ros
+#: the load generator of the benchmarks, run as a script
+LOADGEN = Path(__file__).resolve().parents[2] / 'bench' / '_loadgen.py'
 
 
 def loadgen(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, '-m', 'simreal_ros.ros.loadgen', *args], env=env,
+    return subprocess.Popen([sys.executable, str(LOADGEN), *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

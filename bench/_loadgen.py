@@ -1,6 +1,8 @@
 """A load generator for recorder tests and benchmarks: N topics at R Hz, counted exactly.
 
-``python -m simreal_ros.ros.loadgen --topics 4 --rate 1000 --duration 10`` waits until every
+A tool of the benchmarks and tests, not of the stack (so it lives in bench/, not in
+``simreal_ros.ros``). ``python bench/_loadgen.py --topics 4 --rate 1000 --duration 10`` waits
+until every
 topic has ``--subscribers`` subscribers, publishes JointState messages whose header stamp is
 the publish time (wall clock) and whose ``position[0]`` is the sequence number, then prints one
 JSON line: ``{"sent": {topic: n}, "first_ns": ..., "last_ns": ...}``. ``--image`` adds a
