@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from simreal_ros.errors import ConfigError, SimrealError
+from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError, ConfigError, SimrealError
 
 
 def cmd_record(ns: argparse.Namespace) -> int:
@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         return int(ns.func(ns))
+    except BagCorruptError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return EXIT_CORRUPT_INPUT
     except SimrealError as exc:
         print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
         return 2
