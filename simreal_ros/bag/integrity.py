@@ -49,6 +49,7 @@ class Chunk:
     end_ns: int
     records: bytes | None   # its uncompressed records when intact, else None
     problem: str = ''       # why it is not intact ('' when intact)
+    compression: str = ''
     index_counts: dict[int, int] = field(default_factory=dict)  # channel: messages indexed
     index_start_ns: int = 2**63 - 1   # earliest time in its message indexes
     index_end_ns: int = 0
@@ -93,7 +94,8 @@ def _chunk_at(buf: mmap.mmap | bytes, o: int, n: int, number: int) -> Chunk | No
     start_ns, end_ns, size, crc = struct.unpack_from('<QQQI', buf, body)
     comp = bytes(buf[body + 32:body + 32 + name_len])
     data = bytes(buf[body + 40 + name_len:body + n])
-    c = Chunk(number, o, body + n, start_ns, end_ns, None)
+    c = Chunk(number, o, body + n, start_ns, end_ns, None,
+              compression=comp.decode('ascii', 'replace'))
     try:
         if comp == b'zstd':
             data = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)

@@ -1,4 +1,12 @@
-"""Repair of a bag whose writer was killed: rebuild the MCAP summary or sqlite3 counts."""
+"""Repair of a bag: rebuild a killed recording's index, salvage a damaged bag's intact chunks.
+
+A bag whose writer was killed (``recording.yaml``, no ``metadata.yaml``) gets its MCAP
+summary or sqlite3 counts rebuilt from every complete chunk. A finished MCAP bag that fails
+its integrity check (:mod:`simreal_ros.bag.integrity`: a CRC, a broken record, a file cut
+short) is salvaged: each damaged file is rewritten from its intact chunks (each one's CRC
+checked) and the original is kept beside it as ``<file>.damaged``; the report says what was
+lost (chunks, messages, log-time range).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 import yaml
 import zstandard
 
+from simreal_ros.bag.integrity import OP_DATA_END, OP_FOOTER, verify_mcap, walk_chunks
 from simreal_ros.bag.metadata import (
     FileInfo,
     TopicRecord,
@@ -33,7 +42,7 @@ from simreal_ros.bag.options import BAG_VERSION, MCAP_MAGIC, METADATA, SIDE_CAR
 from simreal_ros.bag.reader import BagReader
 from simreal_ros.bag.storage import McapFile
 from simreal_ros.bag.types import TypeRegistry
-from simreal_ros.errors import BagError
+from simreal_ros.errors import BagCorruptError, BagError
 
 
 @dataclass
@@ -45,6 +54,8 @@ class RepairReport:
     truncated_bytes: int
     message_count: int
     was_clean: bool
+    lost: list[str] = field(default_factory=list)  # one line per damaged file: what was lost
+    lost_messages: int = 0
 
 
 def _u16(b: bytes, o: int) -> int:
@@ -205,7 +216,10 @@ def repair_bag(path: str | Path) -> RepairReport:
         raise BagError(f'no bag directory at {p}')
     side = p / SIDE_CAR
     if (p / METADATA).is_file() and not side.is_file():
-        BagReader(p).close()
+        try:
+            BagReader(p).close()
+        except BagCorruptError:
+            return _salvage(p)
         return RepairReport(p, {}, 0, 0, True)
     if not side.is_file():
         raise BagError(f'{p} has neither metadata.yaml nor {SIDE_CAR}; it is not a bag '
@@ -365,3 +379,105 @@ def _count_sqlite(fpath: Path, topics: dict[str, TopicRecord], info: FileInfo,
             info.start = min(info.start, int(lo))
             info.end = max(info.end, int(hi))
     return info.count
+
+
+@dataclass
+class _Loss:
+    """What one damaged file lost."""
+
+    name: str
+    chunks: list[str]            # 'chunk N (log time a-b ns)'
+    skipped_bytes: int
+    cut: bool                    # no valid end (truncated)
+    cut_after_ns: int            # log time where the intact part of a cut file ends
+    expected: int                # messages metadata.yaml lists for the file (-1: unknown)
+
+
+def _salvage(p: Path) -> RepairReport:
+    """Rewrite each damaged MCAP file of a finished bag from its intact chunks."""
+    try:
+        info = yaml.safe_load((p / METADATA).read_text(encoding='utf-8'))
+        info = info['rosbag2_bagfile_information']
+        storage = str(info['storage_identifier'])
+        names = [str(n) for n in info['relative_file_paths']]
+    except Exception as exc:  # noqa: BLE001 - a damaged metadata.yaml, any shape
+        raise BagCorruptError(f'{p / METADATA} is damaged ({type(exc).__name__}); simreal '
+                              f'cannot salvage a bag without it') from None
+    if storage != 'mcap':
+        raise BagCorruptError(f'{p}: a damaged {storage} bag cannot be salvaged (only MCAP '
+                              f'files carry the chunk CRCs salvage needs)')
+    expected = {str(f.get('path')): int(f.get('message_count', -1))
+                for f in info.get('files') or [] if isinstance(f, dict)}
+    compression = 'none'
+    losses: list[_Loss] = []
+    for name in names:
+        fpath = p / name
+        if not fpath.is_file():
+            continue
+        try:
+            verify_mcap(fpath, p)
+            continue
+        except BagCorruptError:
+            pass
+        loss, comp = _salvage_file(fpath, expected.get(name, -1))
+        losses.append(loss)
+        compression = 'zstd' if comp == 'zstd' else compression
+    topics = [{'name': t['topic_metadata']['name'], 'type': t['topic_metadata']['type'],
+               'type_description_hash': t['topic_metadata'].get('type_description_hash', ''),
+               'offered_qos_profiles': t['topic_metadata'].get('offered_qos_profiles') or []}
+              for t in info.get('topics_with_message_count') or []]
+    # the bag becomes a killed recording whose files have no summary: the repair below
+    # rebuilds each salvaged file's index and metadata.yaml from what is in the files
+    write_atomic(p / SIDE_CAR, dump_yaml({'simreal_recording': {
+        'storage': storage, 'compression': compression, 'files': names, 'topics': topics,
+        'custom_data': info.get('custom_data') or {},
+        'ros_distro': str(info.get('ros_distro') or 'unknown')}}))
+    (p / METADATA).unlink()
+    r = repair_bag(p)
+    r.was_clean = False
+    for loss in losses:
+        got = r.files.get(loss.name, 0)
+        lost_n = loss.expected - got if loss.expected >= 0 else -1
+        r.lost_messages += max(lost_n, 0)
+        what = [f'{len(loss.chunks)} chunk(s): ' + ', '.join(loss.chunks)] if loss.chunks \
+            else []
+        if loss.skipped_bytes:
+            what.append(f'{loss.skipped_bytes} damaged bytes outside the chunks')
+        if loss.cut:
+            what.append(f'everything after log time {loss.cut_after_ns} ns (the file is cut '
+                        f'short)')
+        count = (f'{lost_n} of {loss.expected} messages lost' if lost_n >= 0
+                 else 'the number of messages lost is unknown')
+        r.lost.append(f'{loss.name}: {count}; lost {"; ".join(what) or "nothing readable"}; '
+                      f'the damaged original is kept as {loss.name}.damaged')
+    return r
+
+
+def _salvage_file(fpath: Path, expected: int) -> tuple[_Loss, str]:
+    """Replace ``fpath`` by its header and intact chunks (no summary); keep it as .damaged."""
+    loss = _Loss(fpath.name, [], 0, False, 0, expected)
+    comp = ''
+    tmp = fpath.with_name(fpath.name + '.salvage')
+    with fpath.open('rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        size = len(buf)
+        if size < len(MCAP_MAGIC) or buf[:len(MCAP_MAGIC)] != MCAP_MAGIC:
+            raise BagCorruptError(f'{fpath} does not start with the MCAP magic; nothing in it '
+                                  f'can be salvaged')
+        w = walk_chunks(buf, size)
+        loss.cut = w.end >= size or buf[w.end] not in (OP_DATA_END, OP_FOOTER)
+        loss.skipped_bytes = sum(b - a for a, b in w.skipped)
+        with tmp.open('wb') as out:
+            out.write(MCAP_MAGIC)
+            for op, body in w.records:  # header, schemas, channels outside the chunks
+                if op in (0x01, 0x03, 0x04):
+                    out.write(bytes([op]) + struct.pack('<Q', len(body)) + body)
+            for c in w.chunks:
+                if c.problem:
+                    loss.chunks.append(f'chunk {c.number} ({c.time_range()}, {c.problem})')
+                    continue
+                comp = comp or c.compression
+                loss.cut_after_ns = max(loss.cut_after_ns, c.end_ns)
+                out.write(buf[c.offset:c.end])
+    fpath.replace(fpath.with_name(fpath.name + '.damaged'))
+    tmp.replace(fpath)
+    return loss, comp
