@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import struct
 from typing import Any, Callable, Iterator, Mapping
+import zlib
 
 from rosbags.interfaces import (
     Connection,
@@ -62,7 +63,7 @@ def _u16(b: bytes, o: int) -> int:
     return int(struct.unpack_from('<H', b, o)[0])
 
 
-def _u32(b: bytes, o: int) -> int:
+def _u32(b: bytes | mmap.mmap, o: int) -> int:
     return int(struct.unpack_from('<I', b, o)[0])
 
 
@@ -75,7 +76,7 @@ def _str(b: bytes, o: int) -> tuple[str, int]:
     return b[o + 4:o + 4 + n].decode('utf-8'), o + 4 + n
 
 
-def _mcap_records(buf: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+def _mcap_records(buf: bytes | mmap.mmap, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     """Complete (opcode, body) records of ``buf[start:end]``; stops at a truncated one."""
     o = start
     while o + 9 <= end:
@@ -468,7 +469,10 @@ def _salvage_file(fpath: Path, expected: int) -> tuple[_Loss, str]:
         loss.skipped_bytes = sum(b - a for a, b in w.skipped)
         with tmp.open('wb') as out:
             out.write(MCAP_MAGIC)
-            for op, body in w.records:  # header, schemas, channels outside the chunks
+            # header, schemas and channels outside the chunks; rosbags writes schemas and
+            # channels into the first chunk only, so those of an intact summary are added
+            # too (a damaged first chunk would otherwise leave every message without one)
+            for op, body in w.records + _summary_records(buf):
                 if op in (0x01, 0x03, 0x04):
                     out.write(bytes([op]) + struct.pack('<Q', len(body)) + body)
             for c in w.chunks:
@@ -481,3 +485,17 @@ def _salvage_file(fpath: Path, expected: int) -> tuple[_Loss, str]:
     fpath.replace(fpath.with_name(fpath.name + '.damaged'))
     tmp.replace(fpath)
     return loss, comp
+
+
+def _summary_records(buf: mmap.mmap) -> list[tuple[int, bytes]]:
+    """Return the (opcode, body) records of the summary when the footer is intact."""
+    size = len(buf)
+    footer = size - len(MCAP_MAGIC) - 29
+    if footer < len(MCAP_MAGIC) or buf[size - len(MCAP_MAGIC):] != MCAP_MAGIC or \
+            buf[footer] != OP_FOOTER:
+        return []
+    start = _u64(buf, footer + 9)
+    crc = _u32(buf, footer + 25)
+    if not start or start > footer or (crc and zlib.crc32(buf[start:footer + 25]) != crc):
+        return []
+    return [(op, bytes(body)) for op, body in _mcap_records(buf, start, footer)]
