@@ -48,7 +48,7 @@ class _CrcFile:
         self.offset = self.raw.tell()
         self.chunk_crc: int | None = None
         self._op: int | None = None  # opcode of the record being written
-        self._parts = 0              # writes of that record so far (opcode, length, body)
+        self._parts = 0              # the last write was this record's 1st, 2nd or 3rd
         self.tail: bytearray | None = None  # DataEnd onwards, held until close
 
     def write(self, data: Any) -> int:
@@ -58,13 +58,13 @@ class _CrcFile:
             self.tail += view
             self.offset += n
             return n
-        if n == 1 and self._parts != 1:
-            self._op, self._parts = view[0], 0
+        self._parts = self._parts % 3 + 1  # 1: the opcode, 2: the length, 3: the body
+        if self._parts == 1:
+            self._op = view[0]
             if self._op == _OP_DATA_END:
                 self.tail = bytearray(view)
                 self.offset += n
                 return n
-        self._parts += 1
         if self._op == _OP_CHUNK and self._parts == 3 and self.chunk_crc is not None:
             crc = struct.pack('<I', self.chunk_crc)
             self.chunk_crc = None

@@ -163,14 +163,21 @@ def test_fuzz_truncations_and_flips_are_detected_by_every_command_and_salvaged(
     original = _file(master).read_bytes()
     before = set(_messages(master))
     cases: list[tuple[str, bytes]] = []
-    for _ in range(6):
+    for _ in range(10):
         cut = rng.randrange(1, len(original))
         cases.append((f'truncated to {cut} bytes', original[:cut]))
-    for _ in range(10):
+    for _ in range(16):
         data = bytearray(original)
         at = rng.randrange(len(data))
         data[at] ^= rng.randrange(1, 256)
         cases.append((f'byte {at} flipped', bytes(data)))
+    for _ in range(4):
+        data = bytearray(original)
+        at = rng.randrange(len(data) - 64)
+        for i in range(64):
+            data[at + i] ^= rng.randrange(1, 256)
+        cases.append((f'64 bytes from {at} flipped', bytes(data)))
+    assert len(cases) == 30
     for k, (what, data) in enumerate(cases):
         case = tmp_path / f'case{k}'
         shutil.copytree(master.parent, case)
