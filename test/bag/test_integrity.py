@@ -131,6 +131,28 @@ def test_truncated_finished_bag_keeps_its_intact_first_half(tmp_path, capsys):
     assert 'everything after log time' in r.lost[0]
 
 
+def test_zstd_split_bag_salvages_only_the_damaged_file(tmp_path):
+    bag = write_bag(tmp_path / 'bag', n=40000, compression='zstd', split_duration_s=20.0)
+    files = sorted(bag.glob('*.mcap'))
+    assert len(files) == 2
+    before = _messages(bag)
+    data = bytearray(files[0].read_bytes())
+    chunks = _chunks(bytes(data))
+    a, b, _crc = chunks[len(chunks) // 2]
+    data[(a + b) // 2] ^= 0x04  # inside the compressed bytes: the chunk does not decompress
+    files[0].write_bytes(data)  # or decompresses to bytes that fail its CRC
+    second = files[1].read_bytes()
+    with pytest.raises(BagCorruptError, match=f'{files[0].name}: chunk '):
+        BagReader(bag)
+    r = repair_bag(bag)
+    after = _messages(bag)
+    assert r.lost_messages == len(before) - len(after)
+    assert r.lost_messages > 0
+    assert set(after) < set(before)
+    assert files[1].read_bytes() == second
+    assert sorted(p.name for p in bag.glob('*.damaged')) == [files[0].name + '.damaged']
+
+
 def test_summary_damage_is_detected(tmp_path):
     bag = write_bag(tmp_path / 'bag', n=2000)
     data = bytearray(_file(bag).read_bytes())
