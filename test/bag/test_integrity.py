@@ -153,6 +153,22 @@ def test_zstd_split_bag_salvages_only_the_damaged_file(tmp_path):
     assert sorted(p.name for p in bag.glob('*.damaged')) == [files[0].name + '.damaged']
 
 
+def test_bags_without_crcs_still_open(tmp_path):
+    """Bags written before the CRCs (rosbags' own writer leaves them 0) read as before."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+    ts = get_typestore(Stores.ROS2_KILTED)
+    with Writer(tmp_path / 'old', version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        c = w.add_connection('/s', 'std_msgs/msg/String', typestore=ts)
+        for i in range(3000):
+            w.write(c, 10**9 + i, bytes(ts.serialize_cdr(
+                ts.types['std_msgs/msg/String'](f'm{i}'), 'std_msgs/msg/String')))
+    mcap_file = next((tmp_path / 'old').glob('*.mcap'))
+    assert {crc for _a, _b, crc in _chunks(mcap_file.read_bytes())} == {0}
+    with BagReader(tmp_path / 'old') as r:
+        assert [r.deserialize(m).data for m in r.messages()][-1] == 'm2999'
+
+
 def test_summary_damage_is_detected(tmp_path):
     bag = write_bag(tmp_path / 'bag', n=2000)
     data = bytearray(_file(bag).read_bytes())
