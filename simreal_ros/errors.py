@@ -57,7 +57,10 @@ class BagError(SimrealError):
 
 
 class BagCorruptError(BagError):
-    """A bag's file is damaged: a CRC does not match, a record is broken, the file is cut short.
+    """A bag is unreadable until ``simreal bag repair`` (damaged, cut short or not closed).
+
+    A file is damaged (a CRC does not match, a record is broken, the file is cut short) or the
+    recording was not closed cleanly.
 
     The ``simreal`` command exits with :data:`EXIT_CORRUPT_INPUT` for it, so a script can tell
     "repair this bag" from bad arguments (exit 2) and from a failed check (exit 1).

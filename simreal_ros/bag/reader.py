@@ -59,7 +59,7 @@ def check_bag_path(path: str | Path) -> Path:
         raise BagError(f'{p} is a file; give the bag directory (the one with metadata.yaml)')
     if not (p / METADATA).is_file():
         if (p / SIDE_CAR).is_file():
-            raise BagError(f'{p} was not closed cleanly (the recorder was killed); run '
+            raise BagCorruptError(f'{p} was not closed cleanly (the recorder was killed); run '
                            f'`simreal bag repair {p}` to make it readable')
         raise BagError(f'{p} is not a rosbag2 bag: it has no metadata.yaml')
     return p

@@ -16,7 +16,7 @@ from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 import pytest
 
-from simreal_ros.bag import BagReader, repair_bag
+from simreal_ros.bag import BagReader, BagWriter, repair_bag
 from simreal_ros.cli import main
 from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError
 
@@ -87,6 +87,18 @@ def test_flipped_bytes_are_one_line_naming_the_chunk_and_exit_3(tmp_path, capsys
     assert err.startswith(f'simreal check: error: {_file(bag)}: chunk 3 of 5 (bytes ')
     assert 'fails its CRC' in err
     assert f'run `simreal bag repair {bag}`' in err
+
+
+def test_a_killed_recording_is_exit_3_naming_repair(tmp_path, capsys):
+    w = BagWriter(tmp_path / 'killed')
+    h = w.add_topic('/s', 'std_msgs/msg/String')
+    w.write(h, 10**9, b'\x00\x01\x00\x00\x02\x00\x00\x00a\x00')
+    w.flush()  # never closed: what a SIGKILL leaves
+    assert main(['check', str(tmp_path / 'killed')]) == EXIT_CORRUPT_INPUT
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert 'was not closed cleanly' in err
+    assert f'run `simreal bag repair {tmp_path / "killed"}`' in err
 
 
 def test_corrupt_bag_is_salvaged_and_the_loss_named(tmp_path, capsys):
