@@ -1,7 +1,8 @@
 """Sub-commands of ``simreal`` for recording and analysing bags.
 
 ``record`` (the recorder node standalone), ``gap`` (JSON + HTML gap report), ``check``
-(data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``.
+(data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``. A bag that is
+corrupt, truncated or was not closed cleanly is one ``error:`` line and exit 3.
 """
 
 from __future__ import annotations
@@ -164,7 +165,12 @@ def add_commands(sub: Any) -> None:
                    help='override thresholds, e.g. max_dropped_fraction=0.05 gap_factor=10')
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser('bag', help='bag tools: repair (after a crash), info')
+    p = sub.add_parser('bag', help='bag tools: repair (after a crash; salvages the intact '
+                       'chunks of a corrupt or truncated bag), info',
+                       description='bag repair BAG: make a killed recording readable, or '
+                       'rewrite a corrupt or truncated bag from its intact chunks (the '
+                       'original kept as <file>.damaged) and say what was lost. bag info BAG: '
+                       'topics, counts, duration (JSON). A corrupt bag is exit code 3.')
     p.add_argument('action', choices=['repair', 'info'])
     p.add_argument('bag', help='bag directory')
     p.set_defaults(func=cmd_bag)
