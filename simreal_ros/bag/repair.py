@@ -31,7 +31,13 @@ from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 import yaml
 import zstandard
 
-from simreal_ros.bag.integrity import OP_DATA_END, OP_FOOTER, verify_mcap, walk_chunks
+from simreal_ros.bag.integrity import (
+    OP_DATA_END,
+    OP_FOOTER,
+    records_tile,
+    verify_mcap,
+    walk_chunks,
+)
 from simreal_ros.bag.metadata import (
     FileInfo,
     TopicRecord,
@@ -57,6 +63,7 @@ class RepairReport:
     was_clean: bool
     lost: list[str] = field(default_factory=list)  # one line per damaged file: what was lost
     lost_messages: int = 0
+    salvaged: bool = False  # a finished bag rewritten from its intact chunks
 
 
 def _u16(b: bytes, o: int) -> int:
@@ -96,6 +103,7 @@ class _Recovered:
     first_ns: dict[int, int] = field(default_factory=dict)      # channel: earliest log time
     last_ns: dict[int, int] = field(default_factory=dict)       # channel: latest log time
     valid_end: int = 0
+    bad_chunks: list[str] = field(default_factory=list)  # damaged chunks skipped
 
 
 MessageSink = Callable[[int, int, bytes], None]
@@ -149,20 +157,13 @@ def _scan_mcap_buffer(path: Path, buf: mmap.mmap, sink: MessageSink | None) -> _
             break
         body = buf[o + 9:o + 9 + n]
         if op == 0x06:
-            p = 8 + 8 + 8 + 4
-            comp, p = _str(body, p)
-            clen = _u64(body, p)
-            data = body[p + 8:p + 8 + clen]
-            if comp == 'zstd':
-                try:
-                    data = zstandard.ZstdDecompressor().decompress(data,
-                                                                   max_output_size=_u64(body, 16))
-                except zstandard.ZstdError:
-                    break
-            elif comp:
-                raise BagError(f'{path}: chunk compression {comp!r} is not supported')
-            for iop, ibody in _mcap_records(data, 0, len(data)):
-                inner(iop, ibody)
+            data = _chunk_records(path, body)
+            if data is None:  # damaged: its CRC, its compression or its records
+                when = f' (log time {_u64(body, 0)}-{_u64(body, 8)} ns)' if n >= 16 else ''
+                out.bad_chunks.append(f'chunk at bytes {o}-{o + 9 + n}{when}')
+            else:
+                for iop, ibody in _mcap_records(data, 0, len(data)):
+                    inner(iop, ibody)
         elif op in (0x03, 0x04, 0x05):
             inner(op, body)
         elif op == 0x02:  # footer: the file is complete
@@ -171,6 +172,24 @@ def _scan_mcap_buffer(path: Path, buf: mmap.mmap, sink: MessageSink | None) -> _
         o += 9 + n
         out.valid_end = o
     return out
+
+
+def _chunk_records(path: Path, body: bytes) -> bytes | None:
+    """Return a chunk body's records; None when it is damaged (CRC, compression, records)."""
+    try:
+        comp, p = _str(body, 8 + 8 + 8 + 4)
+        clen = _u64(body, p)
+        data = body[p + 8:p + 8 + clen]
+        if comp == 'zstd':
+            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=_u64(body, 16))
+        elif comp:
+            raise BagError(f'{path}: chunk compression {comp!r} is not supported')
+    except (UnicodeDecodeError, struct.error, zstandard.ZstdError):
+        return None
+    crc = _u32(body, 24)
+    if (crc and zlib.crc32(data) != crc) or not records_tile(data):
+        return None
+    return data
 
 
 def _mcap_is_complete(path: Path) -> bool:
@@ -236,6 +255,7 @@ def repair_bag(path: str | Path) -> RepairReport:
     files: list[FileInfo] = []
     truncated = 0
     per_file: dict[str, int] = {}
+    lost: list[str] = []
     for i, name in enumerate(file_names):
         fpath = p / name
         if not fpath.is_file():
@@ -245,7 +265,8 @@ def repair_bag(path: str | Path) -> RepairReport:
             continue
         info = FileInfo(name)
         if storage == 'mcap':
-            count, cut = _repair_mcap(fpath, topics, info, types, side_topics, compression)
+            count, cut = _repair_mcap(fpath, topics, info, types, side_topics, compression,
+                                      lost)
             truncated += cut
         else:
             count = _count_sqlite(fpath, topics, info, side_topics)
@@ -258,7 +279,7 @@ def repair_bag(path: str | Path) -> RepairReport:
     for leftover in p.glob('.*.init'):
         shutil.rmtree(leftover, ignore_errors=True)
     BagReader(p).close()  # proves it opens
-    return RepairReport(p, per_file, truncated, sum(per_file.values()), False)
+    return RepairReport(p, per_file, truncated, sum(per_file.values()), False, lost)
 
 
 def _topic_for(topics: dict[str, TopicRecord], name: str, msgtype: str, msgdef: str,
@@ -272,9 +293,13 @@ def _topic_for(topics: dict[str, TopicRecord], name: str, msgtype: str, msgdef: 
 
 
 def _repair_mcap(fpath: Path, topics: dict[str, TopicRecord], info: FileInfo, types: TypeRegistry,
-                 side_topics: Mapping[str, Any], compression: str) -> tuple[int, int]:
+                 side_topics: Mapping[str, Any], compression: str,
+                 lost: list[str]) -> tuple[int, int]:
     rewrite = not _mcap_is_complete(fpath)
     found = _scan_mcap(fpath)  # pass 1: channels and counts; pass 2 below streams the messages
+    if found.bad_chunks:
+        lost.append(f'{fpath.name}: lost {len(found.bad_chunks)} damaged chunk(s): '
+                    + ', '.join(found.bad_chunks))
     size = fpath.stat().st_size
     by_channel: dict[int, TopicRecord] = {}
     for cid, (topic, sid, _enc, meta) in found.channels.items():
@@ -436,6 +461,8 @@ def _salvage(p: Path) -> RepairReport:
     (p / METADATA).unlink()
     r = repair_bag(p)
     r.was_clean = False
+    r.salvaged = True
+    r.lost = []
     for loss in losses:
         got = r.files.get(loss.name, 0)
         lost_n = loss.expected - got if loss.expected >= 0 else -1

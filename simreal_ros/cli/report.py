@@ -95,15 +95,15 @@ def cmd_bag(ns: argparse.Namespace) -> int:
         r = repair_bag(ns.bag)
         if r.was_clean:
             print(f'{r.path} is complete; nothing to repair')
-        elif r.lost:
+        elif r.salvaged:
             print(f'salvaged {r.path}: {r.message_count} messages readable in '
                   f'{len(r.files)} file(s), {r.lost_messages} lost')
-            for line in r.lost:
-                print(f'  {line}')
         else:
             print(f'repaired {r.path}: {r.message_count} messages readable in '
                   f'{len(r.files)} file(s); {r.truncated_bytes} bytes of an unfinished '
                   f'chunk dropped')
+        for line in r.lost:
+            print(f'  {line}')
         return 0
     with BagReader(ns.bag) as b:
         info = b.info

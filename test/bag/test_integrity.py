@@ -22,7 +22,7 @@ from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from episode_bags import make_episode_bag  # noqa: E402
-from test_bag import write_bag  # noqa: E402
+from test_bag import joint_state_cdr, write_bag  # noqa: E402
 
 
 def _file(bag: Path) -> Path:
@@ -99,6 +99,32 @@ def test_a_killed_recording_is_exit_3_naming_repair(tmp_path, capsys):
     assert err.count('\n') == 1
     assert 'was not closed cleanly' in err
     assert f'run `simreal bag repair {tmp_path / "killed"}`' in err
+
+
+def test_killed_recording_with_a_damaged_chunk_skips_it_and_says_so(tmp_path, capsys):
+    bag = tmp_path / 'killed'
+    w = BagWriter(bag)
+    h = w.add_topic('/joint_states', 'sensor_msgs/msg/JointState')
+    written = set()
+    for i in range(3000):
+        data = joint_state_cdr(i, 10**9 + i * 10**6)
+        w.write(h, 10**9 + i * 10**6, data)
+        written.add(('/joint_states', 10**9 + i * 10**6, data))
+        if i % 500 == 499:
+            w.flush()  # one chunk per 500 messages; never closed: what a SIGKILL leaves
+    data = bytearray(_file(bag).read_bytes())
+    chunks = _chunks(bytes(data))
+    assert len(chunks) == 6
+    a, b, _crc = chunks[2]
+    data[(a + b) // 2] ^= 0x20
+    _file(bag).write_bytes(data)
+    assert main(['bag', 'repair', str(bag)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    after = _messages(bag)
+    assert len(after) == 2500
+    assert set(after) < written
+    assert out[1] == (f'  killed_0.mcap: lost 1 damaged chunk(s): chunk at bytes {a}-{b} '
+                      f'(log time {10**9 + 1000 * 10**6}-{10**9 + 1499 * 10**6} ns)')
 
 
 def test_corrupt_bag_is_salvaged_and_the_loss_named(tmp_path, capsys):
