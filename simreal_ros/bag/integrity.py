@@ -36,6 +36,9 @@ OP_MESSAGE_INDEX = 0x07
 OP_DATA_END = 0x0F
 _FOOTER_SIZE = 1 + 8 + 8 + 8 + 4
 _MAX_COMPRESSION_NAME = 16  # '' or 'zstd' or 'lz4'; a longer name is damage
+#: largest uncompressed chunk believed: rosbags closes a chunk past 1 MiB, so only one huge
+#: message makes it bigger; a damaged size field must not make zstd allocate exabytes
+MAX_CHUNK_BYTES = 2**31
 
 
 @dataclass
@@ -96,14 +99,17 @@ def _chunk_at(buf: mmap.mmap | bytes, o: int, n: int, number: int) -> Chunk | No
     data = bytes(buf[body + 40 + name_len:body + n])
     c = Chunk(number, o, body + n, start_ns, end_ns, None,
               compression=comp.decode('ascii', 'replace'))
+    if size > MAX_CHUNK_BYTES:
+        c.problem = f'declares {size} bytes (damaged header)'
+        return c
     try:
         if comp == b'zstd':
             data = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
         elif comp:
             c.problem = f'unsupported compression {comp!r}'
             return c
-    except zstandard.ZstdError as exc:
-        c.problem = f'does not decompress ({exc})'
+    except (zstandard.ZstdError, MemoryError) as exc:
+        c.problem = f'does not decompress ({type(exc).__name__})'
         return c
     if len(data) != size:
         c.problem = f'holds {len(data)} bytes, its header says {size}'

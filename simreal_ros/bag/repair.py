@@ -32,6 +32,7 @@ import yaml
 import zstandard
 
 from simreal_ros.bag.integrity import (
+    MAX_CHUNK_BYTES,
     OP_DATA_END,
     OP_FOOTER,
     records_tile,
@@ -129,6 +130,12 @@ def _scan_mcap_buffer(path: Path, buf: mmap.mmap, sink: MessageSink | None) -> _
     end = len(buf)
 
     def inner(op: int, body: bytes) -> None:
+        try:
+            record(op, body)
+        except (UnicodeDecodeError, struct.error):
+            pass  # a damaged schema or channel outside a CRC-checked chunk: left out
+
+    def record(op: int, body: bytes) -> None:
         if op == 0x03:
             sid = _u16(body, 0)
             name, p = _str(body, 2)
@@ -180,11 +187,14 @@ def _chunk_records(path: Path, body: bytes) -> bytes | None:
         comp, p = _str(body, 8 + 8 + 8 + 4)
         clen = _u64(body, p)
         data = body[p + 8:p + 8 + clen]
+        size = _u64(body, 16)
+        if size > MAX_CHUNK_BYTES:
+            return None
         if comp == 'zstd':
-            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=_u64(body, 16))
+            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
         elif comp:
             raise BagError(f'{path}: chunk compression {comp!r} is not supported')
-    except (UnicodeDecodeError, struct.error, zstandard.ZstdError):
+    except (UnicodeDecodeError, struct.error, zstandard.ZstdError, MemoryError):
         return None
     crc = _u32(body, 24)
     if (crc and zlib.crc32(data) != crc) or not records_tile(data):
@@ -426,14 +436,20 @@ def _salvage(p: Path) -> RepairReport:
         info = info['rosbag2_bagfile_information']
         storage = str(info['storage_identifier'])
         names = [str(n) for n in info['relative_file_paths']]
+        topics = [{'name': t['topic_metadata']['name'], 'type': t['topic_metadata']['type'],
+                   'type_description_hash':
+                       t['topic_metadata'].get('type_description_hash', ''),
+                   'offered_qos_profiles':
+                       t['topic_metadata'].get('offered_qos_profiles') or []}
+                  for t in info.get('topics_with_message_count') or []]
+        expected = {str(f.get('path')): int(f.get('message_count', -1))
+                    for f in info.get('files') or [] if isinstance(f, dict)}
     except Exception as exc:  # noqa: BLE001 - a damaged metadata.yaml, any shape
         raise BagCorruptError(f'{p / METADATA} is damaged ({type(exc).__name__}); simreal '
                               f'cannot salvage a bag without it') from None
     if storage != 'mcap':
         raise BagCorruptError(f'{p}: a damaged {storage} bag cannot be salvaged (only MCAP '
                               f'files carry the chunk CRCs salvage needs)')
-    expected = {str(f.get('path')): int(f.get('message_count', -1))
-                for f in info.get('files') or [] if isinstance(f, dict)}
     compression = 'none'
     losses: list[_Loss] = []
     for name in names:
@@ -448,10 +464,6 @@ def _salvage(p: Path) -> RepairReport:
         loss, comp = _salvage_file(fpath, expected.get(name, -1))
         losses.append(loss)
         compression = 'zstd' if comp == 'zstd' else compression
-    topics = [{'name': t['topic_metadata']['name'], 'type': t['topic_metadata']['type'],
-               'type_description_hash': t['topic_metadata'].get('type_description_hash', ''),
-               'offered_qos_profiles': t['topic_metadata'].get('offered_qos_profiles') or []}
-              for t in info.get('topics_with_message_count') or []]
     # the bag becomes a killed recording whose files have no summary: the repair below
     # rebuilds each salvaged file's index and metadata.yaml from what is in the files
     write_atomic(p / SIDE_CAR, dump_yaml({'simreal_recording': {

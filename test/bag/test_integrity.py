@@ -207,6 +207,38 @@ def test_bags_without_crcs_still_open(tmp_path):
         assert [r.deserialize(m).data for m in r.messages()][-1] == 'm2999'
 
 
+def test_a_damaged_chunk_size_is_named_not_allocated(tmp_path, capsys):
+    bag = write_bag(tmp_path / 'bag', n=20000, compression='zstd')
+    before = _messages(bag)
+    data = bytearray(_file(bag).read_bytes())
+    a, _b, _crc = _chunks(bytes(data))[1]
+    struct.pack_into('<Q', data, a + 9 + 16, 2**62)  # uncompressed_size
+    _file(bag).write_bytes(data)
+    assert main(['bag', 'info', str(bag)]) == EXIT_CORRUPT_INPUT
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert f'chunk 2 of {len(_chunks(bytes(data)))} (bytes {a}-' in err
+    assert f'declares {2**62} bytes (damaged header)' in err
+    r = repair_bag(bag)
+    assert r.lost_messages > 0
+    assert set(_messages(bag)) < set(before)
+
+
+def test_salvage_with_a_damaged_metadata_yaml_is_one_line(tmp_path, capsys):
+    bag = write_bag(tmp_path / 'bag', n=2000)
+    data = bytearray(_file(bag).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    _file(bag).write_bytes(data)
+    meta = (bag / 'metadata.yaml').read_text(encoding='utf-8')
+    (bag / 'metadata.yaml').write_text(meta.replace('topic_metadata:', 'topic_metadat:'),
+                                       encoding='utf-8')
+    assert main(['bag', 'repair', str(bag)]) == EXIT_CORRUPT_INPUT
+    err = capsys.readouterr().err
+    assert err == (f'simreal bag: error: {bag / "metadata.yaml"} is damaged (KeyError); '
+                   f'simreal cannot salvage a bag without it\n')
+    assert _file(bag).read_bytes() == bytes(data)  # nothing was changed
+
+
 def test_summary_damage_is_detected(tmp_path):
     bag = write_bag(tmp_path / 'bag', n=2000)
     data = bytearray(_file(bag).read_bytes())
