@@ -56,6 +56,21 @@ class BagError(SimrealError):
     """A bag cannot be written, read or repaired (exists already, missing, truncated, ...)."""
 
 
+class BagCorruptError(BagError):
+    """A bag is unreadable until ``simreal bag repair`` (damaged, cut short or not closed).
+
+    A file is damaged (a CRC does not match, a record is broken, the file is cut short) or the
+    recording was not closed cleanly.
+
+    The ``simreal`` command exits with :data:`EXIT_CORRUPT_INPUT` for it, so a script can tell
+    "repair this bag" from bad arguments (exit 2) and from a failed check (exit 1).
+    """
+
+
+#: exit code of the ``simreal`` command when an input bag is unreadable or corrupt
+EXIT_CORRUPT_INPUT = 3
+
+
 class BusError(SimrealError):
     """The servo bus failed: port missing, servo missing or of the wrong model, no answer."""
 

@@ -2,11 +2,12 @@
 
 One job a module: ``options`` (settings, QoS, constants), ``types`` (message definitions),
 ``storage`` (MCAP / sqlite3 files), ``metadata`` (metadata.yaml), ``writer``, ``reader``,
-``arrays`` (the one reader of joint streams and header stamps into arrays), ``repair``. This
-package re-exports the public API.
+``arrays`` (the one reader of joint streams and header stamps into arrays), ``integrity`` (the
+MCAP CRC and structure checks), ``repair``. This package re-exports the public API.
 
 The writer (raw CDR bytes, rosbag2 version 9, splits, crash safety) is specified in
-:mod:`simreal_ros.bag.writer`, repair of a killed recording in
+:mod:`simreal_ros.bag.writer`, the integrity check of every MCAP file a reader opens in
+:mod:`simreal_ros.bag.integrity`, repair of a killed recording and salvage of a damaged bag in
 :mod:`simreal_ros.bag.repair`.
 """
 
@@ -24,6 +25,7 @@ _EXPORTS = {
     'SIDE_CAR': 'options', 'STORAGES': 'options', 'BagOptions': 'options', 'QosSpec': 'options',
     'BagInfo': 'reader', 'BagMessage': 'reader', 'BagReader': 'reader',
     'check_bag_path': 'reader', 'RepairReport': 'repair', 'repair_bag': 'repair',
+    'verify_mcap': 'integrity',
     'TypeRegistry': 'types', 'BagWriter': 'writer',
 }
 

@@ -3,7 +3,9 @@
 The writer stores raw CDR bytes (nothing is deserialized on the recording path) in rosbag2
 format version 9, MCAP by default or sqlite3 on request, optionally zstd-compressed (MCAP:
 compressed chunks; sqlite3: compressed messages), split by size or duration into
-``<bag>_0.mcap``, ``<bag>_1.mcap``, ... It never overwrites an existing path.
+``<bag>_0.mcap``, ``<bag>_1.mcap``, ... It never overwrites an existing path. MCAP files carry
+every CRC of the MCAP specification (chunks, data section, summary; see
+:mod:`simreal_ros.bag.storage`), which every reader checks (:mod:`simreal_ros.bag.integrity`).
 
 Crash safety: :meth:`BagWriter.flush` (called at least every ``flush_period_s``) closes the
 pending MCAP chunk, or commits the sqlite3 transaction, and hands the bytes to the operating

@@ -1,7 +1,8 @@
 """The ``simreal`` command (also ``python -m simreal_ros``).
 
 Sub-commands take ``name:=value`` arguments like ``ros2 launch``; every one has ``--help`` and
-exits non-zero with a one-line reason on bad input.
+exits non-zero with a one-line reason on bad input: 2, or 3 when an input bag is unreadable or
+corrupt (``simreal bag repair BAG`` recovers its intact chunks).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import sys
 from typing import Sequence
 
-from simreal_ros.errors import SimrealError
+from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError, SimrealError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return int(ns.func(ns))
+    except BagCorruptError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return EXIT_CORRUPT_INPUT
     except SimrealError as exc:
         print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """Sub-commands of ``simreal`` for recording and analysing bags.
 
 ``record`` (the recorder node standalone), ``gap`` (JSON + HTML gap report), ``check``
-(data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``.
+(data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``. A bag that is
+corrupt, truncated or was not closed cleanly is one ``error:`` line and exit 3.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from simreal_ros.errors import ConfigError, SimrealError
+from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError, ConfigError, SimrealError
 
 
 def cmd_record(ns: argparse.Namespace) -> int:
@@ -94,10 +95,15 @@ def cmd_bag(ns: argparse.Namespace) -> int:
         r = repair_bag(ns.bag)
         if r.was_clean:
             print(f'{r.path} is complete; nothing to repair')
+        elif r.salvaged:
+            print(f'salvaged {r.path}: {r.message_count} messages readable in '
+                  f'{len(r.files)} file(s), {r.lost_messages} lost')
         else:
             print(f'repaired {r.path}: {r.message_count} messages readable in '
                   f'{len(r.files)} file(s); {r.truncated_bytes} bytes of an unfinished '
                   f'chunk dropped')
+        for line in r.lost:
+            print(f'  {line}')
         return 0
     with BagReader(ns.bag) as b:
         info = b.info
@@ -159,7 +165,12 @@ def add_commands(sub: Any) -> None:
                    help='override thresholds, e.g. max_dropped_fraction=0.05 gap_factor=10')
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser('bag', help='bag tools: repair (after a crash), info')
+    p = sub.add_parser('bag', help='bag tools: repair (after a crash; salvages the intact '
+                       'chunks of a corrupt or truncated bag), info',
+                       description='bag repair BAG: make a killed recording readable, or '
+                       'rewrite a corrupt or truncated bag from its intact chunks (the '
+                       'original kept as <file>.damaged) and say what was lost. bag info BAG: '
+                       'topics, counts, duration (JSON). A corrupt bag is exit code 3.')
     p.add_argument('action', choices=['repair', 'info'])
     p.add_argument('bag', help='bag directory')
     p.set_defaults(func=cmd_bag)
@@ -172,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         return int(ns.func(ns))
+    except BagCorruptError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return EXIT_CORRUPT_INPUT
     except SimrealError as exc:
         print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
         return 2
