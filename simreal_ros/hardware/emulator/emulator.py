@@ -40,7 +40,7 @@ Watchdog reads -1, the servo stops and holds where its profile had got to (torqu
 Goal Position keeps the last goal), and it refuses goal writes (Data Range Error) until Bus
 Watchdog is written 0 (:meth:`VirtualArm.expire_watchdog`). It is checked only when no bytes
 from the host are waiting, so an emulator starved of CPU never expires a servo that was in
-fact being talked to.
+fact being talked to. Each expiry prints ``bus watchdog expired: servo IDs [...]``.
 
 The event loop is the emulator's timing-critical thread: ``--rt-priority`` / ``--cpu-affinity``
 put it under SCHED_FIFO (a real servo is hardware of its own that the host never preempts, so
@@ -391,6 +391,8 @@ class BusEmulator:
                     now - self.heard[i] > units * ct.BUS_WATCHDOG_UNIT_S:
                 self.arm.expire_watchdog(i)
                 expired.append(reg.get('id'))
+        if expired:
+            self.echo(f'bus watchdog expired: servo IDs {expired}')
         return expired
 
     # ---- the loop -------------------------------------------------------------------------------
