@@ -248,7 +248,9 @@ def test_bus_watchdog_expires_stops_the_servo_and_refuses_goals_until_cleared(tm
             time.sleep(0.02)
         later, result, error = ph.read4ByteTxRx(port, 1, present)
         ok(result, error)
-        assert abs(later - first) <= 2, (first, later)
+        # still: the link settles onto the hold point by a few ticks (7 seen), where the
+        # profile at 0.48 rad/s would have moved it ~90 ticks in the 0.3 s
+        assert abs(later - first) <= 15, (first, later)
         assert far - later > 500, 'servo 1 kept going toward its goal'
         torque, result, error = ph.read1ByteTxRx(port, 1, A['torque_enable'].address)
         ok(result, error)
