@@ -98,6 +98,8 @@ ARGUMENTS: dict[str, Argument] = {
                             ('dynamixel', 'external')),
     'driver_rate': Argument('250', 'real: bus cycles (joint_states) per second'),
     'watchdog': Argument('hold', 'real: action when commands stop', ('hold', 'torque_off')),
+    'give_up_after': Argument('10', 'real: seconds without a state read (port gone, servos '
+                              'silent) after which the driver stops with exit 2 (0 = never)'),
     'reboot_on_error': Argument('false', 'real: REBOOT servos that report a hardware error '
                                 '(at start and on ~/reset) instead of failing',
                                 ('true', 'false')),
@@ -255,6 +257,7 @@ class LaunchArgs:
     real_driver: str
     driver_rate_hz: float
     watchdog: str
+    give_up_after_s: float
     reboot_on_error: bool
     external_states: str
     external_command: str
@@ -422,6 +425,7 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         twin_resync_s=at_least_zero('twin_resync', 'a number of seconds >= 0 (0 = never)'),
         real_driver=a['real_driver'],
         driver_rate_hz=number('driver_rate', 'a number (Hz)'), watchdog=a['watchdog'],
+        give_up_after_s=at_least_zero('give_up_after', 'a number of seconds >= 0 (0 = never)'),
         reboot_on_error=a['reboot_on_error'] == 'true',
         external_states=a['external_states'], external_command=a['external_command'],
         external_command_topic=a['external_command_topic'], cameras=a['cameras'],

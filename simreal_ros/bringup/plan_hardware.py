@@ -31,6 +31,7 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
     require('dynamixel_driver', f'backend:={backend}')
     params = {'robot': a.text['robot'], 'port': a.port, 'baud': a.baud,
               'rate_hz': a.driver_rate_hz,
-              'watchdog': a.watchdog, 'reboot_on_error': a.reboot_on_error}
+              'watchdog': a.watchdog, 'give_up_after_s': a.give_up_after_s,
+              'reboot_on_error': a.reboot_on_error}
     prevalidate('dynamixel_driver', params, 'driver')
     return NodeSpec('dynamixel_driver', 'dynamixel_driver', a.root, params)

@@ -11,6 +11,8 @@ from simreal_ros.errors import ConfigError
 
 WATCHDOG_ACTIONS = ('hold', 'torque_off')
 EXTERNAL_COMMAND_MODES = ('forward_position', 'trajectory')
+#: the unit of the servos' Bus Watchdog register (XM430 control table address 98)
+BUS_WATCHDOG_UNIT_MS = 20.0
 
 
 
@@ -40,7 +42,12 @@ class DriverConfig(FromMapping):
     * ``reconnect_min_s``/``reconnect_max_s``: back-off between reconnection attempts.
     * ``give_up_after_s``: with no state read for this long (port gone, servos silent), the
       bus is taken as dead for good: FATAL, torque off attempted, exit 2, so a supervisor can
-      act (0 = keep reconnecting forever, the default).
+      act (default 10 s; 0 = keep reconnecting forever).
+    * ``bus_watchdog_ms``: the servos' own Bus Watchdog (register 98, 20 ms units, rounded
+      up; 0 = off): a servo that hears nothing from the driver for this long stops and holds
+      where it is, refusing goals until the driver clears it, so a dead driver (SIGKILL, a
+      crash, a pulled cable) does not leave the arm following its last goal. At least 4 bus
+      cycles, at most 2540 ms.
     * ``startup_timeout_s``: how long start-up pings servos that did not answer yet.
     * ``reboot_on_error``: servos in a hardware-error state (overload, overheating, voltage)
       are sent REBOOT at configure and on ``~/reset`` instead of failing start-up (or the
@@ -66,7 +73,8 @@ class DriverConfig(FromMapping):
     latency_timer_ms: float = 16.0
     reconnect_min_s: float = 0.05
     reconnect_max_s: float = 0.4
-    give_up_after_s: float = 0.0
+    give_up_after_s: float = 10.0
+    bus_watchdog_ms: float = 200.0
     diagnostics_period_s: float = 1.0
     startup_timeout_s: float = 2.0
     reboot_on_error: bool = False
@@ -94,6 +102,12 @@ class DriverConfig(FromMapping):
         if not (math.isfinite(self.give_up_after_s) and self.give_up_after_s >= 0):
             raise ConfigError(src, 'give_up_after_s', 'a time >= 0 s (0 = never give up)',
                               self.give_up_after_s)
+        if not (math.isfinite(self.bus_watchdog_ms) and (
+                self.bus_watchdog_ms == 0 or 4000.0 / self.rate_hz <= self.bus_watchdog_ms
+                <= 127 * BUS_WATCHDOG_UNIT_MS)):
+            raise ConfigError(src, 'bus_watchdog_ms', f'0 (off) or a time in ms from 4 bus '
+                              f'cycles ({4000.0 / self.rate_hz:g} ms) to '
+                              f'{127 * BUS_WATCHDOG_UNIT_MS:g} ms', self.bus_watchdog_ms)
         if self.health_every < 1:
             raise ConfigError(src, 'health_every', 'an integer >= 1', self.health_every)
         if not 0 <= self.return_delay_us <= 508:
@@ -101,6 +115,11 @@ class DriverConfig(FromMapping):
                               self.return_delay_us)
         if self.baud < 0:
             raise ConfigError(src, 'baud', '0 (from the robot spec) or a baud rate', self.baud)
+
+    @property
+    def bus_watchdog_units(self) -> int:
+        """Bus Watchdog register value: ``bus_watchdog_ms`` in 20 ms units, rounded up."""
+        return math.ceil(self.bus_watchdog_ms / BUS_WATCHDOG_UNIT_MS - 1e-9)
 
     @property
     def rt(self) -> RtSettings:

@@ -49,7 +49,11 @@ from simreal_ros.hardware.driver_config import DriverConfig
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import usb_latency_timer as latency_timer
 from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus
-from simreal_ros.hardware.dynamixel.driver_control import Cycle, DriverControl
+from simreal_ros.hardware.dynamixel.driver_control import (
+    Cycle,
+    DriverControl,
+    read_failure_level,
+)
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
@@ -89,6 +93,8 @@ class DynamixelDriver(Node):
         self.rt_state: ThreadRt | None = None
         self.rt_others: ThreadRt | None = None  # set by start_rt
         self._cycle_mark = (time.monotonic_ns(), 0)
+        self._reads_mark = (0, 0)  # (reads, read failures) at the last diagnostics
+        self.torque_left_on = ''  # why close() could not disable torque ('' = it could)
         state = self._start_bus()
         self.lock = threading.Lock()  # guards control's command side, intake, health, stats
         self.control = DriverControl(
@@ -104,7 +110,8 @@ class DynamixelDriver(Node):
         self.reset_done = threading.Event()
         self.reset_result = (False, '')
         self.stats: dict[str, Any] = {
-            'cycles': 0, 'published': 0, 'read_failures': 0, 'write_failures': 0,
+            'cycles': 0, 'published': 0, 'reads': 0, 'read_failures': 0, 'write_failures': 0,
+            'bus_watchdog_expired': 0,
             'consecutive_failures': 0, 'port_lost': 0, 'reconnects': 0, 'last_error': '',
             'fatal': ''}
         self.publish_stats = PeriodStats(int(self.dt * 1e9))
@@ -213,6 +220,7 @@ class DynamixelDriver(Node):
                 # REBOOT (or a servo's power loss) resets its RAM: gains, goal current and
                 # goal are gone, so configure afresh; torque comes on where the arm is
                 self.bus.configure()
+                self._arm_watchdog()
                 position = self.bus.read_state().position
                 with self.lock:
                     self.control.reconfigured(position)
@@ -232,10 +240,18 @@ class DynamixelDriver(Node):
         self._publish_diagnostics()
 
     # ---- the bus thread ----------------------------------------------------------------------
+    def _arm_watchdog(self, ids: list[int] | None = None) -> None:
+        """Arm the servos' Bus Watchdog (bus_watchdog_ms) where the cycle starts at once."""
+        self.bus.arm_watchdog(self.cfg.bus_watchdog_units, ids)
+
     def _run(self) -> None:
         self.rt_state = start_rt(self, self.cfg.rt, 'bus')
         rate = PreciseRate(int(self.dt * 1e9), 100_000)
         try:
+            try:  # armed here, not at configure: node set-up between the two may take long
+                self._arm_watchdog()
+            except PortLostError as exc:
+                self._port_lost(exc)  # the reconnect arms it
             while self.running:
                 rate.sleep()
                 self.heartbeat.beat()
@@ -269,6 +285,8 @@ class DynamixelDriver(Node):
         self.stats['fatal'] = what
         off = self._torque_off_best_effort()
         self.get_logger().debug(traceback.format_exc())
+        if not off:
+            self.torque_left_on = 'bus not answering'  # said here: close() says it no more
         self.get_logger().fatal(f'bus thread failed: {what}; ' + (
             'torque disabled' if off else 'torque could not be disabled (bus not answering)'))
         self.exit_code = 2
@@ -276,6 +294,7 @@ class DynamixelDriver(Node):
 
     def _cycle(self) -> None:
         st = self.stats
+        st['reads'] += 1
         try:
             state = self.bus.read_state()
         except PortLostError as exc:
@@ -308,6 +327,8 @@ class DynamixelDriver(Node):
                     self.torque_read = h.torque_enable
                 if changed and any(h.error_bits):
                     self._publish_diagnostics()
+                if ct.BUS_WATCHDOG_EXPIRED in h.bus_watchdog:
+                    self._watchdog_expired(h.bus_watchdog)
         except PortLostError as exc:
             self._port_lost(exc)
             return
@@ -316,6 +337,25 @@ class DynamixelDriver(Node):
                 st['write_failures'] += 1
                 st['last_error'] = str(exc)
         st['cycles'] += 1
+
+    def _watchdog_expired(self, watchdogs: tuple[int, ...]) -> None:
+        """Servos whose Bus Watchdog expired (the bus thread stalled): resume where they are.
+
+        They stopped and refuse goals; cleared, they take the present position as their goal
+        (never the goals written while they refused them) and are armed again.
+        """
+        ids = [sid for sid, w in zip(self.bus.ids, watchdogs, strict=True)
+               if w == ct.BUS_WATCHDOG_EXPIRED]
+        self.bus.arm_watchdog(0, ids)  # cleared: goal writes are accepted again
+        state = self.bus.hold_present()
+        self._arm_watchdog(ids)
+        with self.lock:
+            self.control.servos_stopped(state.position)
+            self.stats['bus_watchdog_expired'] += 1
+        self.get_logger().warning(
+            f'bus watchdog expired on servo IDs {ids} (no packet for more than '
+            f'{self.cfg.bus_watchdog_units * 20} ms: a stall of the driver?); they had stopped '
+            f'where they were; re-armed, tracking resumes from there')
 
     def _perform(self, cycle: Cycle, state: BusState) -> None:
         """Run one cycle's decision on the bus; each confirmed step is reported back."""
@@ -372,6 +412,7 @@ class DynamixelDriver(Node):
             self.bus.open()
             self.bus.check_servos(timeout_s=0.2)
             self.bus.configure(torque=not keep_off, reboot_on_error=self.cfg.reboot_on_error)
+            self._arm_watchdog()
             state = self.bus.read_state()
         except BusError as exc:
             self.bus.close()
@@ -420,6 +461,13 @@ class DynamixelDriver(Node):
             level, message = 'error', (f'torque off at {", ".join(off)} although enabled '
                                        f'(servo power lost or reset?): call ~/reset to '
                                        f'configure them again')
+        reads0, failures0 = self._reads_mark
+        self._reads_mark = (st['reads'], st['read_failures'])
+        reads_period = st['reads'] - reads0
+        failures_period = st['read_failures'] - failures0
+        failing = read_failure_level(reads_period, failures_period)
+        if failing is not None and (failing[0] == 'error' or level == 'ok'):
+            level, message = failing[0], f'{failing[1]}: {st["last_error"]}'
         if st['consecutive_failures'] >= FAILED_READS_ERROR:
             level, message = 'error', f'bus not answering: {st["last_error"]}'
         if not connected:
@@ -434,8 +482,10 @@ class DynamixelDriver(Node):
         cycle_hz = (st['cycles'] - c0) * 1e9 / max(1, now - t0)
         # torque_on: what the servos' Torque Enable registers said at the last health read
         # (or the last confirmed switch); torque_commanded: what the driver wants
-        torque_on: object = torque_commanded
-        if torque_read:
+        # while the port is gone nothing is known: the servos may have lost power, or still
+        # hold (their own Bus Watchdog stopped them where they were, torque on)
+        torque_on: object = torque_commanded if connected else 'unknown'
+        if torque_read and connected:
             off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
             torque_on = (not off if len(off) in (0, self.robot.n)
                          else f'partial (off: {", ".join(off)})')
@@ -447,6 +497,9 @@ class DynamixelDriver(Node):
             'read_failures': st['read_failures'], 'write_failures': st['write_failures'],
             'port_lost': st['port_lost'], 'reconnects': st['reconnects'],
             'last_error': st['last_error'], 'watchdog_trips': watchdog_trips,
+            'state_reads_period': reads_period, 'read_failures_period': failures_period,
+            'bus_watchdog_ms': self.cfg.bus_watchdog_units * 20,
+            'bus_watchdog_expired': st['bus_watchdog_expired'],
             **intake, 'commands_rejected_period': rejected_window,
             'reboot_on_error': self.cfg.reboot_on_error,
             # the adapter's latency timer (-1: the port has none, e.g. a pty) and what the bus
@@ -473,13 +526,26 @@ class DynamixelDriver(Node):
             pass
 
     def close(self) -> None:
-        """Stop the bus thread, disable torque, close the port."""
+        """Stop the bus thread, disable torque, close the port.
+
+        When torque could not be disabled (the port is gone or the servos do not answer) it
+        says so in one ``error:`` line and the node exits 3 (unless it already failed).
+        """
         self.running = False
         self.thread.join(timeout=2.0)
-        if self.bus.is_open:
-            ok = self._torque_off_best_effort()
-            msg = 'torque disabled' if ok else 'could not disable torque (bus not answering)'
-            print(f'[dynamixel_driver] {msg}', file=sys.stderr, flush=True)
+        if self.bus.is_open and self._torque_off_best_effort():
+            print('[dynamixel_driver] torque disabled', file=sys.stderr, flush=True)
+        elif not self.torque_left_on:
+            why = ('the bus is not answering' if self.bus.is_open
+                   else f'the port is lost ({self.stats["last_error"]})')
+            hold = (f'their Bus Watchdog stops them within {self.cfg.bus_watchdog_units * 20} '
+                    f'ms of the last packet, holding with torque on'
+                    if self.cfg.bus_watchdog_units else 'they keep their last goal')
+            self.torque_left_on = why
+            print(f'error: could not disable torque of the servos on {self.cfg.port}: {why}; '
+                  f'{hold}: switch off their power', file=sys.stderr, flush=True)
+            if not getattr(self, 'exit_code', 0):
+                self.exit_code = 3
         self.bus.close()
 
 

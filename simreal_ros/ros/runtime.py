@@ -138,7 +138,8 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     after the teardown) with its exit code: 0 on a requested shutdown or when the node
     finished its job (``node.finished`` set), 1 on a configuration error (one-line reason on
     stderr), 2 on any other failure; an exception it does not handle propagates instead.
-    Nodes may define ``close()`` for cleanup and ``exit_code``. ``executor_factory`` replaces
+    Nodes may define ``close()`` for cleanup and ``exit_code`` (a non-zero one that
+    ``close()`` sets is the exit code of a run that had none). ``executor_factory`` replaces
     the default SingleThreadedExecutor.
 
     Only the errors a shutdown itself causes count as a clean stop: rclpy's
@@ -205,6 +206,9 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
                 close = getattr(node, 'close', None)
                 if callable(close):
                     close()
+                    # a cleanup that failed (a driver that could not disable torque) says so
+                    # in its exit code, set by close() itself
+                    code = code or int(getattr(node, 'exit_code', 0))
                 # the node's own work is done: what follows is the middleware's, which can
                 # deadlock (see ros/teardown.py), so it is bounded
                 teardown.arm(code)

@@ -225,11 +225,13 @@ def test_real_dynamixel() -> None:
                                              'simreal_dynamixel_driver')
     assert n.module == 'simreal_ros.nodes.dynamixel_driver'
     assert n.parameters == {'robot': 'simreal_arm', 'port': '/dev/ttyUSB0', 'baud': 0,
-                            'rate_hz': 250.0, 'watchdog': 'hold', 'reboot_on_error': False}
+                            'rate_hz': 250.0, 'watchdog': 'hold', 'give_up_after_s': 10.0,
+                            'reboot_on_error': False}
     (n,) = plan({'backend': 'real', 'port': '/tmp/bus', 'baud': '4000000',
                  'driver_rate': '400', 'watchdog': 'torque_off', 'namespace': 'arm',
-                 'reboot_on_error': 'true'})
+                 'reboot_on_error': 'true', 'give_up_after': '0'})
     assert n.parameters['baud'] == 4000000 and n.parameters['rate_hz'] == 400.0
+    assert n.parameters['give_up_after_s'] == 0.0  # 0: never give up
     assert n.parameters['watchdog'] == 'torque_off' and n.parameters['reboot_on_error'] is True
     assert n.fqn == '/arm/dynamixel_driver'
 

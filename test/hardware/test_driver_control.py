@@ -7,7 +7,14 @@ import pytest
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.robot import RobotSpec, load_robot
-from simreal_ros.hardware.dynamixel.driver_control import Cycle, DriverControl, clamp_step
+from simreal_ros.errors import ConfigError
+from simreal_ros.hardware.driver_config import DriverConfig
+from simreal_ros.hardware.dynamixel.driver_control import (
+    Cycle,
+    DriverControl,
+    clamp_step,
+    read_failure_level,
+)
 
 DT = 0.004
 S = 1_000_000_000  # ns per s
@@ -245,3 +252,37 @@ def test_the_bus_is_dead_after_give_up_after_s_without_a_read(robot: RobotSpec) 
     assert not ctl.dead(14 * S) and ctl.dead(14 * S + 1)
     never = make(robot)  # give_up_after_s = 0: keep trying forever
     assert not never.dead(10**6 * S)
+
+
+def test_read_failures_warn_above_ten_percent_and_error_when_none_got_through() -> None:
+    assert read_failure_level(0, 0) is None  # no reads in the period: nothing to judge
+    assert read_failure_level(250, 0) is None
+    assert read_failure_level(250, 25) is None  # 10 %: still OK
+    level, message = read_failure_level(250, 80)  # 32 %, as with 5 % faults injected
+    assert level == 'warn'
+    assert message == '80 of 250 state reads failed (32 % > 10 %)'
+    assert read_failure_level(250, 250) == (
+        'error', 'bus not answering: all 250 state reads of the period failed')
+
+
+def test_servos_stopped_by_their_bus_watchdog_resume_from_where_they_stopped(robot) -> None:
+    ctl = make(robot)
+    command(robot, ctl, 0.4, 0)
+    run(ctl, robot.home, 1_000_000)  # one rate-limited step toward home + 0.4
+    stopped = robot.home + 0.001
+    ctl.servos_stopped(stopped)
+    cycle = run(ctl, stopped, 2_000_000)
+    # the next goal is one rate-limited step from where they stopped, not from the goal
+    # written while they refused goals
+    np.testing.assert_allclose(cycle.goal, clamp_step(stopped, robot.home + 0.4, ctl.max_step))
+
+
+def test_driver_defaults_give_up_and_arm_the_servos_bus_watchdog() -> None:
+    cfg = DriverConfig(port='/dev/ttyUSB0')
+    assert cfg.give_up_after_s == 10.0
+    assert cfg.bus_watchdog_ms == 200.0 and cfg.bus_watchdog_units == 10
+    assert DriverConfig(port='p', bus_watchdog_ms=30.0).bus_watchdog_units == 2  # rounded up
+    assert DriverConfig(port='p', bus_watchdog_ms=0.0).bus_watchdog_units == 0
+    for bad in (10.0, 2560.0, -20.0, float('nan')):  # < 4 cycles at 250 Hz (16 ms), > 2540
+        with pytest.raises(ConfigError, match='bus_watchdog_ms'):
+            DriverConfig(port='p', bus_watchdog_ms=bad)

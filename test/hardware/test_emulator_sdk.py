@@ -203,3 +203,64 @@ def test_unknown_reality_and_bad_arguments_fail_with_a_reason(tmp_path) -> None:
     bad.write_text('robot: simreal_arm\nimperfections: {backlash: 0.01}\n')
     with pytest.raises(EmulatorError, match='imperfections.backlash'):
         EmulatorProcess(link=tmp_path / 'z', reality=str(bad)).start()
+
+
+def test_bus_watchdog_expires_stops_the_servo_and_refuses_goals_until_cleared(tmp_path) -> None:
+    """Bus Watchdog (98): silent for longer than it, a moving servo stops and reads -1.
+
+    Servo 1 moves slowly toward a far goal; the SDK then talks only to servo 2. Servo 1 must
+    expire (255 = -1 as an unsigned byte), stand still short of its goal with torque on, refuse
+    goal writes with a Data Range Error, and accept them again once Bus Watchdog is written 0.
+    Servo 2, talked to all along, must not expire.
+    """
+    with EmulatorProcess(link=tmp_path / 'ttyDXL') as emu:
+        port = sdk.PortHandler(emu.port)
+        assert port.openPort() and port.setBaudRate(1_000_000)
+        ph = sdk.PacketHandler(2.0)
+        wd, goal, present = (A[k].address for k in ('bus_watchdog', 'goal_position',
+                                                    'present_position'))
+        ok(*ph.write4ByteTxRx(port, 1, A['profile_velocity'].address, 20))  # 0.48 rad/s
+        ok(*ph.write1ByteTxRx(port, 1, A['torque_enable'].address, 1))
+        ok(*ph.write1ByteTxRx(port, 2, A['torque_enable'].address, 1))
+        start, result, error = ph.read4ByteTxRx(port, 1, present)
+        ok(result, error)
+        far = start + 1400  # ~2.1 rad: more than 4 s at the profile velocity
+        ok(*ph.write4ByteTxRx(port, 1, goal, far))
+        ok(*ph.write1ByteTxRx(port, 1, wd, 5))  # 100 ms
+        ok(*ph.write1ByteTxRx(port, 2, wd, 5))
+        deadline = time.monotonic() + 10.0
+        while True:  # only servo 2 is talked to; servo 1 is looked at every 0.3 s
+            for _ in range(15):
+                ok(*ph.ping(port, 2)[1:])
+                time.sleep(0.02)
+            value, result, error = ph.read1ByteTxRx(port, 1, wd)
+            ok(result, error)
+            if value == 255 or time.monotonic() > deadline:
+                break
+        assert value == 255, 'servo 1 never expired'
+        value, result, error = ph.read1ByteTxRx(port, 2, wd)
+        ok(result, error)
+        assert value == 5  # heard all along
+        first, result, error = ph.read4ByteTxRx(port, 1, present)
+        ok(result, error)
+        for _ in range(15):  # 0.3 s later: still there
+            ok(*ph.ping(port, 2)[1:])
+            time.sleep(0.02)
+        later, result, error = ph.read4ByteTxRx(port, 1, present)
+        ok(result, error)
+        # still: the link settles onto the hold point by a few ticks (7 seen), where the
+        # profile at 0.48 rad/s would have moved it ~90 ticks in the 0.3 s
+        assert abs(later - first) <= 15, (first, later)
+        assert far - later > 500, 'servo 1 kept going toward its goal'
+        torque, result, error = ph.read1ByteTxRx(port, 1, A['torque_enable'].address)
+        ok(result, error)
+        assert torque == 1
+        result, error = ph.write4ByteTxRx(port, 1, goal, far)
+        assert result == sdk.COMM_SUCCESS and error == p.ERR_DATA_RANGE
+        ok(*ph.write1ByteTxRx(port, 1, wd, 0))  # cleared (and off)
+        ok(*ph.write4ByteTxRx(port, 1, goal, far))
+        deadline = time.monotonic() + 10.0
+        while ph.read4ByteTxRx(port, 1, present)[0] - later <= 50:
+            assert time.monotonic() < deadline, 'servo 1 did not move again after the clear'
+            time.sleep(0.05)
+        port.closePort()

@@ -60,6 +60,7 @@ TORQUE_ADDR = _A['torque_enable'].address
 HW_ERROR_ADDR = _A['hardware_error_status'].address
 HEALTH_LEN = HW_ERROR_ADDR + 1 - TORQUE_ADDR           # 64..70: torque enable .. hardware error
 TEMPERATURE_ADDR = _A['present_temperature'].address
+BUS_WATCHDOG_ADDR = _A['bus_watchdog'].address
 
 #: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
 PORT_FAILURES = (serial.SerialException, OSError, termios.error, TypeError, AttributeError)
@@ -89,6 +90,8 @@ class ServoHealth:
     error_bits: tuple[int, ...]
     temperature_c: tuple[int, ...]
     torque_enable: tuple[int, ...] = ()
+    #: Bus Watchdog as read (signed: -1 = expired, the servo stopped; 0 = off)
+    bus_watchdog: tuple[int, ...] = ()
 
 
 #: what to do about a servo hardware error (the servo shut its torque off and stays off)
@@ -419,12 +422,14 @@ class DynamixelBus:
         only when they differ (each write needs torque off, which would let the arm sag); the
         goal is set to the present position before torque on, so enabling never makes the arm
         jump. With ``torque`` false torque is written off instead (e.g. a reconnect while the
-        watchdog has switched torque off).
+        watchdog has switched torque off). Bus Watchdog is written 0 first: it clears an expired
+        one (which refuses goal writes) and leaves it off; :meth:`arm_watchdog` arms it.
         """
         self.clear_hardware_errors(reboot_on_error)
         rdt = int(round(self.return_delay_us / 2))
         for j, regs in zip(self.robot.joints, self.gains(), strict=True):
             sid = j.servo.servo_id
+            self.write_register(sid, 'bus_watchdog', 0)
             for reg_name, value in (('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
                                     ('return_delay_time', rdt)):
                 if self.read_register(sid, reg_name) != value:
@@ -435,6 +440,16 @@ class DynamixelBus:
             present = self.read_register(sid, 'present_position')
             self.write_register(sid, 'goal_position', present)
             self.write_register(sid, 'torque_enable', 1 if torque else 0)
+
+    def arm_watchdog(self, units: int, ids: list[int] | None = None) -> None:
+        """Write Bus Watchdog ``units`` (20 ms each, 0 = off) to ``ids`` (default: all).
+
+        An expired one (-1) is cleared with 0 first, as the e-Manual asks.
+        """
+        for sid in self.ids if ids is None else ids:
+            self.write_register(sid, 'bus_watchdog', 0)
+            if units:
+                self.write_register(sid, 'bus_watchdog', units)
 
     # ---- cycle -------------------------------------------------------------------------------
     def read_state(self) -> BusState:
@@ -564,7 +579,17 @@ class DynamixelBus:
         if any(len(gsr.data_dict[sid]) != 1 for sid in self.ids):
             raise BusError(f'sync read of temperatures: {self._count(STALE)} answer')
         temps = tuple(int(gsr.getData(sid, TEMPERATURE_ADDR, 1)) for sid in self.ids)
-        return ServoHealth(bits, temps, torque)
+        gsr = sdk.GroupSyncRead(port, self.ph, BUS_WATCHDOG_ADDR, 1)
+        for sid in self.ids:
+            gsr.addParam(sid)
+        result = self._guard(gsr.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(f'sync read of bus watchdogs: {self._count(result)}')
+        if any(len(gsr.data_dict[sid]) != 1 for sid in self.ids):
+            raise BusError(f'sync read of bus watchdogs: {self._count(STALE)} answer')
+        watchdogs = tuple(ct.to_signed(int(gsr.getData(sid, BUS_WATCHDOG_ADDR, 1)), 1)
+                          for sid in self.ids)
+        return ServoHealth(bits, temps, torque, watchdogs)
 
 
 __all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'describe_servo_errors',

@@ -79,7 +79,9 @@ ITEMS: tuple[Item, ...] = (
     Item('position_p_gain', 84, 2, True, 800, minimum=0, maximum=16383),
     Item('feedforward_2nd_gain', 88, 2, True, 0, minimum=0, maximum=16383),
     Item('feedforward_1st_gain', 90, 2, True, 0, minimum=0, maximum=16383),
-    Item('bus_watchdog', 98, 1, True, 0, minimum=0, maximum=127),
+    # Bus Watchdog: 20 ms units, 0 = off; the servo itself writes -1 when it expired (see
+    # BUS_WATCHDOG_EXPIRED), so it reads as a signed byte; the host may write 0..127 only
+    Item('bus_watchdog', 98, 1, True, 0, signed=True, minimum=0, maximum=127),
     Item('goal_pwm', 100, 2, True, 885, signed=True, minimum=-885, maximum=885),
     Item('goal_current', 102, 2, True, 1193, signed=True, minimum=-1193, maximum=1193),
     Item('goal_velocity', 104, 4, True, 0, signed=True, minimum=-200, maximum=200),
@@ -114,6 +116,12 @@ MODE_CURRENT_BASED_POSITION = 5
 
 BAUD_RATES = {0: 9600, 1: 57600, 2: 115200, 3: 1_000_000, 4: 2_000_000, 5: 3_000_000,
               6: 4_000_000, 7: 4_500_000}
+
+#: Bus Watchdog's unit (s) and the value the servo writes when it expired
+BUS_WATCHDOG_UNIT_S = 0.02
+BUS_WATCHDOG_EXPIRED = -1
+#: the goal items a servo refuses (Data Range Error) while its Bus Watchdog has expired
+GOAL_ITEMS = ('goal_pwm', 'goal_current', 'goal_velocity', 'goal_position')
 
 # hardware error status bits
 HW_INPUT_VOLTAGE = 0x01

@@ -20,6 +20,9 @@ States and transitions (``now`` is monotonic ns)::
         watchdog would switch it off now (stale commands): only a command sent after the
         reconnect enables it
     any --no state read for give_up_after_s (> 0)--> dead: the node stops (fatal)
+    any --a servo's own Bus Watchdog expired (the bus was silent)--> the servos stopped where
+        they were: the goal becomes the measured position (:meth:`servos_stopped`), so
+        clearing their watchdog never sends them on toward a goal they had not reached
     (torque_off confirmed) --servo reconfigured (REBOOT / power loss)--> torque on, tracking
 
 With ``goal_rate_limit`` every goal moves at most ``velocity limit * dt`` from the last goal
@@ -38,6 +41,27 @@ from simreal_ros.core.robot import RobotSpec
 
 FloatArray = npt.NDArray[np.float64]
 WATCHDOG_HOLD, WATCHDOG_TORQUE_OFF = 'hold', 'torque_off'
+#: failed state reads above this share of a diagnostics period's reads make the bus WARN: at
+#: 1 % CRC errors, timeouts and late answers each, 3-7 % of the reads fail (one bad answer
+#: fails the sync read of all servos); at 5 % each, 32 % fail
+READ_FAILURE_WARN = 0.10
+
+
+def read_failure_level(reads: int, failures: int) -> tuple[str, str] | None:
+    """Return the (level, message) the failed reads of one diagnostics period call for.
+
+    ``reads`` state reads were attempted in the period and ``failures`` of them failed:
+    ERROR when none got through, WARN when more than :data:`READ_FAILURE_WARN` of them
+    failed, else None (nothing to say).
+    """
+    if reads <= 0 or failures <= 0:
+        return None
+    if failures >= reads:
+        return 'error', f'bus not answering: all {reads} state reads of the period failed'
+    if failures > READ_FAILURE_WARN * reads:
+        return 'warn', (f'{failures} of {reads} state reads failed '
+                        f'({100.0 * failures / reads:.0f} % > {100 * READ_FAILURE_WARN:g} %)')
+    return None
 
 
 def clamp_step(previous: FloatArray, target: FloatArray, max_step: FloatArray) -> FloatArray:
@@ -175,6 +199,12 @@ class DriverControl:
             self.reset_active = False
             return [('info', 'reset: at home')]
         return []
+
+    def servos_stopped(self, position: FloatArray) -> None:
+        """Record that the servos' Bus Watchdog stopped them at the measured ``position``."""
+        self.goal = np.array(position, dtype=np.float64)
+        if self.hold_target is not None:
+            self.hold_target = self.goal.copy()
 
     # ---- ~/reset ------------------------------------------------------------------------------
     def reconfigured(self, position: FloatArray) -> None:

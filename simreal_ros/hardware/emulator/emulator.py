@@ -34,6 +34,14 @@ expect no answer are never answered; FACTORY RESET, CLEAR and the fast sync/bulk
 refused (Instruction Error to a single ID, silence on broadcast); REBOOT clears hardware errors
 and turns torque off. Status Return Level (register 68) is honoured.
 
+Bus Watchdog (register 98, 20 ms units, 0 = off): a servo with torque on that has heard no
+valid instruction packet for it (its ID or broadcast) for longer than that expires: Bus
+Watchdog reads -1, the servo stops and holds where its profile had got to (torque stays on,
+Goal Position keeps the last goal), and it refuses goal writes (Data Range Error) until Bus
+Watchdog is written 0 (:meth:`VirtualArm.expire_watchdog`). It is checked only when no bytes
+from the host are waiting, so an emulator starved of CPU never expires a servo that was in
+fact being talked to. Each expiry prints ``bus watchdog expired: servo IDs [...]``.
+
 The event loop is the emulator's timing-critical thread: ``--rt-priority`` / ``--cpu-affinity``
 put it under SCHED_FIFO (a real servo is hardware of its own that the host never preempts, so
 ``realtime:=true`` gives the emulator the highest priority of the graph, docs/realtime.md).
@@ -130,6 +138,8 @@ class BusEmulator:
         self._out: list[tuple[float, int, bytes]] = []
         self._seq = 0
         self._registered: dict[int, tuple[int, bytes]] = {}
+        #: monotonic time each servo (by index) last heard a valid instruction packet for it
+        self.heard = [time.monotonic()] * arm.n
         self.stats = {'packets': 0, 'rejected_crc': 0, 'rejected_length': 0,
                       'answers': 0, 'corrupted': 0, 'dropped': 0, 'late': 0}
 
@@ -200,6 +210,8 @@ class BusEmulator:
         broadcast = pid == p.BROADCAST_ID
         if inst == p.INST_STATUS:
             return []
+        for sid in self._ids(pid):
+            self.heard[arm.by_id[sid]] = now
         arm.update_present()
         out: list[tuple[int, bytes]] = []
 
@@ -370,6 +382,19 @@ class BusEmulator:
                        if self._servo_baud(self.arm.by_id[sid]) == host]
             self._schedule(item.wire_length, answers, now)
 
+    def check_watchdogs(self, now: float) -> list[int]:
+        """Expire the Bus Watchdog of servos silent for longer than it; return their IDs."""
+        expired = []
+        for i, reg in enumerate(self.arm.servos):
+            units = reg.get('bus_watchdog')
+            if units > 0 and self.arm.torque_on[i] and \
+                    now - self.heard[i] > units * ct.BUS_WATCHDOG_UNIT_S:
+                self.arm.expire_watchdog(i)
+                expired.append(reg.get('id'))
+        if expired:
+            self.echo(f'bus watchdog expired: servo IDs {expired}')
+        return expired
+
     # ---- the loop -------------------------------------------------------------------------------
     def stop(self, *_args: object) -> None:
         """Ask :meth:`serve` to return."""
@@ -423,10 +448,13 @@ class BusEmulator:
                 next_step = t0 + (arm.step_count - steps0 + 1) * dt
                 wake = min(next_step, self._out[0][0]) if self._out else next_step
                 timeout = max(0.0, wake - time.monotonic())
-                if self.master is None:
+                if self.master is None:  # unplugged: the servos hear nobody
+                    self.check_watchdogs(time.monotonic())
                     time.sleep(min(timeout, 0.001))
                     continue
                 readable, _, _ = select.select([self.master], [], [], timeout)
+                if not readable:  # nothing from the host is waiting: silence is real
+                    self.check_watchdogs(time.monotonic())
                 if readable:
                     try:
                         data = os.read(self.master, 4096)

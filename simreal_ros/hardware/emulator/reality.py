@@ -169,7 +169,7 @@ def ct_err(kind: str) -> int:
     """Protocol error number for an access problem."""
     from simreal_ros.hardware.dynamixel import protocol as p
     return {'access': p.ERR_ACCESS, 'length': p.ERR_DATA_LENGTH, 'limit': p.ERR_DATA_LIMIT,
-            'fail': p.ERR_RESULT_FAIL}[kind]
+            'fail': p.ERR_RESULT_FAIL, 'range': p.ERR_DATA_RANGE}[kind]
 
 
 class VirtualArm:
@@ -260,6 +260,9 @@ class VirtualArm:
             if it.name == 'torque_enable' and value == 1 and \
                     reg.get('hardware_error_status') & reg.get('shutdown'):
                 return ct_err('fail')  # shut down: only a reboot clears it
+            if it.name in ct.GOAL_ITEMS and \
+                    reg.get('bus_watchdog') == ct.BUS_WATCHDOG_EXPIRED:
+                return ct_err('range')  # stopped by the Bus Watchdog until it is written 0
             if it.name == 'goal_position':
                 mode = reg.get('operating_mode')
                 if mode in (ct.MODE_POSITION, ct.MODE_CURRENT_BASED_POSITION) and not (
@@ -286,6 +289,19 @@ class VirtualArm:
         reg.set('goal_position', self.q_to_ticks(i, q))
         self.goal[i] = q
         self.refresh_servo(i)
+
+    def expire_watchdog(self, i: int) -> None:
+        """Bus Watchdog expiry of servo ``i``: it stops where its profile is and holds there.
+
+        Bus Watchdog reads -1, the Goal Position register keeps the last goal written, goal
+        writes are refused (Data Range Error) until the host writes Bus Watchdog 0; torque
+        stays on: the servo holds the point its profile had reached (the pending delayed goals
+        are dropped), so it no longer follows its last goal.
+        """
+        self.servos[i].set('bus_watchdog', ct.BUS_WATCHDOG_EXPIRED)
+        self.goal[i] = self.desired[i]
+        self.desired_vel[i] = 0.0
+        self._pending = deque(e for e in self._pending if e[1] != i)
 
     # ---- physics ----------------------------------------------------------------------------
     def _measure(self, q: FloatArray, noise: bool) -> FloatArray:
