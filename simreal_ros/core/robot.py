@@ -22,6 +22,10 @@ from simreal_ros.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
 
+#: the servo families a spec's ``bus.family`` may name: Dynamixel Protocol 2.0 (ROBOTIS) and
+#: Feetech STS/SMS (the SO-100/SO-101's STS3215)
+SERVO_FAMILIES = ('dynamixel', 'feetech')
+
 
 @dataclass(frozen=True)
 class JointLimits:
@@ -146,6 +150,7 @@ class RobotSpec:
     imu: ImuSpec | None = None
     bus_protocol: int = 2
     bus_baud: int = 1_000_000
+    bus_family: str = 'dynamixel'
     cameras: tuple[CameraSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -275,9 +280,14 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
                       (xyz[0], xyz[1], xyz[2]))
         isec.reject_unknown()
     bus = top.section('bus', {})
-    protocol = bus.integer('protocol', 2)
-    if protocol != 2:
+    family = bus.string('family', 'dynamixel')
+    if family not in SERVO_FAMILIES:
+        raise ConfigError(src, 'bus.family', f'one of {", ".join(SERVO_FAMILIES)}', family)
+    protocol = bus.integer('protocol', 2 if family == 'dynamixel' else 0)
+    if family == 'dynamixel' and protocol != 2:
         raise ConfigError(src, 'bus.protocol', '2 (Dynamixel Protocol 2.0)', protocol)
+    if family == 'feetech' and protocol != 0:
+        raise ConfigError(src, 'bus.protocol', '0 (Feetech STS/SMS, little-endian)', protocol)
     baud = bus.integer('baud', 1_000_000, minimum=9600)
     bus.reject_unknown()
     cameras = _cameras(top, src, path.parent, urdf)
@@ -285,6 +295,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
                      base_frame=top.string('base_frame', 'base_link'),
                      tool_frame=top.string('tool_frame', 'tool0'), timestep_s=timestep,
                      joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud,
+                     bus_family=family,
                      cameras=cameras)
     top.reject_unknown()
     return spec

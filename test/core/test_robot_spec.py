@@ -406,6 +406,8 @@ WRONG_VALUES = [
     (('joints', 2, 'direction'), 0, 'joints[2].direction', '1 or -1'),
     (('joints', 2, 'direction'), -2, 'joints[2].direction', '1 or -1'),
     (('bus', 'protocol'), 1, 'bus.protocol', '2 (Dynamixel Protocol 2.0)'),
+    (('bus', 'family'), 'herkulex', 'bus.family', 'one of dynamixel, feetech'),
+    (('bus', 'family'), 3, 'bus.family', 'a non-empty string'),
     # imu position
     (('imu', 'position'), [0.0, 0.0], 'imu.position', 'a list of 3 numbers [x, y, z]'),
     (('imu', 'position'), [0.0, 0.0, 0.0, 1.0], 'imu.position', 'a list of 3 numbers'),
