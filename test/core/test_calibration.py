@@ -220,3 +220,16 @@ def test_a_calibration_file_of_another_robot_is_refused(tmp_path: Path,
     with pytest.raises(ConfigError, match=r"robot: expected so101_test \(the robot being "
                                           r"calibrated\), got 'koch'"):
         load_calibration(path, robot)
+
+
+def test_cli_bad_file_is_one_error_line(tmp_path: Path, robot: RobotSpec,
+                                        simreal_cli: Any) -> None:
+    src = _write(tmp_path, _bad(wrist_flex__homing_offset=2600))
+    r = simreal_cli('calibrate', '--from-lerobot', str(src), '--robot', str(robot.source),
+                    '--out', str(tmp_path / 'cal.yaml'))
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f'simreal calibrate: error: {src}: wrist_flex.homing_offset: expected an offset within '
+        f'+-2047 ticks (the largest the feetech Homing Offset register holds; recalibrate with '
+        f'the offsets reset to 0 first), got 2600']
+    assert not (tmp_path / 'cal.yaml').exists()
