@@ -112,7 +112,7 @@ class _Stack:
         self.launcher = Launcher(nodes, env, echo=self.lines.append)
         self.client = RosClient(int(env['ROS_DOMAIN_ID']), 'simreal_eval')
         self.states = self.client.collect(JointState, state_topic)
-        self.commands = self.client.collect(JointState, 'joint_commands', qos.COMMAND)
+        self.commands = self.client.collect(JointState, 'joint_commands')
         self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.goal_pub = self.client.publisher(JointState, 'goal')
         self.log = log

@@ -22,6 +22,15 @@ from rclpy.qos import QoSProfile
 
 from simreal_ros.ros import qos as contract_qos
 
+#: a collector's subscription: the contract's reliable, volatile STATE profile with depth 1000
+#: instead of 10. With depth 10 a collector whose spin thread is starved for one of this host's
+#: ~100 ms vCPU-steal bursts loses the oldest of a 100 Hz stream: a CI run missed the one
+#: joint_commands message that started a teleop blend (test_leader, the next one was already a
+#: 0.176 rad blend step further)
+COLLECT = QoSProfile(depth=1000, history=contract_qos.STATE.history,
+                     reliability=contract_qos.STATE.reliability,
+                     durability=contract_qos.STATE.durability)
+
 
 class RosClient:
     """An rclpy node on a private context, spun in a background thread."""
@@ -47,7 +56,10 @@ class RosClient:
 
     def collect(self, msg_type: type, topic: str, qos: QoSProfile | None = None,
                 callback: Callable[[Any], None] | None = None) -> list[tuple[int, Any]]:
-        """Subscribe; every message lands in the returned list as (receive monotonic ns, msg)."""
+        """Subscribe; every message lands in the returned list as (receive monotonic ns, msg).
+
+        The default QoS is the contract's reliable, volatile profile with a deep history
+        (``COLLECT``), so a collector starved for a while loses nothing."""
         out: list[tuple[int, Any]] = []
 
         def on_msg(msg: Any) -> None:
@@ -56,7 +68,7 @@ class RosClient:
             if callback is not None:
                 callback(msg)
 
-        self.node.create_subscription(msg_type, topic, on_msg, qos or contract_qos.STATE)
+        self.node.create_subscription(msg_type, topic, on_msg, qos or COLLECT)
         return out
 
     def publisher(self, msg_type: type, topic: str) -> Any:
