@@ -172,6 +172,13 @@ def resolved_urdf(path: Path) -> ElementTree.Element:
     return root
 
 
+def pybullet_mjcf_refusal(spec_file: Path | str, model: Path) -> str:
+    """The one line that says the pybullet engine does not run an MJCF model, and what to do."""
+    return (f'{spec_file}: model {Path(model).name} is MJCF, which the pybullet engine does not '
+            'load (its loadMJCF drops joint limits and inertias): use engine:=mujoco, or give '
+            'the robot a URDF model (docs/robots.md)')
+
+
 def model_links(path: Path, fmt: str) -> set[str]:
     """Link names of a URDF, body names of an MJCF (empty when the file does not parse)."""
     try:
