@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
-from simreal_ros.core.model_files import ModelFileError, resolved_urdf
+from simreal_ros.core.model_files import resolved_urdf
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
 from simreal_ros.sim.scene import Scene
@@ -139,8 +139,6 @@ def load_spec(robot: RobotSpec) -> mujoco.MjSpec:
             spec = mujoco.MjSpec.from_string(text)
         else:
             spec = mujoco.MjSpec.from_file(str(robot.urdf))
-    except ModelFileError as exc:
-        raise ModelError(f'{robot.urdf}: {exc}') from None
     except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError with its parser text
         raise ModelError(f'{robot.urdf}: MuJoCo could not load the {kind}: {exc}') from None
     if robot.model_format == 'mjcf':
