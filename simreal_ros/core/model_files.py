@@ -116,7 +116,7 @@ def _parse(path: Path) -> ElementTree.Element:
     try:
         return ElementTree.parse(path).getroot()
     except (OSError, ElementTree.ParseError) as exc:
-        raise ModelFileError(f'not a readable XML model ({exc})') from None
+        raise ModelFileError(str(exc)) from None  # the parser's text names line and column
 
 
 def urdf_meshes(root: ElementTree.Element, base: Path) -> list[tuple[ElementTree.Element,
