@@ -189,7 +189,11 @@ def _frame_problems(robot: RobotSpec, links: set[str]) -> list[Problem]:
 
 def _mesh_problems(robot: RobotSpec) -> list[Problem]:
     out = []
+    seen: set[tuple[str, str]] = set()
     for ref in model_meshes(robot.urdf, robot.model_format):
+        if (ref.owner, ref.uri) in seen:  # a link's visual and collision share a mesh
+            continue
+        seen.add((ref.owner, ref.uri))
         if ref.path is None:
             out.append(Problem(str(robot.urdf), f'mesh {ref.uri!r} of {ref.owner!r} is not '
                                f'found', ref.why))
