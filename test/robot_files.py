@@ -43,7 +43,7 @@ def urdf_text(mesh: str = 'package://my_arm_description/meshes/{link}.stl',
     links = []
     for link, length in (('l1', 0.12), ('l2', 0.10)):
         m = mesh.format(link=link)
-        links.append(f'''
+        links.append(f"""
   <link name="{link}">
     <inertial>
       <origin xyz="0 0 {length / 2}"/>
@@ -54,8 +54,8 @@ def urdf_text(mesh: str = 'package://my_arm_description/meshes/{link}.stl',
     </visual>
     <collision><origin xyz="0 0 {length / 2}"/><geometry><mesh filename="{m}"/></geometry>
     </collision>
-  </link>''')
-    return f'''<?xml version="1.0"?>
+  </link>""")
+    return f"""<?xml version="1.0"?>
 <robot name="my_arm">
   <link name="base_link">
     <inertial><mass value="1.0"/>
@@ -78,7 +78,7 @@ def urdf_text(mesh: str = 'package://my_arm_description/meshes/{link}.stl',
     <parent link="l2"/><child link="tool0"/><origin xyz="0 0 0.10"/>
   </joint>
 </robot>
-'''
+"""
 
 
 def write_description_package(root: Path, urdf: str | None = None) -> Path:
@@ -139,7 +139,7 @@ def mjcf_text(mesh_dir: str = '') -> str:
         assets = ''
         g1 = '<geom type="box" size="0.02 0.02 0.06" pos="0 0 0.06"/>'
         g2 = '<geom type="box" size="0.015 0.015 0.05" pos="0 0 0.05"/>'
-    return f'''<mujoco model="my_arm">
+    return f"""<mujoco model="my_arm">
   {assets}
   <worldbody>
     <body name="base_link">
@@ -158,4 +158,4 @@ def mjcf_text(mesh_dir: str = '') -> str:
     </body>
   </worldbody>
 </mujoco>
-'''
+"""

@@ -163,7 +163,7 @@ def model_meshes(path: Path, fmt: str) -> list[MeshRef]:
 
 
 def resolved_urdf(path: Path) -> ElementTree.Element:
-    """The URDF's tree with every mesh filename made absolute; ModelFileError on a missing one."""
+    """Return the URDF's tree, mesh filenames made absolute; ModelFileError if one is missing."""
     root = _parse(path)
     for mesh, ref in urdf_meshes(root, path.parent):
         if ref.path is None:
@@ -173,7 +173,7 @@ def resolved_urdf(path: Path) -> ElementTree.Element:
 
 
 def pybullet_mjcf_refusal(spec_file: Path | str, model: Path) -> str:
-    """The one line that says the pybullet engine does not run an MJCF model, and what to do."""
+    """Return the line that says the pybullet engine does not run an MJCF model, and what to do."""
     return (f'{spec_file}: model {Path(model).name} is MJCF, which the pybullet engine does not '
             'load (its loadMJCF drops joint limits and inertias): use engine:=mujoco, or give '
             'the robot a URDF model (docs/robots.md)')

@@ -25,8 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.model_files import (ModelFileError, model_format, model_links,
-                                          resolve_uri)
+from simreal_ros.core.model_files import ModelFileError, model_format, model_links, resolve_uri
 from simreal_ros.core.paths import resolve_data_file, resolve_named
 from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError

@@ -24,8 +24,12 @@ import math
 from pathlib import Path
 from xml.etree import ElementTree
 
-from simreal_ros.core.model_files import (MUJOCO_MESH_SUFFIXES, ModelFileError, model_meshes,
-                                          model_links)
+from simreal_ros.core.model_files import (
+    MUJOCO_MESH_SUFFIXES,
+    ModelFileError,
+    model_links,
+    model_meshes,
+)
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
 
@@ -47,7 +51,7 @@ class Problem:
 
     @classmethod
     def from_config_error(cls, exc: ConfigError) -> Problem:
-        """The problem a spec loader's ConfigError describes."""
+        """Return the problem a spec loader's ConfigError describes."""
         what = f'{exc.key} is {exc.got!r}' if exc.key else f'{exc.got!r}'
         return cls(exc.source, what, f'make it {exc.expected}')
 
@@ -70,7 +74,7 @@ def _float(value: str | None, default: float = 0.0) -> float:
 
 
 def urdf_joints(root: ElementTree.Element) -> dict[str, ModelJoint]:
-    """The joints of a URDF tree."""
+    """Return the joints of a URDF tree."""
     out = {}
     for j in root.iter('joint'):
         kind = j.get('type', '')
@@ -84,7 +88,7 @@ def urdf_joints(root: ElementTree.Element) -> dict[str, ModelJoint]:
 
 
 def mjcf_joints(root: ElementTree.Element) -> dict[str, ModelJoint]:
-    """The joints of an MJCF tree (ranges in degrees unless ``compiler angle="radian"``)."""
+    """Return the joints of an MJCF tree (ranges in degrees unless ``angle="radian"``)."""
     compiler = root.find('compiler')
     degrees = compiler is None or compiler.get('angle', 'degree') == 'degree'
     out = {}
@@ -102,7 +106,7 @@ def mjcf_joints(root: ElementTree.Element) -> dict[str, ModelJoint]:
 
 
 def _inertia_problems(owner: str, mass: float, moments: tuple[float, float, float]) -> list[str]:
-    """What is implausible about one body's mass and principal moments (empty: nothing)."""
+    """Return what is implausible about a body's mass and principal moments (or nothing)."""
     out = []
     if not mass > 0:
         out.append(f'mass {mass} kg of {owner!r} is not > 0')
@@ -169,7 +173,7 @@ def _joint_problems(robot: RobotSpec, joints: dict[str, ModelJoint]) -> list[Pro
             out.append(Problem(
                 src, f'limits of {js.name!r} [{js.limits.lower:g}, {js.limits.upper:g}] rad '
                 f'exceed the {kind} limits [{mj.lower:.6g}, {mj.upper:.6g}]',
-                f'narrow the spec\'s limits to within the {kind}\'s, or widen the {kind}\'s'))
+                f"narrow the spec's limits to within the {kind}'s, or widen the {kind}'s"))
     return out
 
 
@@ -233,7 +237,7 @@ def check_robot(name_or_path: str | Path) -> tuple[RobotSpec | None, list[Proble
 
 
 def summary(robot: RobotSpec) -> str:
-    """The line printed for a spec without problems."""
+    """Return the line printed for a spec without problems."""
     return (f'{robot.source}: robot {robot.name!r} is OK: {robot.n} joints '
             f'({", ".join(robot.joint_names)}), {robot.model_format.upper()} model '
             f'{robot.urdf}, {robot.bus_family} servo IDs '

@@ -139,5 +139,5 @@ def test_a_missing_model_is_one_line_in_a_real_process(arm, tmp_path):
                        capture_output=True, text=True, timeout=120)
     lines = problem_lines(r, 1)
     assert lines[0].startswith(f"{spec}: model is 'gone.urdf (")
-    assert lines[0].endswith(' does not exist)\' — make it a URDF or MJCF file '
+    assert lines[0].endswith(" does not exist)' — make it a URDF or MJCF file "
                              '(package://PKG/..., file://..., or a path)')

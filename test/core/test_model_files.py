@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 from robot_files import PACKAGE, spec_data, urdf_text, write_description_package, write_spec
 
-from simreal_ros.core.model_files import (ModelFileError, find_package, model_format,
-                                          resolve_uri, resolved_urdf)
+from simreal_ros.core.model_files import (
+    ModelFileError,
+    find_package,
+    model_format,
+    resolve_uri,
+    resolved_urdf,
+)
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 

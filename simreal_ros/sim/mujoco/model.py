@@ -150,7 +150,7 @@ def load_spec(robot: RobotSpec) -> mujoco.MjSpec:
 
 
 def _joint_range(spec: mujoco.MjSpec, j: mujoco.MjsJoint) -> tuple[float, float]:
-    """A hinge's range in rad (an MJCF's is in degrees unless ``compiler angle="radian"``)."""
+    """Return a hinge's range in rad (an MJCF's is in degrees unless ``angle="radian"``)."""
     lo, hi = float(j.range[0]), float(j.range[1])
     if j.limited == mujoco.mjtLimited.mjLIMITED_FALSE or (
             j.limited == mujoco.mjtLimited.mjLIMITED_AUTO and not lo < hi):
