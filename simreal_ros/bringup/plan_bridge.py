@@ -5,6 +5,8 @@ from __future__ import annotations
 from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.plan_camera import sim_renders_cameras
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
+from simreal_ros.core.model_files import pybullet_mjcf_refusal
+from simreal_ros.errors import PlanError
 from simreal_ros.sim.bridge_config import RENDERING_ENGINES
 
 
@@ -21,6 +23,8 @@ def bridge(a: LaunchArgs, name: str, namespace: str, overlay_arg: str,
     ``overlay_arg`` names the argument of its overlay (``overlay`` or ``overlay_b``).
     """
     engine = engine or a.engine
+    if engine == 'pybullet' and a.robot.model_format == 'mjcf':
+        raise PlanError(pybullet_mjcf_refusal(a.robot.source, a.robot.urdf))
     params = {
         'robot': a.text['robot'], 'engine': engine, 'scene': a.text['scene'],
         'overlay': a.text[overlay_arg],

@@ -6,6 +6,9 @@ namespace with unprefixed frames, so ``/robot_description`` and the frames the c
 (``<camera>_optical_frame``) are the same in every mode. Each further backend (``twin/``,
 ``sim_b/``) gets one in its own namespace with its frames prefixed by that namespace
 (``twin/base_link``), so both arms hang under the shared ``world`` frame of one tree.
+
+A robot whose model is MJCF gets none: ``/robot_description`` and TF are built from a URDF
+(docs/robots.md says so).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ def state_publishers(a: LaunchArgs, nodes: list[NodeSpec]) -> list[NodeSpec]:
     """Return a state publisher for each backend in ``nodes`` (the first one is primary)."""
     root = a.root
     out: list[NodeSpec] = []
+    if a.robot.model_format != 'urdf':
+        return out
     for spec in (n for n in nodes if n.kind in BACKEND_KINDS):
         rel = spec.namespace[len(root):].strip('/')
         if not out:

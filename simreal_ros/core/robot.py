@@ -3,6 +3,16 @@
 Loaded from ``config/robots/<name>.yaml`` into frozen, validated dataclasses. A bad file fails
 with the file, the dotted key and what is expected, e.g.
 ``simreal_arm.yaml: joints[2].limits.lower: expected a number, got 'abc'``.
+
+``model:`` names the robot's model, a URDF or an MJCF file (``urdf:`` is another spelling of
+the same key; giving both is an error): a ``package://`` or ``file://`` URI, an absolute path,
+a path relative to the spec file, or one relative to the package's share directory
+(simreal_ros/core/model_files.py resolves it and the meshes it names). ``RobotSpec.urdf`` holds
+the model file whatever its format, ``RobotSpec.model_format`` says which.
+
+``load_robot(path, problems)`` collects the problems of the joints (limits, home, servo IDs,
+...) into ``problems`` and goes on, so that ``simreal robot check`` reports all of them; without
+``problems`` the first one raises.
 """
 
 from __future__ import annotations
@@ -10,12 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 from pathlib import Path
-from typing import Any, Sequence
-from xml.etree import ElementTree
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from simreal_ros.core.model_files import ModelFileError, model_format, model_links, resolve_uri
 from simreal_ros.core.paths import resolve_data_file, resolve_named
 from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
@@ -153,6 +163,12 @@ class RobotSpec:
     bus_family: str = 'dynamixel'
     cameras: tuple[CameraSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    model_format: str = 'urdf'
+
+    @property
+    def model(self) -> Path:
+        """The model file (URDF or MJCF, see ``model_format``); the same as ``urdf``."""
+        return self.urdf
 
     @property
     def joint_names(self) -> list[str]:
@@ -205,15 +221,44 @@ class RobotSpec:
         return self.array('effort')
 
 
-def load_robot(name_or_path: str | Path) -> RobotSpec:
-    """Load and validate a robot spec given by shipped name (``simreal_arm``) or file path."""
+def _model(top: Section, src: str, base: Path) -> tuple[Path, str]:
+    """Resolve ``model:`` (or its spelling ``urdf:``) to the model file and its format."""
+    if top.has('model') and top.has('urdf'):
+        raise ConfigError(src, 'model', "one of 'model' and 'urdf' (two spellings of the "
+                          "robot's model file)", 'both')
+    key = 'urdf' if top.has('urdf') else 'model'
+    value = top.string(key)
+    expected = 'a URDF or MJCF file (package://PKG/..., file://..., or a path)'
+    try:
+        if value.startswith(('package://', 'file://')):
+            model = resolve_uri(value, base)
+        else:
+            model = resolve_data_file(value, base)
+            if not model.is_file():
+                raise ModelFileError(f'{model} does not exist')
+        return model, model_format(model)
+    except ModelFileError as exc:
+        raise ConfigError(src, key, expected, f'{value} ({exc})') from None
+
+
+def load_robot(name_or_path: str | Path,
+               problems: list[ConfigError] | None = None) -> RobotSpec:
+    """Load and validate a robot spec given by shipped name (``simreal_arm``) or file path.
+
+    With ``problems``, a bad joint is added to it and loading goes on (the joint is left out
+    where it cannot be built); without, the first problem raises ConfigError.
+    """
     path = resolve_named('robots', str(name_or_path))
     src = str(path)
     top = Section(load_yaml_mapping(path), src)
+
+    def report(exc: ConfigError) -> None:
+        if problems is None:
+            raise exc
+        problems.append(exc)
+
     name = top.string('robot')
-    urdf = resolve_data_file(top.string('urdf'), path.parent)
-    if not urdf.is_file():
-        raise ConfigError(src, 'urdf', 'a path to an existing URDF file', str(urdf))
+    urdf, fmt = _model(top, src, path.parent)
     physics = top.section('physics', {})
     timestep = physics.number('timestep_s', 0.001, positive=True, maximum=0.05)
     physics.reject_unknown()
@@ -233,41 +278,13 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     seen_names: set[str] = set()
     seen_ids: set[int] = set()
     for i, rj in enumerate(raw_joints):
-        js = Section(rj, src, f'joints[{i}]')
-        jname = js.unique_string('name', seen_names, 'a joint name')
-        lim = js.section('limits')
-        lower = lim.number('lower', minimum=-2 * math.pi, maximum=2 * math.pi)
-        upper = lim.number('upper', minimum=-2 * math.pi, maximum=2 * math.pi)
-        if not lower < upper:
-            raise ConfigError(src, lim.path('upper'), f'a number > lower ({lower})', upper)
-        limits = JointLimits(lower, upper, lim.number('velocity', positive=True),
-                             lim.number('effort', positive=True))
-        lim.reject_unknown()
-        home = js.number('home', 0.0)
-        if not lower <= home <= upper:
-            raise ConfigError(src, js.path('home'), f'a position within [{lower}, {upper}]',
-                              home)
-        gains = js.section('gains')
-        kp = gains.number('kp', positive=True)
-        kd = gains.number('kd', minimum=0.0)
-        gains.reject_unknown()
-        sid = js.integer('servo_id', minimum=0, maximum=252)
-        if sid in seen_ids:
-            raise ConfigError(src, js.path('servo_id'), 'a servo id not used before', sid)
-        seen_ids.add(sid)
-        direction = js.integer('direction', 1)
-        if direction not in (1, -1):
-            raise ConfigError(src, js.path('direction'), '1 or -1', direction)
-        ticks = js.integer('ticks_per_rev', d_ticks, minimum=2)
-        servo = ServoSpec(
-            servo_id=sid, model=js.string('model', d_model),
-            model_number=js.integer('model_number', d_model_number, minimum=0),
-            ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
-            direction=direction, offset_rad=js.number('offset_rad', 0.0),
-            torque_per_amp=js.number('torque_per_amp', d_kt, positive=True))
-        joints.append(JointSpec(jname, limits, home, kp, kd,
-                                js.number('armature', 0.0, minimum=0.0), servo))
-        js.reject_unknown()
+        try:
+            joint = _joint(Section(rj, src, f'joints[{i}]'), seen_names, seen_ids, report,
+                           (d_model, d_model_number, d_ticks, d_zero, d_kt))
+        except ConfigError as exc:
+            report(exc)
+            continue
+        joints.append(joint)
 
     imu = None
     if top.has('imu') and top.raw('imu') is not None:
@@ -290,8 +307,8 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         raise ConfigError(src, 'bus.protocol', '0 (Feetech STS/SMS, little-endian)', protocol)
     baud = bus.integer('baud', 1_000_000, minimum=9600)
     bus.reject_unknown()
-    cameras = _cameras(top, src, path.parent, urdf)
-    spec = RobotSpec(name=name, source=path, urdf=urdf,
+    cameras = _cameras(top, src, path.parent, urdf, fmt)
+    spec = RobotSpec(name=name, source=path, urdf=urdf, model_format=fmt,
                      base_frame=top.string('base_frame', 'base_link'),
                      tool_frame=top.string('tool_frame', 'tool0'), timestep_s=timestep,
                      joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud,
@@ -299,6 +316,50 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
                      cameras=cameras)
     top.reject_unknown()
     return spec
+
+
+def _joint(js: Section, seen_names: set[str], seen_ids: set[int],
+           report: Callable[[ConfigError], None],
+           defaults: tuple[str, int, int, int, float]) -> JointSpec:
+    """Read one entry of ``joints:``; ``report`` gets the problems that leave it usable."""
+    d_model, d_model_number, d_ticks, d_zero, d_kt = defaults
+    src = js.source
+    jname = js.unique_string('name', seen_names, 'a joint name')
+    lim = js.section('limits')
+    lower = lim.number('lower', minimum=-2 * math.pi, maximum=2 * math.pi)
+    upper = lim.number('upper', minimum=-2 * math.pi, maximum=2 * math.pi)
+    if not lower < upper:
+        raise ConfigError(src, lim.path('upper'), f'a number > lower ({lower})', upper)
+    limits = JointLimits(lower, upper, lim.number('velocity', positive=True),
+                         lim.number('effort', positive=True))
+    lim.reject_unknown()
+    home = js.number('home', 0.0)
+    if not lower <= home <= upper:
+        report(ConfigError(src, js.path('home'), f'a position within [{lower}, {upper}]',
+                           home))
+        home = min(max(home, lower), upper)
+    gains = js.section('gains')
+    kp = gains.number('kp', positive=True)
+    kd = gains.number('kd', minimum=0.0)
+    gains.reject_unknown()
+    sid = js.integer('servo_id', minimum=0, maximum=252)
+    if sid in seen_ids:
+        report(ConfigError(src, js.path('servo_id'), 'a servo id not used before', sid))
+    seen_ids.add(sid)
+    direction = js.integer('direction', 1)
+    if direction not in (1, -1):
+        raise ConfigError(src, js.path('direction'), '1 or -1', direction)
+    ticks = js.integer('ticks_per_rev', d_ticks, minimum=2)
+    servo = ServoSpec(
+        servo_id=sid, model=js.string('model', d_model),
+        model_number=js.integer('model_number', d_model_number, minimum=0),
+        ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
+        direction=direction, offset_rad=js.number('offset_rad', 0.0),
+        torque_per_amp=js.number('torque_per_amp', d_kt, positive=True))
+    joint = JointSpec(jname, limits, home, kp, kd, js.number('armature', 0.0, minimum=0.0),
+                      servo)
+    js.reject_unknown()
+    return joint
 
 
 def _triple(sec: Section, key: str, what: str) -> tuple[float, float, float]:
@@ -309,15 +370,8 @@ def _triple(sec: Section, key: str, what: str) -> tuple[float, float, float]:
     return x, y, z
 
 
-def _urdf_links(urdf: Path) -> set[str]:
-    try:
-        root = ElementTree.parse(urdf).getroot()
-    except ElementTree.ParseError:
-        return set()  # the model builder reports a broken URDF with its own message
-    return {str(link.get('name')) for link in root.iter('link')}
-
-
-def _cameras(top: Section, src: str, base: Path, urdf: Path) -> tuple[CameraSpec, ...]:
+def _cameras(top: Section, src: str, base: Path, urdf: Path,
+             fmt: str) -> tuple[CameraSpec, ...]:
     """Read the optional top-level ``cameras:`` list."""
     if not top.has('cameras') or top.raw('cameras') is None:
         return ()
@@ -367,7 +421,7 @@ def _cameras(top: Section, src: str, base: Path, urdf: Path) -> tuple[CameraSpec
             calibration = str(cal)
         parent = cs.string('parent')
         if parent != 'world':
-            links = _urdf_links(urdf) if links is None else links
+            links = model_links(urdf, fmt) if links is None else links
             if parent not in links:
                 raise ConfigError(src, cs.path('parent'), f"'world' or a link of {urdf.name} "
                                   f'({", ".join(sorted(links))})', parent)

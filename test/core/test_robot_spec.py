@@ -316,14 +316,16 @@ def test_missing_required_key(tmp_path: Path, keys: tuple[Any, ...]) -> None:
     data = _shipped()
     _delete(data, keys)
     key = keys[0] + ''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in keys[1:])
-    _fails(_write(tmp_path, data), key, 'this key to be present')
+    # without either spelling of the model file, the message names the key of the docs
+    _fails(_write(tmp_path, data), 'model' if key == 'urdf' else key, 'this key to be present')
 
 
 def test_missing_urdf_file(tmp_path: Path) -> None:
     data = _shipped()
     data['urdf'] = str(tmp_path / 'nope.urdf')
-    err = _fails(_write(tmp_path, data), 'urdf', 'a path to an existing URDF file')
-    assert err.got == str(tmp_path / 'nope.urdf')
+    err = _fails(_write(tmp_path, data), 'urdf', 'a URDF or MJCF file (package://PKG/..., '
+                 'file://..., or a path)')
+    assert err.got == f'{tmp_path / "nope.urdf"} ({tmp_path / "nope.urdf"} does not exist)'
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,14 @@ PyBullet (``DIRECT`` mode: no GUI, no server process) loads the URDF with its in
 * **defaults that are not MuJoCo's**: PyBullet damps every link's velocity by 0.04 and
   gives links 0.5 contact friction (MuJoCo: no damping, friction 1); both are set to
   MuJoCo's. A link without ``<inertial>`` (``tool0``) gets PyBullet's mass 1 kg: it is set
-  to 0 as MuJoCo has it.
+  to 0 as MuJoCo has it;
+* **model files**: the URDF's mesh filenames are resolved to absolute paths first (PyBullet
+  drops ``package://`` and looks beside the URDF only; simreal_ros/core/model_files.py). An
+  MJCF model is refused: PyBullet's ``loadMJCF`` was measured unusable for a robot spec on a
+  2-DoF arm (test/robot_files.py): it dropped both hinges' ranges (lower 1.0 > upper 0.0,
+  Bullet's "no limit"), left the base free (it fell 4.6 m in 1 s), replaced each body's
+  ``<inertial>`` by one computed from its geoms (4e-4 kg m² became 1.4e-3) and added a fixed
+  joint per geom.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import numpy.typing as npt
 import pybullet as pb
 
 from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
+from simreal_ros.core.model_files import ModelFileError, pybullet_mjcf_refusal, resolved_urdf
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
 from simreal_ros.sim.scene import Scene
@@ -77,9 +85,11 @@ def _urdf_with_rotors(robot: RobotSpec) -> Iterator[str]:
     of ``J``'s parent at ``J``'s origin and axis; its inertia is written by
     :meth:`World.write_params` and a gear constraint ties its speed to ``J``'s.
     """
+    if robot.model_format != 'urdf':
+        raise ModelError(pybullet_mjcf_refusal(robot.source, robot.urdf))
     try:
-        root = ElementTree.parse(robot.urdf).getroot()
-    except (OSError, ElementTree.ParseError) as exc:
+        root = resolved_urdf(robot.urdf)
+    except ModelFileError as exc:
         raise ModelError(f'{robot.urdf}: PyBullet could not load the URDF: {exc}') from None
     for name in robot.joint_names:
         joint = root.find(f"joint[@name='{name}']")

@@ -8,17 +8,25 @@ geoms but no actuators. Each spec joint gets two actuators here:
 
 and the joint's total actuator force is clamped to the spec's effort limit with
 ``actfrcrange``, which is how a current-limited servo saturates.
+
+The model file is the spec's URDF or MJCF. A URDF is loaded with its mesh filenames resolved to
+absolute paths first (``package://`` through ``SIMREAL_MODEL_PATH`` and the ament index, see
+simreal_ros/core/model_files.py): MuJoCo itself reads ``package://pkg/m.stl`` as the relative
+path ``package:/pkg/m.stl``. An MJCF is loaded as it is; actuators it declares on the spec's
+joints are replaced by the two above, so that every model is driven by the same servo law.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from xml.etree import ElementTree
 
 import mujoco
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
+from simreal_ros.core.model_files import resolved_urdf
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
 from simreal_ros.sim.scene import Scene
@@ -122,26 +130,54 @@ def _add_stage(spec: mujoco.MjSpec, scene: Scene | None) -> None:
     spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
 
 
+def load_spec(robot: RobotSpec) -> mujoco.MjSpec:
+    """Load the robot's model file (URDF with resolved meshes, or MJCF) as an ``MjSpec``."""
+    kind = robot.model_format.upper()
+    try:
+        if robot.model_format == 'urdf':
+            text = ElementTree.tostring(resolved_urdf(robot.urdf), encoding='unicode')
+            spec = mujoco.MjSpec.from_string(text)
+        else:
+            spec = mujoco.MjSpec.from_file(str(robot.urdf))
+    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError with its parser text
+        raise ModelError(f'{robot.urdf}: MuJoCo could not load the {kind}: {exc}') from None
+    if robot.model_format == 'mjcf':
+        spec_joints = set(robot.joint_names)
+        for act in list(spec.actuators):
+            if act.target in spec_joints:
+                spec.delete(act)
+    return spec
+
+
+def _joint_range(spec: mujoco.MjSpec, j: mujoco.MjsJoint) -> tuple[float, float]:
+    """Return a hinge's range in rad (an MJCF's is in degrees unless ``angle="radian"``)."""
+    lo, hi = float(j.range[0]), float(j.range[1])
+    if j.limited == mujoco.mjtLimited.mjLIMITED_FALSE or (
+            j.limited == mujoco.mjtLimited.mjLIMITED_AUTO and not lo < hi):
+        return -np.inf, np.inf
+    if spec.compiler.degree:
+        return float(np.radians(lo)), float(np.radians(hi))
+    return lo, hi
+
+
 def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
     """Compile the robot (and scene) and return it with its index maps."""
-    try:
-        spec = mujoco.MjSpec.from_file(str(robot.urdf))
-    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError with its parser text
-        raise ModelError(f'{robot.urdf}: MuJoCo could not load the URDF: {exc}') from None
+    spec = load_spec(robot)
     spec.option.timestep = robot.timestep_s
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     joint_names = {j.name for j in spec.joints}
     for js in robot.joints:
         if js.name not in joint_names:
             raise ModelError(f'{robot.source}: joint {js.name!r} is not in {robot.urdf} '
-                             f'(URDF joints: {sorted(joint_names)})')
+                             f'({robot.model_format.upper()} joints: {sorted(joint_names)})')
         j = spec.joint(js.name)
         if j.type != mujoco.mjtJoint.mjJNT_HINGE:
             raise ModelError(f'{robot.urdf}: joint {js.name!r} must be revolute')
-        lo, hi = float(j.range[0]), float(j.range[1])
+        lo, hi = _joint_range(spec, j)
         if js.limits.lower < lo - 1e-9 or js.limits.upper > hi + 1e-9:
             raise ModelError(f'{robot.source}: limits of {js.name!r} [{js.limits.lower}, '
-                             f'{js.limits.upper}] exceed the URDF limits [{lo}, {hi}]')
+                             f'{js.limits.upper}] exceed the {robot.model_format.upper()} '
+                             f'limits [{lo}, {hi}]')
         j.armature = js.armature
         j.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
         j.actfrcrange = [-js.limits.effort, js.limits.effort]
