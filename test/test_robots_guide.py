@@ -118,16 +118,13 @@ def test_steps_1_to_6_a_new_arm_checked_and_run_in_both_engines(my_robot, ros_cl
 
 
 @pytest.mark.e2e
-def test_step_7_the_new_arm_on_the_virtual_servo_bus(my_robot, ros_client, tmp_path):
+def test_step_7_the_new_arm_on_the_virtual_servo_bus(my_robot, ros_client, tmp_path,
+                                                     monkeypatch):
     work, env = my_robot
     emulate = guide_command(f'simreal emulate --robot my_arm.yaml --link {TTY}')
     link = tmp_path / 'ttyMYARM'
     launch = guide_command(f'simreal launch backend:=real robot:=my_arm.yaml port:={TTY}')
     assert emulate[1:3] == ['--robot', 'my_arm.yaml']  # what EmulatorProcess runs
-    cwd = os.getcwd()
-    os.chdir(work)  # the emulator reads the guide's relative robot:= path
-    try:
-        with EmulatorProcess(link=link, robot='my_arm.yaml', env=env) as emu:
-            run_launch([w.replace(TTY, str(emu.port)) for w in launch], work, env, ros_client)
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(work)  # the emulator reads the guide's relative robot:= path
+    with EmulatorProcess(link=link, robot='my_arm.yaml', env=env) as emu:
+        run_launch([w.replace(TTY, str(emu.port)) for w in launch], work, env, ros_client)
