@@ -165,7 +165,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--use-sim-time', action='store_true', help='bag timestamps from /clock')
     p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser('gap', help='gap metrics (JSON) and an HTML report of a bag')
+    p = sub.add_parser('gap', help='gap metrics (JSON) and an HTML report of a bag',
+                       description='Gap metrics (gap.json) and a self-contained report.html of '
+                       'a bag. The streams a metric pairs are judged first, as simreal check '
+                       'does: joint metrics over a dropped or stalled stream are refused with '
+                       'exit code 4 unless --allow-bad-data, which marks them invalid.')
     p.add_argument('bag', help='bag directory')
     p.add_argument('--out', required=True, help='report directory (created if needed)')
     p.add_argument('--primary', help='primary joint_states topic (default: sim_a/ or root)')
