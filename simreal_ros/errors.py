@@ -71,6 +71,19 @@ class BagCorruptError(BagError):
 EXIT_CORRUPT_INPUT = 3
 
 
+class BadDataError(BagError):
+    """A bag is readable, but the data a metric would pair is dropped or stalled.
+
+    ``simreal gap`` refuses its joint metrics over such streams (the message names the stream,
+    what was wrong, and ``--allow-bad-data``, which computes them marked invalid). The
+    ``simreal`` command exits with :data:`EXIT_BAD_DATA` for it.
+    """
+
+
+#: exit code of the ``simreal`` command when a bag's data is too bad for the metric asked for
+EXIT_BAD_DATA = 4
+
+
 class BusError(SimrealError):
     """The servo bus failed: port missing, servo missing or of the wrong model, no answer."""
 

@@ -87,6 +87,9 @@ ARGUMENTS: dict[str, Argument] = {
     'record': Argument('false', 'add the gap recorder (rosbag2 + live gap)', ('true', 'false')),
     'bag': Argument('', 'recorder: output bag directory ("" = ./bags/simreal_<date>_<time>)'),
     'record_topics': Argument('*', 'recorder: comma-separated topic names or patterns'),
+    'record_images': Argument('auto', 'recorder: camera image_raw and camera_info topics: auto = '
+                              'only those record_topics:= names other than by "*"; true = '
+                              'all; false = none', ('auto', 'true', 'false')),
     'bag_storage': Argument('mcap', 'recorder: storage of the bag', ('mcap', 'sqlite3')),
     'bag_compression': Argument('none', 'recorder: zstd compresses MCAP chunks / sqlite3 '
                                 'messages', ('none', 'zstd')),
@@ -249,6 +252,7 @@ class LaunchArgs:
     record: bool
     bag: str
     record_topics: tuple[str, ...]
+    record_images: str
     bag_storage: str
     bag_compression: str
     bag_split_duration_s: float
@@ -419,6 +423,7 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         policy=_policy(a['policy'], robot),
         policy_autostart=a['policy_autostart'] == 'true', record=a['record'] == 'true',
         bag=a['bag'], record_topics=_comma_list(a['record_topics']),
+        record_images=a['record_images'],
         bag_storage=a['bag_storage'], bag_compression=a['bag_compression'],
         bag_split_duration_s=at_least_zero('bag_split_duration', 'a number >= 0 (0 = never)'),
         bag_split_size_mb=at_least_zero('bag_split_size', 'a number >= 0 (0 = never)'),

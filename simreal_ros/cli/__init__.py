@@ -12,7 +12,13 @@ import os
 import sys
 from typing import Sequence
 
-from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError, SimrealError
+from simreal_ros.errors import (
+    EXIT_BAD_DATA,
+    EXIT_CORRUPT_INPUT,
+    BadDataError,
+    BagCorruptError,
+    SimrealError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return int(ns.func(ns))
+    except BadDataError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return EXIT_BAD_DATA
     except BagCorruptError as exc:
         print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
         return EXIT_CORRUPT_INPUT

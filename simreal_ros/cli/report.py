@@ -2,7 +2,8 @@
 
 ``record`` (the recorder node standalone), ``gap`` (JSON + HTML gap report), ``check``
 (data-quality verdict, exit 1 on failure) and ``bag repair`` / ``bag info``. A bag that is
-corrupt, truncated or was not closed cleanly is one ``error:`` line and exit 3.
+corrupt, truncated or was not closed cleanly is one ``error:`` line and exit 3; joint gap
+metrics over dropped or stalled streams are one ``error:`` line and exit 4.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ import json
 import sys
 from typing import Any
 
-from simreal_ros.errors import EXIT_CORRUPT_INPUT, BagCorruptError, ConfigError, SimrealError
+from simreal_ros.errors import (
+    EXIT_BAD_DATA,
+    EXIT_CORRUPT_INPUT,
+    BadDataError,
+    BagCorruptError,
+    ConfigError,
+    SimrealError,
+)
 
 
 def cmd_record(ns: argparse.Namespace) -> int:
@@ -56,19 +64,33 @@ def cmd_record(ns: argparse.Namespace) -> int:
 
 def cmd_gap(ns: argparse.Namespace) -> int:
     """Write the gap report of a bag."""
+    from simreal_ros.gap.host_stalls import STALL_LIMIT_NS
+    from simreal_ros.gap.validity import MAX_DROPPED_FRACTION
     from simreal_ros.report.gap_report import side_label, write_report
     m = write_report(ns.bag, ns.out, ns.primary, ns.secondary, ns.max_lag, ns.resync_topic,
-                     progress=not ns.quiet)
+                     progress=not ns.quiet, allow_bad_data=ns.allow_bad_data,
+                     max_dropped_fraction=(MAX_DROPPED_FRACTION if ns.threshold is None
+                                           else ns.threshold),
+                     stall_limit_ms=(STALL_LIMIT_NS / 1e6 if ns.stall_limit_ms is None
+                                     else ns.stall_limit_ms))
     if ns.json:
         print(json.dumps(m, allow_nan=False))
         return 0
     gap = m.get('gap')
     if gap:
         p = m['pairing']
+        mark = '' if gap['valid'] else '  INVALID (--allow-bad-data)'
         print(f'{side_label(p, "primary")} vs {side_label(p, "secondary")}: {gap["pairs"]} pairs, '
-              f'lag {gap["lag_ms"]} ms')
+              f'lag {gap["lag_ms"]} ms{mark}')
         for n, j in gap['per_joint'].items():
-            print(f'  {n:<16} rmse {j["rmse_rad"]:.5f} rad  max {j["max_abs_rad"]:.5f} rad')
+            print(f'  {n:<16} rmse {j["rmse_rad"]:.5f} rad  max {j["max_abs_rad"]:.5f} rad'
+                  + ('' if j['valid'] else '  INVALID'))
+        for c, g in m['cameras'].items():
+            if not g['valid']:
+                print(f'  camera {c}: INVALID: {g["invalid_reason"]}')
+        for t, v in m['data_quality']['streams'].items():
+            print(f'  data quality {t}: {v["status"]}'
+                  + (f': {"; ".join(v["problems"])}' if v['problems'] else ''))
     else:
         print('no primary/secondary pair found: stream statistics only')
     print(f'wrote {ns.out}/gap.json, {ns.out}/report.html ({len(m["images"])} plots)')
@@ -143,7 +165,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--use-sim-time', action='store_true', help='bag timestamps from /clock')
     p.set_defaults(func=cmd_record)
 
-    p = sub.add_parser('gap', help='gap metrics (JSON) and an HTML report of a bag')
+    p = sub.add_parser('gap', help='gap metrics (JSON) and an HTML report of a bag',
+                       description='Gap metrics (gap.json) and a self-contained report.html of '
+                       'a bag. The streams a metric pairs are judged first, as simreal check '
+                       'does: joint metrics over a dropped or stalled stream are refused with '
+                       'exit code 4 unless --allow-bad-data, which marks them invalid.')
     p.add_argument('bag', help='bag directory')
     p.add_argument('--out', required=True, help='report directory (created if needed)')
     p.add_argument('--primary', help='primary joint_states topic (default: sim_a/ or root)')
@@ -155,6 +181,17 @@ def add_commands(sub: Any) -> None:
                         'the error)')
     p.add_argument('--json', action='store_true', help='print the metrics as JSON')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
+    # defaults as text: the parser imports nothing heavy (validity reads bags); test_gap_data_
+    # quality checks that they are validity's
+    p.add_argument('--threshold', type=float, default=None, metavar='FRACTION',
+                   help='largest fraction of a paired stream that may be dropped (default '
+                        '0.01, as simreal check)')
+    p.add_argument('--stall-limit-ms', type=float, default=None, metavar='MS',
+                   help="longest stop of a paired stream's stamps beyond its median interval "
+                        '(default 40 ms)')
+    p.add_argument('--allow-bad-data', action='store_true',
+                   help='compute joint metrics over dropped or stalled streams anyway, marked '
+                        'invalid (default: refuse, exit code 4)')
     p.set_defaults(func=cmd_gap)
 
     p = sub.add_parser('check', help='data-quality verdict of a bag (exit 1 on failure)')
@@ -183,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         return int(ns.func(ns))
+    except BadDataError as exc:
+        print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
+        return EXIT_BAD_DATA
     except BagCorruptError as exc:
         print(f'simreal {ns.command}: error: {exc}', file=sys.stderr)
         return EXIT_CORRUPT_INPUT

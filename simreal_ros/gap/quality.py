@@ -46,6 +46,7 @@ from simreal_ros.errors import ConfigError, SimrealError
 
 if TYPE_CHECKING:  # an annotation only: validating thresholds (the launch planner) reads no bag
     from simreal_ros.gap.episode import Episode
+    from simreal_ros.gap.stream_stats import StreamSummary
 
 # topics with several publishers by contract; the stream checks do not apply to them
 MULTI_PUBLISHER_TOPICS = frozenset({'/diagnostics', '/rosout', '/tf', '/tf_static',
@@ -132,6 +133,18 @@ class Verdict:
         return '\n'.join(lines)
 
 
+def dropped_count(s: StreamSummary) -> tuple[int, int]:
+    """Return (missing, expected) messages of a stream at its rate (the ``dropped`` check).
+
+    Rate = 1 / median header-stamp period; expected = span x rate + 1; missing = expected -
+    unique stamps (never negative). ``(0, 0)`` for a stream without a finite period.
+    """
+    if not math.isfinite(s.median_period_ms) or s.median_period_ms <= 0:
+        return 0, 0
+    expected = int(round(s.span_s * 1e9 / (s.median_period_ms * 1e6))) + 1
+    return max(0, expected - (s.count - s.duplicates)), expected
+
+
 def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = None
                   ) -> Verdict:
     """Run every check on ``ep``; checks needing the robot spec are skipped without one."""
@@ -149,9 +162,7 @@ def check_episode(ep: Episode, robot: RobotSpec | None, th: Thresholds | None = 
             v.skipped.append(f'{topic}: only {s.count} messages')
             continue
         period_ns = s.median_period_ms * 1e6
-        unique = s.count - s.duplicates
-        expected = int(round(s.span_s * 1e9 / period_ns)) + 1
-        dropped = max(0, expected - unique)
+        dropped, expected = dropped_count(s)
         frac = dropped / expected if expected else 0.0
         v.findings.append(Finding(
             'dropped', topic, frac, th.max_dropped_fraction, frac <= th.max_dropped_fraction,

@@ -59,6 +59,8 @@ def format_gap(metrics: Mapping[str, Any], out_dir: Path) -> str:
              f'({gap.get("pairs", 0)} pairs, lag '
              f'{"unknown" if lag is None else f"{lag:.1f}"} ms):',
              f'    {"joint":<16}{"rmse [rad]":>12}{"max [rad]":>12}']
+    if gap.get('valid') is False:
+        lines.insert(2, f'  INVALID, computed over bad data: {gap.get("invalid_reason")}')
     for name, e in (gap.get('per_joint') or {}).items():
         lines.append(f'    {name:<16}{e["rmse_rad"] or 0:>12.4f}{e["max_abs_rad"] or 0:>12.4f}')
     for route, st in ((metrics.get('injector') or {}).get('routes') or {}).items():
@@ -97,8 +99,10 @@ def run_demo(nodes: Sequence[NodeSpec], env: Mapping[str, str], as_json: bool = 
         rec = next(n for n in nodes if n.kind == 'recorder')
         primary = str(rec.parameters.get('gap_primary', '')) or None
         secondary = str(rec.parameters.get('gap_secondary', '')) or None
+        # the demo shows its gap whatever the host did to the data: marked invalid, not refused
         metrics = write_report(str(out_dir / 'bag'), str(out_dir / 'report'),
-                               _abs(primary), _abs(secondary), progress=False)
+                               _abs(primary), _abs(secondary), progress=False,
+                               allow_bad_data=True)
         summary['gap'] = {'pairing': metrics.get('pairing'), **(metrics.get('gap') or {})}
         summary['bag'] = str(out_dir / 'bag')
         summary['report'] = str(out_dir / 'report' / 'report.html')

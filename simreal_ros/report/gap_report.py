@@ -6,6 +6,15 @@ of the pair PSNR, SSIM, mean intensity and colour-histogram intersection of the 
 by stamp, with a strip of paired frames, ``camera_<name>.png``); ``DIR/
 report.html`` embeds every plot as a base64 PNG (no other files needed); the PNGs are also
 written next to it.
+
+**Data quality.** Before it computes anything, the report judges the streams it pairs (both
+joint_states topics, and each camera's two image topics) with :mod:`simreal_ros.gap.validity`,
+the analysis of ``simreal check``: ``data_quality`` in gap.json holds each stream's verdict.
+Joint metrics over a dropped or stalled stream are refused
+(:class:`~simreal_ros.errors.BadDataError`, nothing written) unless ``allow_bad_data``; then
+``gap``, each ``gap.per_joint.<joint>`` and each ``cameras.<camera>`` carry ``valid`` and
+``invalid_reason``. Camera metrics are marked, never refused: a camera stream that drops frames
+under load is common, and the joint gap stays worth reading.
 """
 
 from __future__ import annotations
@@ -21,10 +30,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simreal_ros.errors import BagError, SimrealError
+from simreal_ros.errors import BadDataError, BagError, SimrealError
 from simreal_ros.gap.episode import Episode, default_pairing, load_episode
+from simreal_ros.gap.host_stalls import STALL_LIMIT_NS
 from simreal_ros.gap.image_metrics import CameraGap, camera_gap, camera_pairs
 from simreal_ros.gap.metrics import GapSummary, pair, summarize
+from simreal_ros.gap.validity import MAX_DROPPED_FRACTION, StreamVerdict, judge_streams, validity
 from simreal_ros.report.figures import pyplot, to_png
 
 
@@ -210,6 +221,11 @@ def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
     return f'<table><tr>{th}</tr>{body}</table>'
 
 
+def _valid_cell(m: dict[str, Any]) -> str:
+    valid = m.get('valid', True)
+    return 'yes' if valid else f'NO: {m.get("invalid_reason", "")}'
+
+
 def side_label(pairing: dict[str, Any], role: str) -> str:
     """``topic`` or ``topic (engine)`` when the bag names the engine of that side."""
     engine = pairing.get(f'{role}_engine', '')
@@ -227,11 +243,14 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
                      f'<p>{gap["pairs"]} paired samples; lag '
                      f'{gap["lag_ms"] if gap["lag_ms"] is None else round(gap["lag_ms"], 3)} '
                      f'ms (secondary behind primary); {gap["resyncs"]} re-syncs</p>')
+        if gap.get('valid') is False:
+            parts.append('<p class="invalid"><b>INVALID</b>: computed over bad data: '
+                         f'{html.escape(gap["invalid_reason"])}</p>')
         parts.append(_table([[n, m['rmse_rad'], m['max_abs_rad'], m['mean_rad'],
-                              m['velocity_rmse'], m['lag_ms']]
+                              m['velocity_rmse'], m['lag_ms'], _valid_cell(m)]
                              for n, m in gap['per_joint'].items()],
                             ['joint', 'RMSE [rad]', 'max |err| [rad]', 'mean [rad]',
-                             'vel RMSE [rad/s]', 'lag [ms]']))
+                             'vel RMSE [rad/s]', 'lag [ms]', 'valid']))
         if gap['k_step_rmse_rad']:
             ks = sorted(gap['k_step_rmse_rad'], key=int)
             joints = list(gap['per_joint'])
@@ -254,10 +273,22 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
         parts.append('<h2>Cameras (frames paired by stamp)</h2>' + _table(
             [[c, g['pairs'], g['psnr_db']['mean'], g['psnr_db']['min'], g['ssim']['mean'],
               g['ssim']['min'], g['mean_intensity_primary'], g['mean_intensity_secondary'],
-              ', '.join(f'{h:.3f}' for h in g['histogram_intersection_per_channel'] or [])]
+              ', '.join(f'{h:.3f}' for h in g['histogram_intersection_per_channel'] or []),
+              _valid_cell(g)]
              for c, g in cams.items()],
             ['camera', 'pairs', 'PSNR mean [dB]', 'PSNR min [dB]', 'SSIM mean', 'SSIM min',
-             'mean I primary', 'mean I secondary', 'histogram intersection R, G, B']))
+             'mean I primary', 'mean I secondary', 'histogram intersection R, G, B', 'valid']))
+    dq = metrics.get('data_quality')
+    if dq and dq['streams']:
+        parts.append('<h2>Data quality of the paired streams</h2>'
+                     f'<p>verdict: <b>{"valid" if dq["valid"] else "INVALID"}</b> (dropped limit '
+                     f'{100 * dq["max_dropped_fraction"]:g} %, stall limit '
+                     f'{dq["stall_limit_ms"]:g} ms)</p>' + _table(
+                         [[t, v['status'], v['messages'], v['expected'],
+                           100 * v['dropped_fraction'], v['stall_ms'], '; '.join(v['problems'])]
+                          for t, v in dq['streams'].items()],
+                         ['stream', 'verdict', 'messages', 'expected', 'dropped [%]',
+                          'stall [ms]', 'why']))
     parts.append('<h2>Topics</h2>' + _table(
         [[t, s['type'], s['count'], s['rate_hz'], s['gaps'], s['out_of_order'],
           s['duplicates'], s['skew_mean_ms']] for t, s in metrics['topics'].items()],
@@ -270,24 +301,69 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
     style = ('body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
              'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;'
              'padding:3px 8px;font-size:13px;text-align:right}th{background:#f3f3f3}'
-             'td:first-child{text-align:left}img{max-width:100%}')
+             'td:first-child{text-align:left}img{max-width:100%}'
+             '.invalid{color:#a00}')
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>simreal gap report'
             f'</title><style>{style}</style></head><body>{"".join(parts)}</body></html>\n')
 
 
+def _refusal(bag: str, primary: str, secondary: str, problems: Sequence[str]) -> str:
+    """Return the one line of a refused joint gap: what is wrong, what to run or pass."""
+    first = problems[0]
+    more = f' (and {len(problems) - 1} more problem(s))' if len(problems) > 1 else ''
+    return (f'{first}{more}: the joint gap {primary} vs {secondary} would be computed over '
+            f'missing data; record again with less load on the host (camera images are left '
+            f'out by default, record_images:=auto), see `simreal check {bag}`, raise the limit '
+            f'(--threshold FRACTION, --stall-limit-ms MS) or pass --allow-bad-data to compute '
+            f'it marked invalid')
+
+
 def write_report(bag: str, out_dir: str, primary: str | None = None,
                  secondary: str | None = None, max_lag_s: float = 0.2,
-                 resync_topic: str = '', progress: bool = True) -> dict[str, Any]:
-    """Analyse ``bag`` and write gap.json, report.html and the PNGs into ``out_dir``."""
+                 resync_topic: str = '', progress: bool = True, *,
+                 allow_bad_data: bool = False,
+                 max_dropped_fraction: float = MAX_DROPPED_FRACTION,
+                 stall_limit_ms: float = STALL_LIMIT_NS / 1e6) -> dict[str, Any]:
+    """Analyse ``bag`` and write gap.json, report.html and the PNGs into ``out_dir``.
+
+    Joint metrics over a paired stream with more than ``max_dropped_fraction`` missing, or whose
+    stamps stop for more than ``stall_limit_ms`` beyond their median interval, raise
+    BadDataError before anything is written, unless ``allow_bad_data`` (then they are marked
+    invalid; see the module doc).
+    """
     if (primary is None) != (secondary is None):
         raise SimrealError('give both --primary and --secondary, or neither')
     if not max_lag_s > 0:
         raise SimrealError(f'--max-lag must be > 0 s, got {max_lag_s}')
+    if not 0 <= max_dropped_fraction < 1:
+        raise SimrealError(f'--threshold is the largest dropped fraction of a paired stream, '
+                           f'in [0, 1); got {max_dropped_fraction}')
+    if not (math.isfinite(stall_limit_ms) and stall_limit_ms > 0):
+        raise SimrealError(f'--stall-limit-ms must be > 0 ms, got {stall_limit_ms}')
     ep = load_episode(bag, progress=ProgressBar('reading', enabled=progress))
     if primary is None:
         found = default_pairing(ep.info)
         primary, secondary = found if found else (None, None)
+    cams = camera_pairs(list(ep.images), primary, secondary) if primary and secondary else []
+    verdicts: dict[str, StreamVerdict] = {}
+    if primary and secondary and primary in ep.joints and secondary in ep.joints:
+        verdicts = judge_streams(ep, [primary, secondary] + [t for p in cams for t in p],
+                                 max_dropped_fraction, int(stall_limit_ms * 1e6))
+        problems = [p for t in (primary, secondary) if t in verdicts
+                    for p in verdicts[t].problems]
+        if problems and not allow_bad_data:
+            raise BadDataError(_refusal(bag, primary, secondary, problems))
     metrics = analyse(ep, primary, secondary, max_lag_s, resync_topic)
+    metrics['data_quality'] = {
+        'max_dropped_fraction': max_dropped_fraction, 'stall_limit_ms': stall_limit_ms,
+        'allow_bad_data': allow_bad_data,
+        'valid': all(v.ok for v in verdicts.values()),
+        'streams': {t: v.as_dict() for t, v in verdicts.items()}}
+    if metrics['gap'] is not None and primary and secondary:
+        valid, reason = validity(verdicts, [primary, secondary])
+        metrics['gap'].update({'valid': valid, 'invalid_reason': reason})
+        for per in metrics['gap']['per_joint'].values():
+            per.update({'valid': valid, 'invalid_reason': reason})
     out = Path(out_dir).expanduser()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -296,11 +372,13 @@ def write_report(bag: str, out_dir: str, primary: str | None = None,
     figs = _plots(ep, primary, secondary, metrics)
     metrics['cameras'] = {}
     if primary and secondary:
-        for pa, sb in camera_pairs(list(ep.images), primary, secondary):
+        for pa, sb in cams:
             gap = camera_gap(bag, pa, sb, (ep.images[pa].stamps, ep.images[sb].stamps),
                              int(max_lag_s * 1e9))
             camera = pa[len(primary.rpartition('/')[0]):].strip('/').rpartition('/')[0]
-            metrics['cameras'][camera or pa] = gap.as_dict()
+            valid, reason = validity(verdicts, [pa, sb])
+            metrics['cameras'][camera or pa] = {**gap.as_dict(), 'valid': valid,
+                                                'invalid_reason': reason}
             if gap.strip:
                 figs.append((f'camera_{(camera or "image").replace("/", "_")}.png',
                              f'Camera {camera}: {pa} (top) vs {sb} (bottom)', _strip(gap)))

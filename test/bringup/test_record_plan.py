@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.bringup.arguments import parse_launch_args
 from simreal_ros.bringup.planner import plan
@@ -100,3 +101,52 @@ def test_with_latency_the_gap_compares_the_undelayed_primary():
                             'bag': '/tmp/x'}) if n.kind == 'recorder'][0]
     assert rec.parameters['gap_primary'] == 'sim_a/backend/joint_states'
     assert rec.parameters['gap_secondary'] == 'sim_b/joint_states'
+
+
+CAMERA_TOPICS_SIM2SIM = ['/sim_a/camera/image_raw', '/sim_a/camera/camera_info',
+                         '/sim_a/backend/camera/image_raw', '/sim_a/backend/camera/camera_info',
+                         '/sim_b/camera/image_raw', '/sim_b/camera/camera_info']
+
+
+def test_record_images_auto_leaves_cameras_out_of_the_star_by_default():
+    p = _recorder(plan({'backend': 'sim2sim', 'record': 'true'})).parameters
+    assert p['topics'] == ['*']
+    assert p['exclude'] == ['/rosout', '/parameter_events'] + CAMERA_TOPICS_SIM2SIM
+    assert 'record_images=auto' in p['custom_data']
+    # a camera asked for by name or by a pattern other than the bare '*' is recorded
+    p = _recorder(plan({'backend': 'sim2sim', 'record': 'true',
+                        'record_topics': '*,sim_a/camera/image_raw,/sim_b/camera/*'})).parameters
+    assert p['exclude'] == ['/rosout', '/parameter_events', '/sim_a/camera/camera_info',
+                            '/sim_a/backend/camera/image_raw',
+                            '/sim_a/backend/camera/camera_info']
+    # every camera asked for: nothing but the recorder's own defaults to exclude
+    p = _recorder(plan({'backend': 'sim2sim', 'record': 'true',
+                        'record_topics': '/sim_a/*,/sim_b/*'})).parameters
+    assert 'exclude' not in p
+
+
+def test_record_images_true_false_and_namespaces():
+    p = _recorder(plan({'backend': 'sim2sim', 'record': 'true',
+                        'record_images': 'true'})).parameters
+    assert 'exclude' not in p and 'record_images=true' in p['custom_data']
+    p = _recorder(plan({'backend': 'twin', 'port': '/dev/ttyUSB0', 'record': 'true',
+                        'namespace': 'lab',
+                        'record_images': 'false', 'record_topics': '*,lab/*'})).parameters
+    assert p['exclude'] == ['/rosout', '/parameter_events', '/lab/camera/image_raw',
+                            '/lab/camera/camera_info', '/lab/backend/camera/image_raw',
+                            '/lab/backend/camera/camera_info', '/lab/twin/camera/image_raw',
+                            '/lab/twin/camera/camera_info']
+
+
+def test_bad_record_images_is_one_line(simreal_cli):
+    with pytest.raises(PlanError, match=r"^record_images:='yes' is not valid; choose one of "
+                                        r"\['auto', 'true', 'false'\]$"):
+        plan({'record': 'true', 'record_images': 'yes'})
+    with pytest.raises(PlanError, match=r'^record_topics:= names sim_a/camera/image_raw but '
+                                        r'record_images:=false leaves camera topics out'):
+        plan({'backend': 'sim2sim', 'record': 'true', 'record_images': 'false',
+              'record_topics': 'joint_commands,sim_a/camera/image_raw'})
+    r = simreal_cli('launch', 'backend:=sim2sim', 'record:=true', 'record_images:=maybe',
+                    '--dry-run')
+    assert cli_error_line(r) == ("simreal launch: error: record_images:='maybe' is not valid; "
+                                 "choose one of ['auto', 'true', 'false']")
