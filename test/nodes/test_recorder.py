@@ -289,8 +289,9 @@ def test_launch_sim2sim_records_the_live_perception_gap(ros_env, tmp_path):
     """Two MuJoCo bridges, the nominal and the worn arm: the recorder compares their cameras'
     frames while recording, and its /diagnostics (recorded too) carry the camera gap."""
     bag = tmp_path / 'run'
+    # 8 s, not 5: at a load average of 8 on 2 cores one run compared no camera pair in 5 s
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=sim2sim',
-                        'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=5',
+                        'record:=true', f'bag:={bag}', 'excite:=chirp', 'duration:=8',
                         'overlay_b:=worn_arm', 'record_topics:=/sim_a/*,/sim_b/*,/diagnostics'],
                        env=ros_env, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
