@@ -68,7 +68,7 @@ from simreal_ros.sim.scene import Scene
 FloatArray = npt.NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)          # MuJoCo's default
 CONTACT_FRICTION = 1.0               # MuJoCo's default geom friction (PyBullet's: 0.5)
-MIMIC_NOTE = ('mimic joints: position motors to the leader servo\'s set-point (the '
+MIMIC_NOTE = ("mimic joints: position motors to the leader servo's set-point (the "
               'followers neither lag the measured angle nor load the servo)')
 ARMATURE_NOTE = ('armature: a rotor link per joint geared 100:1 to it (PyBullet has no '
                  'rotor inertia; its gyroscopic coupling to the parent link, armature/100, '

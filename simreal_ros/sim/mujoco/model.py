@@ -221,7 +221,7 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
 
 def _mimics(model: mujoco.MjModel, robot: RobotSpec
             ) -> tuple[tuple[int, int, int, float, float], ...]:
-    """The joint equalities whose leader is a robot joint (the URDF's ``<mimic>``)."""
+    """Return the joint equalities whose leader is a robot joint (the URDF's ``<mimic>``)."""
     out = []
     for e in range(model.neq):
         if model.eq_type[e] != mujoco.mjtEq.mjEQ_JOINT or model.eq_obj2id[e] < 0:
