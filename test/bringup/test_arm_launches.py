@@ -104,11 +104,12 @@ def test_openmanipulator_sim_launch_moves_its_fingers_on_tf(ros_env, ros_client)
 
         def opened() -> bool:
             pub.publish(cmd)
-            y = finger_y()
-            return y is not None and abs(y - (0.021 + 0.015)) < 1e-3
+            return abs(states[-1][1].position[-1] - 1.0) < 0.02
 
-        ros_client.wait_for(opened, 30, 'the left finger 15 mm out on /tf')
-        assert states[-1][1].position[-1] == pytest.approx(1.0, abs=0.02)
+        ros_client.wait_for(opened, 30, 'the gripper at 1 rad in joint_states')
+        # the left finger 15 mm out on /tf, from the gripper angle alone (0.015 m/rad)
+        ros_client.wait_for(lambda: abs(finger_y() - (0.021 + 0.015)) < 5e-4, 10,
+                            'the left finger 15 mm out on /tf')
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
