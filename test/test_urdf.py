@@ -152,3 +152,51 @@ def test_chain_is_serial(urdf: yourdfpy.URDF) -> None:
     joints = _joints(urdf)
     for prev, nxt in zip(joints[:-1], joints[1:], strict=True):
         assert nxt.parent == prev.child, (prev.name, nxt.name)
+
+
+ARMS = ('so101', 'koch', 'openmanipulator_x')
+
+
+@pytest.mark.parametrize('arm', ARMS)
+def test_arm_urdf_is_valid_and_matches_its_spec(arm: str) -> None:
+    """The shipped arms, read by yourdfpy: joints, frames, limits and inertias as the spec says."""
+    spec = load_robot(arm)
+    u = yourdfpy.URDF.load(str(spec.urdf), build_scene_graph=False, load_meshes=False)
+    assert u.robot.name == arm
+    assert u.validate() and not u.errors
+    assert spec.urdf.resolve() == (REPO / 'urdf' / f'{arm}.urdf').resolve()
+    by_name = {j.name: j for j in _joints(u)}
+    mimics = {j.name: j.mimic for j in _joints(u) if j.mimic is not None}
+    # every moving joint is a spec joint or mimics one: nothing moves that no servo drives
+    assert set(u.actuated_joint_names) == set(spec.joint_names)
+    assert {m.joint for m in mimics.values()} <= set(spec.joint_names)
+    assert set(by_name) - set(u.actuated_joint_names) - set(mimics) == {'tool_joint'}
+    assert {spec.base_frame, spec.tool_frame} <= set(u.link_map)
+    assert spec.joint_names[-1] == 'gripper'
+    for js in spec.joints:
+        j = by_name[js.name]
+        assert j.type == 'revolute', js.name
+        assert np.linalg.norm(j.axis) == pytest.approx(1.0), js.name
+        assert j.limit.lower <= js.limits.lower < js.limits.upper <= j.limit.upper, js.name
+        assert 0 < js.limits.velocity <= j.limit.velocity, js.name
+        assert 0 < js.limits.effort <= j.limit.effort, js.name
+        inertial = u.link_map[j.child].inertial
+        eig = np.linalg.eigvalsh(np.asarray(inertial.inertia, dtype=float))
+        assert inertial.mass > 0 and np.all(eig > 0), js.name
+        a, b, c = np.sort(eig)
+        assert a + b >= c * (1 - 1e-9), js.name
+    for name, m in mimics.items():
+        # a follower's range holds every position its leader's spec limits give it
+        lead = spec.joints[spec.index(m.joint)].limits
+        ends = sorted(m.multiplier * x + m.offset for x in (lead.lower, lead.upper))
+        lim = by_name[name].limit
+        assert lim.lower <= ends[0] and ends[1] <= lim.upper, name
+
+
+def test_openmanipulator_fingers_mimic_the_gripper() -> None:
+    u = yourdfpy.URDF.load(str(REPO / 'urdf' / 'openmanipulator_x.urdf'),
+                           build_scene_graph=False, load_meshes=False)
+    mimics = {j.name: (j.type, j.mimic.joint, j.mimic.multiplier, j.mimic.offset)
+              for j in _joints(u) if j.mimic is not None}
+    assert mimics == {'gripper_left_joint': ('prismatic', 'gripper', 0.015, 0.0),
+                      'gripper_right_joint': ('prismatic', 'gripper', 0.015, 0.0)}

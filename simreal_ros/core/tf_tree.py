@@ -9,7 +9,11 @@ What ``robot_state_publisher`` computes, for the state publisher node:
   link (identity, where MuJoCo's URDF import puts the base), every fixed joint, and each
   camera's ``<parent>`` -> ``<name>_optical_frame``;
 * :meth:`TfTree.moving` gives parent -> child of every revolute, continuous and prismatic joint
-  at the given positions: ``origin * rot(axis, q)`` or ``origin * trans(axis * q)``.
+  at the given positions: ``origin * rot(axis, q)`` or ``origin * trans(axis * q)``;
+* a joint with ``<mimic joint="J" multiplier="m" offset="c"/>`` (a gripper's fingers, which no
+  servo measures) moves with ``J``: its position is ``m * q_J + c`` whenever ``q_J`` is given,
+  as ``robot_state_publisher`` does. A mimic of an unknown or non-moving joint, or a cycle of
+  mimics, is one :class:`~simreal_ros.errors.ConfigError`.
 
 Rotations are unit quaternions ``(w, x, y, z)`` from ``transforms3d``; URDF ``rpy`` is roll
 about x, pitch about y, yaw about z, all about the fixed axes (transforms3d's ``'sxyz'``).
@@ -62,6 +66,39 @@ class UrdfJoint:
     xyz: tuple[float, float, float]
     rpy: tuple[float, float, float]
     axis: tuple[float, float, float]
+    #: ``(leader joint, multiplier, offset)`` of a ``<mimic>`` joint, else None
+    mimic: tuple[str, float, float] | None = None
+
+
+def _mimic(el: ET.Element | None, src: str, key: str) -> tuple[str, float, float] | None:
+    if el is None:
+        return None
+    leader = el.get('joint', '')
+    try:
+        mult, offset = float(el.get('multiplier', '1')), float(el.get('offset', '0'))
+    except ValueError:
+        mult = offset = float('nan')
+    if not leader or not np.isfinite(mult) or not np.isfinite(offset):
+        raise ConfigError(src, f'{key} mimic', '<mimic joint="NAME" multiplier="number" '
+                          'offset="number">', ET.tostring(el, encoding='unicode').strip())
+    return leader, mult, offset
+
+
+def _check_mimics(joints: list[UrdfJoint], src: str) -> None:
+    by_name = {j.name: j for j in joints}
+    for j in joints:
+        seen = [j.name]
+        m = j.mimic
+        while m is not None:
+            leader = by_name.get(m[0])
+            if leader is None or leader.type not in MOVING_TYPES:
+                raise ConfigError(src, f'joint {seen[-1]!r} mimic', 'the name of a moving joint '
+                                  'of the URDF', m[0])
+            if leader.name in seen:
+                raise ConfigError(src, f'joint {j.name!r} mimic', 'a chain of mimics that ends '
+                                  'at a joint of its own', ' -> '.join(seen + [leader.name]))
+            seen.append(leader.name)
+            m = leader.mimic
 
 
 def _triple(text: str | None, default: str, source: str, key: str) -> tuple[float, float, float]:
@@ -109,7 +146,10 @@ def parse_urdf(text: str, source: str | Path = 'robot_description') -> tuple[Urd
                      f'{key} axis')
         if kind in MOVING_TYPES and not np.linalg.norm(ax) > 0:
             raise ConfigError(src, f'{key} axis', 'a non-zero vector', ax)
-        joints.append(UrdfJoint(name, kind, str(parent.get('link')), child_link, xyz, rpy, ax))
+        mimic = _mimic(j.find('mimic'), src, key) if kind in MOVING_TYPES else None
+        joints.append(UrdfJoint(name, kind, str(parent.get('link')), child_link, xyz, rpy, ax,
+                                mimic))
+    _check_mimics(joints, src)
     return tuple(joints)
 
 
@@ -129,6 +169,8 @@ class TfTree:
         self.prefix = frame_prefix
         self.joints = joints
         self.moving_joints = {j.name: j for j in joints if j.type in MOVING_TYPES}
+        self.mimics = {j.name: j.mimic for j in joints
+                       if j.type in MOVING_TYPES and j.mimic is not None}
         links = {j.parent for j in joints} | {j.child for j in joints} | {base_frame}
         static = [_transform(WORLD, self.frame(base_frame), (0, 0, 0), (1, 0, 0, 0))]
         for j in joints:
@@ -152,10 +194,26 @@ class TfTree:
         """Return world -> base, the fixed joints and the camera mounts."""
         return self._static
 
+    def with_mimics(self, positions: Mapping[str, float]) -> dict[str, float]:
+        """``positions`` plus each mimic joint whose leader's position is known."""
+        out = dict(positions)
+        todo = {n: m for n, m in self.mimics.items() if n not in out}
+        while todo:  # chains resolve leader first; parse_urdf refused cycles
+            ready = {n: m for n, m in todo.items() if m[0] in out}
+            if not ready:
+                break
+            for name, (leader, mult, offset) in ready.items():
+                out[name] = mult * float(out[leader]) + offset
+                del todo[name]
+        return out
+
     def moving(self, positions: Mapping[str, float]) -> list[Transform]:
-        """Parent -> child of each moving joint named in ``positions`` (rad or m)."""
+        """Parent -> child of each moving joint named in ``positions`` (rad or m).
+
+        Mimic joints follow their leader (:meth:`with_mimics`) unless given themselves.
+        """
         out = []
-        for name, q in positions.items():
+        for name, q in self.with_mimics(positions).items():
             j = self.moving_joints.get(name)
             if j is None:
                 continue

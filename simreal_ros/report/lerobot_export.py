@@ -22,7 +22,10 @@ Frames are taken on a grid of ``fps`` from the later of the first follower state
 command to the earlier of the last ones; each frame holds the latest sample at or before its
 time (what a policy running at ``fps`` would have seen and sent): ``observation.state`` the
 follower's ``joint_states`` positions, ``action`` the ``joint_commands`` positions (the mapped
-leader), both float32 in robot joint order, and for each camera topic the latest image.
+leader), both float32 in robot joint order and named as LeRobot names motor positions
+(``<joint>.pos``: the SO-101's ``shoulder_pan.pos`` ... ``gripper.pos``; the gripper is a joint
+like any other), and for each camera topic the latest image. Values are in the stack's units
+(rad), not LeRobot's degrees or 0-100 gripper range.
 
 Only accepted episodes are exported unless ``include_rejected``: an episode directory of
 ``simreal_episodes`` carries its verdict in ``episode.yaml``; a plain bag is checked here with
@@ -304,7 +307,9 @@ def export_lerobot(sources: Sequence[Source], out: Path, robot: RobotSpec, fps: 
             say(f'video {key}: {len(frames)} frames')
             write_video(tmp / VIDEO_PATH.format(video_key=key, chunk_index=0, file_index=0),
                         frames, fps)
-        names = {'names': list(robot.joint_names)}
+        # LeRobot's motor feature names (``shoulder_pan.pos``, ..., ``gripper.pos``); the
+        # values stay this stack's units (rad, or m for a prismatic joint), not degrees
+        names = {'names': [f'{name}.pos' for name in robot.joint_names]}
         features: dict[str, Any] = {
             'observation.state': {'dtype': 'float32', 'shape': [n], **names},
             'action': {'dtype': 'float32', 'shape': [n], **names}}

@@ -125,3 +125,53 @@ def test_urdf_rpy_convention_matches_mujocos_urdf_import(tmp_path):
         assert poses[name][:3, 3] == pytest.approx(data.xpos[b], abs=1e-9), name
         assert np.allclose(poses[name][:3, :3], quaternions.quat2mat(data.xquat[b]),
                            atol=1e-9), name
+
+
+@pytest.mark.parametrize('arm', ['so101', 'koch', 'openmanipulator_x'])
+def test_every_arm_link_pose_matches_mujoco_mimic_fingers_included(arm):
+    """The shipped arms; the OpenManipulator-X's fingers come from the gripper's angle alone."""
+    robot = load_robot(arm)
+    q = np.random.default_rng(7).uniform(robot.lower, robot.upper)
+    t = TfTree(parse_urdf(robot.urdf.read_text(), robot.urdf), robot.base_frame)
+    poses = compose(list(t.static()) + t.moving(dict(zip(robot.joint_names, q, strict=True))))
+    built = build_model(robot)
+    data = mujoco.MjData(built.model)
+    data.qpos[built.qpos_adr] = q
+    built.follow(data.qpos)
+    mujoco.mj_kinematics(built.model, data)
+    links = [built.model.body(b).name for b in range(1, built.model.nbody)]
+    assert ('gripper_left_link' in links) == (arm == 'openmanipulator_x')
+    for b, name in enumerate(links, start=1):
+        assert name in poses, name
+        np.testing.assert_allclose(poses[name][:3, 3], data.xpos[b], atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(poses[name][:3, :3], data.xmat[b].reshape(3, 3), atol=1e-9,
+                                   err_msg=name)
+
+
+def test_mimic_joint_follows_its_leader_unless_given():
+    robot = load_robot('openmanipulator_x')
+    t = TfTree(parse_urdf(robot.urdf.read_text(), robot.urdf), robot.base_frame)
+    assert t.with_mimics({'gripper': 0.8}) == {
+        'gripper': 0.8, 'gripper_left_joint': pytest.approx(0.012),
+        'gripper_right_joint': pytest.approx(0.012)}
+    assert t.with_mimics({'gripper_left_joint': 0.001, 'gripper': 0.8})[
+        'gripper_left_joint'] == 0.001
+    assert t.with_mimics({'joint1': 0.1}) == {'joint1': 0.1}  # no leader, no follower
+
+
+MIMIC_BASE = ('<robot name="m"><link name="a"/><link name="b"/><link name="c"/>'
+              '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>{m1}</joint>'
+              '<joint name="j2" type="prismatic"><parent link="b"/><child link="c"/>{m2}'
+              '</joint></robot>')
+
+
+@pytest.mark.parametrize('m1, m2, match', [
+    ('', '<mimic joint="nope"/>', r"joint 'j2' mimic: expected the name of a moving joint.*"
+                                  r"got 'nope'"),
+    ('', '<mimic joint="j1" multiplier="x"/>', r"joint 'j2' mimic: expected <mimic joint="),
+    ('<mimic joint="j2"/>', '<mimic joint="j1"/>', r'a chain of mimics that ends at a joint '
+                                                   r'of its own, got .*j1 -> j2 -> j1'),
+])
+def test_bad_mimic_is_one_config_error(m1, m2, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_urdf(MIMIC_BASE.format(m1=m1, m2=m2), 'm.urdf')

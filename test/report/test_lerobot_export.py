@@ -77,8 +77,10 @@ def test_export_writes_the_v3_layout_of_accepted_episodes_only(tmp_path) -> None
     assert (info['codebase_version'], info['fps'], info['total_episodes'],
             info['total_frames'], info['total_tasks']) == ('v3.0', 20, 2, sum(lengths), 2)
     assert info['data_path'] == 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
+    names = [f'{n}.pos' for n in NAMES]  # LeRobot's motor feature names
     assert info['features']['observation.state'] == {'dtype': 'float32', 'shape': [6],
-                                                     'names': NAMES}
+                                                     'names': names}
+    assert info['features']['action']['names'] == names
     assert info['features']['observation.images.camera']['shape'] == [48, 64, 3]
     data = pq.read_table(out / 'data/chunk-000/file-000.parquet').to_pandas()
     assert list(data.columns) == ['observation.state', 'action', 'timestamp', 'frame_index',
@@ -144,3 +146,35 @@ def test_export_all_includes_rejected_episodes(tmp_path, fps) -> None:
     assert r.returncode == 0, r.stderr
     info = json.loads((tmp_path / 'd/meta/info.json').read_text())
     assert (info['total_episodes'], info['total_frames'], info['video_path']) == (1, 10, None)
+
+
+def test_so101_export_names_its_features_as_lerobot_does_gripper_included(tmp_path) -> None:
+    """LeRobot's SO-101 datasets name their features shoulder_pan.pos ... gripper.pos."""
+    from simreal_ros.core.robot import load_robot
+    so101 = load_robot('so101')
+    ep = tmp_path / 'episodes' / 'episode_0000'
+    ep.mkdir(parents=True)
+    t = np.arange(200) / 100.0
+    q = so101.home + 0.2 * np.sin(2 * np.pi * 0.5 * t)[:, None]
+    with BagWriter(ep / 'bag') as w:
+        hs = w.add_topic('/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
+        hc = w.add_topic('/joint_commands', 'sensor_msgs/msg/JointState', [QosSpec()])
+        for k, tk in enumerate(t):
+            stamp = T0 + int(tk * 1e9)
+            w.write(hc, stamp, joint_state(stamp, q[k] + 0.01, names=so101.joint_names))
+            w.write(hs, stamp + 1000, joint_state(stamp + 1000, q[k], names=so101.joint_names))
+    write_meta(ep / 'episode.yaml', {'index': 0, 'task': 'grasp', 'robot': 'so101',
+                                     'bag': 'bag', 'accepted': True, 'reasons': []})
+    out = tmp_path / 'dataset'
+    r = simreal('export', str(tmp_path / 'episodes'), '--format', 'lerobot', '--out', str(out),
+                '--fps', '20', '--robot', 'so101')
+    assert r.returncode == 0, r.stderr
+    info = json.loads((out / 'meta/info.json').read_text())
+    want = ['shoulder_pan.pos', 'shoulder_lift.pos', 'elbow_flex.pos', 'wrist_flex.pos',
+            'wrist_roll.pos', 'gripper.pos']
+    assert info['robot_type'] == 'so101'
+    assert info['features']['observation.state']['names'] == want
+    assert info['features']['action']['names'] == want
+    data = pq.read_table(out / 'data/chunk-000/file-000.parquet').to_pandas()
+    state = np.stack(data['observation.state'].to_numpy())
+    assert np.allclose(state[:, 5], q[::5, 5][:len(state)], atol=1e-6)  # the gripper's column

@@ -30,6 +30,15 @@ PyBullet (``DIRECT`` mode: no GUI, no server process) loads the URDF with its in
   wrist's rotors: 0.034 instead of 0.012 kg m²) and left 6-13 mrad of gap. Armature cannot
   be left out: the links' own inertia (5e-5 kg m² at the shoulder) makes the explicit ``kd``
   term unstable at 1 ms (``kd dt / I`` = 14 > 2); an armature of 0 gets ``MIN_ARMATURE``;
+* **mimic joints** (URDF ``<mimic>``, a gripper's fingers): PyBullet's importer ignores them,
+  MuJoCo's makes a joint equality (the follower moves with the leader's angle, and its inertia
+  loads the leader). Here each follower gets a position motor to ``multiplier * q_target +
+  offset`` of its leader's servo set-point, at most ``|multiplier|`` x the leader's velocity
+  limit, and :meth:`World.set_state` puts it at ``multiplier * q + offset``: the fingers
+  follow the set-point, not the measured angle, and do not load the servo (reported by
+  :meth:`World.approximations`). A gear constraint (``JOINT_GEAR``) between the revolute
+  gripper and a prismatic finger was tried first: in pybullet 3.2.7 it threw the gripper to
+  -12 rad within 20 steps of a command, whatever the ratio's sign, ``erp`` and force;
 * **defaults that are not MuJoCo's**: PyBullet damps every link's velocity by 0.04 and
   gives links 0.5 contact friction (MuJoCo: no damping, friction 1); both are set to
   MuJoCo's. A link without ``<inertial>`` (``tool0``) gets PyBullet's mass 1 kg: it is set
@@ -60,12 +69,15 @@ import pybullet as pb
 from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
 from simreal_ros.core.model_files import ModelFileError, pybullet_mjcf_refusal, resolved_urdf
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.errors import ModelError
+from simreal_ros.core.tf_tree import parse_urdf
+from simreal_ros.errors import ConfigError, ModelError
 from simreal_ros.sim.scene import Scene
 
 FloatArray = npt.NDArray[np.float64]
 GRAVITY = (0.0, 0.0, -9.81)          # MuJoCo's default
 CONTACT_FRICTION = 1.0               # MuJoCo's default geom friction (PyBullet's: 0.5)
+MIMIC_NOTE = ("mimic joints: position motors to the leader servo's set-point (the "
+              'followers neither lag the measured angle nor load the servo)')
 ARMATURE_NOTE = ('armature: a rotor link per joint geared 100:1 to it (PyBullet has no '
                  'rotor inertia; its gyroscopic coupling to the parent link, armature/100, '
                  'is extra)')
@@ -74,6 +86,7 @@ ARMATURE_NOTE = ('armature: a rotor link per joint geared 100:1 to it (PyBullet 
 ROTOR_SUFFIX = '__rotor'
 GEAR_RATIO = 100.0      # rotor speed / joint speed (see the module docstring for the choice)
 ROTOR_MASS = 1e-6       # kg, on the joint axis: Bullet needs a mass; its weight is 1e-5 N
+MIMIC_FORCE = 100.0     # N or N*m, a mimic follower's position motor (stiff: it has no load)
 MIN_ARMATURE = 1e-6     # kg m², the rotor of a joint whose armature is 0 (Bullet needs one)
 
 
@@ -220,6 +233,7 @@ class World:
                                        [0, 0, 0], [0, 0, 0], physicsClientId=c)
             pb.changeConstraint(gear, gearRatio=-1.0 / GEAR_RATIO, maxForce=1e6, erp=0.0,
                                 physicsClientId=c)
+        self.mimics = self._mimics(joints)
         self.dofs = [j for j in range(pb.getNumJoints(self.body, physicsClientId=c))
                      if pb.getJointInfo(self.body, j, physicsClientId=c)[2] != pb.JOINT_FIXED]
         self.nominal_mass = {n: m for n, m in masses.items() if n in links}
@@ -247,6 +261,25 @@ class World:
         self.native = True
         self.python_law = False  # True: the Python law always (the tests' check of the C one)
         self.divergences = 0
+
+    def _mimics(self, joints: dict[str, int]) -> list[tuple[int, int, float, float]]:
+        """Each ``<mimic>`` joint of a robot joint: ``(follower, leader, mult, offset)``."""
+        c = self.client
+        try:
+            urdf = parse_urdf(self.robot.urdf.read_text(encoding='utf-8'), self.robot.urdf)
+        except ConfigError as exc:
+            raise ModelError(str(exc)) from None
+        out = []
+        for j in urdf:
+            if (j.mimic is None or j.name not in joints
+                    or j.mimic[0] not in self.robot.joint_names):
+                continue
+            leader, mult, offset = j.mimic
+            f, lead = joints[j.name], joints[leader]
+            # the URDF's velocity limit bounds the follower's motor below, not Bullet's clamp
+            pb.changeDynamics(self.body, f, maxJointVelocity=1e6, physicsClientId=c)
+            out.append((f, lead, mult, offset))
+        return out
 
     def close(self) -> None:
         """Disconnect the client."""
@@ -304,6 +337,13 @@ class World:
             [[x] for x in q.tolist()] + [[GEAR_RATIO * x] for x in q.tolist()],
             [[x] for x in qd.tolist()] + [[GEAR_RATIO * x] for x in qd.tolist()],
             physicsClientId=self.client)
+        if self.mimics:
+            at = dict(zip(self.index, zip(q.tolist(), qd.tolist(), strict=True), strict=True))
+            follow = [(f, at[lead], m, off) for f, lead, m, off in self.mimics if lead in at]
+            pb.resetJointStatesMultiDof(
+                self.body, [f for f, *_ in follow],
+                [[m * s[0] + off] for _, s, m, off in follow],
+                [[m * s[1]] for _, s, m, _off in follow], physicsClientId=self.client)
         self.q, self.qd = q, qd
         self._prev_site = None
 
@@ -342,6 +382,14 @@ class World:
             self.body, self.index, pb.PD_CONTROL, targetPositions=law[0],
             targetVelocities=law[1], positionGains=law[2], velocityGains=law[3],
             forces=law[4], physicsClientId=self.client)
+        at = {j: i for i, j in enumerate(self.index)}
+        for f, lead, mult, offset in self.mimics:
+            i = at[lead]
+            pb.setJointMotorControl2(
+                self.body, f, pb.POSITION_CONTROL,
+                targetPosition=mult * float(self.q_target[i]) + offset,
+                maxVelocity=abs(mult) * float(self.robot.velocity_limit[i]),
+                force=MIMIC_FORCE, physicsClientId=self.client)
 
     def step(self, n: int) -> None:
         """``n`` steps of the servo law (from the state before each step) + stepSimulation.
@@ -419,9 +467,10 @@ class World:
 
     def approximations(self, params: DynamicsParams) -> tuple[str, ...]:
         """Return what this model approximates of ``params`` (empty: nothing)."""
+        notes = (MIMIC_NOTE,) if self.mimics else ()
         if any(jd.armature > 0 for jd in params.joints.values()):
-            return (ARMATURE_NOTE,)
-        return ()
+            return (ARMATURE_NOTE,) + notes
+        return notes
 
     def imu(self) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Site orientation (wxyz), gyro and accelerometer in the site frame.

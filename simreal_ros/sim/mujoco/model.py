@@ -14,6 +14,12 @@ absolute paths first (``package://`` through ``SIMREAL_MODEL_PATH`` and the amen
 simreal_ros/core/model_files.py): MuJoCo itself reads ``package://pkg/m.stl`` as the relative
 path ``package:/pkg/m.stl``. An MJCF is loaded as it is; actuators it declares on the spec's
 joints are replaced by the two above, so that every model is driven by the same servo law.
+
+A URDF ``<mimic>`` joint (a gripper's fingers) becomes, through MuJoCo's importer, a joint
+equality ``q_follower = offset + multiplier * q_leader``. Wherever the stack puts the robot's
+joints at a state (the home keyframe, a re-sync, a rollout's start) :meth:`BuiltModel.follow`
+puts each follower of a robot joint there too, so that the constraint starts satisfied instead
+of yanking the fingers in the first steps.
 """
 
 from __future__ import annotations
@@ -53,6 +59,17 @@ class BuiltModel:
     nominal_inertia: npt.NDArray[np.float64]
     nominal_mass: npt.NDArray[np.float64]
     nominal_friction: npt.NDArray[np.float64]
+    #: per mimic follower of a robot joint: (follower qpos adr, follower dof adr, robot index
+    #: of the leader, multiplier, offset)
+    mimics: tuple[tuple[int, int, int, float, float], ...] = ()
+
+    def follow(self, qpos: npt.NDArray[np.float64],
+               qvel: npt.NDArray[np.float64] | None = None) -> None:
+        """Put every mimic follower at ``offset + multiplier * leader`` (in place)."""
+        for qa, da, i, mult, offset in self.mimics:
+            qpos[qa] = offset + mult * qpos[self.qpos_adr[i]]
+            if qvel is not None:
+                qvel[da] = mult * qvel[self.dof_adr[i]]
 
     def nominal_params(self, robot: RobotSpec) -> DynamicsParams:
         """Read the nominal dynamics from the model (URDF) and the robot spec (gains)."""
@@ -215,8 +232,11 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f'{robot.urdf}: MuJoCo could not compile the model: {exc}') from None
     qpos_adr = np.array([model.jnt_qposadr[model.joint(n).id] for n in robot.joint_names])
+    mimics = _mimics(model, robot)
     qpos = model.qpos0.copy()
     qpos[qpos_adr] = robot.home
+    for qa, _da, i, mult, offset in mimics:
+        qpos[qa] = offset + mult * robot.home[i]
     ctrl = np.zeros(model.nu)
     servo_act = np.array([model.actuator(n).id for n in robot.joint_names])
     ctrl[servo_act] = robot.home
@@ -232,4 +252,21 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         ff_act=np.array([model.actuator(f'{n}_ff').id for n in robot.joint_names]),
         home_key=model.key(HOME_KEY).id, imu_adr=imu_adr, robot_bodies=robot_bodies,
         nominal_inertia=model.body_inertia.copy(), nominal_mass=model.body_mass.copy(),
-        nominal_friction=model.geom_friction.copy())
+        nominal_friction=model.geom_friction.copy(), mimics=mimics)
+
+
+def _mimics(model: mujoco.MjModel, robot: RobotSpec
+            ) -> tuple[tuple[int, int, int, float, float], ...]:
+    """Return the joint equalities whose leader is a robot joint (the URDF's ``<mimic>``)."""
+    out = []
+    for e in range(model.neq):
+        if model.eq_type[e] != mujoco.mjtEq.mjEQ_JOINT or model.eq_obj2id[e] < 0:
+            continue
+        follower, leader = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        name = model.joint(leader).name
+        if name not in robot.joint_names:
+            continue
+        offset, mult = float(model.eq_data[e, 0]), float(model.eq_data[e, 1])
+        out.append((int(model.jnt_qposadr[follower]), int(model.jnt_dofadr[follower]),
+                    robot.index(name), mult, offset))
+    return tuple(out)

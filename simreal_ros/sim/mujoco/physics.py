@@ -95,6 +95,7 @@ class MujocoSim(SimBackend):
         b = self.built
         self.data.qpos[b.qpos_adr] = position
         self.data.qvel[b.dof_adr] = velocity
+        b.follow(self.data.qpos, self.data.qvel)
         mujoco.mj_forward(self.model, self.data)
 
     def advance(self, n: int) -> None:
@@ -133,6 +134,7 @@ class MujocoSim(SimBackend):
         d.qpos[:] = m.qpos0
         d.qvel[:] = 0.0
         d.qpos[b.qpos_adr] = position
+        b.follow(d.qpos)
         mujoco.mj_forward(m, d)
         return Probe(int(d.ncon), d.qfrc_bias[b.dof_adr].copy())
 
@@ -153,6 +155,7 @@ class MujocoSim(SimBackend):
         mujoco.mj_resetData(model, d)
         d.qpos[self.built.qpos_adr] = job.position
         d.qvel[self.built.dof_adr] = job.velocity
+        self.built.follow(d.qpos, d.qvel)
         mujoco.mj_forward(model, d)
         state = np.empty(mujoco.mj_stateSize(model, STATE_SPEC))
         mujoco.mj_getState(model, d, state, STATE_SPEC)
