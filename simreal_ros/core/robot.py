@@ -25,6 +25,10 @@ FloatArray = npt.NDArray[np.float64]
 #: the servo families a spec's ``bus.family`` may name: Dynamixel Protocol 2.0 (ROBOTIS) and
 #: Feetech STS/SMS (the SO-100/SO-101's STS3215)
 SERVO_FAMILIES = ('dynamixel', 'feetech')
+#: ``operating_mode`` of a joint's servo: '' = the model's default (current-based position
+#: where the model has current control, position otherwise); checked against the model by
+#: :func:`simreal_ros.hardware.family.resolve_servos`
+SERVO_OPERATING_MODES = ('', 'current_based_position', 'position')
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,12 @@ class JointLimits:
 
 @dataclass(frozen=True)
 class ServoSpec:
-    """How one joint maps onto its servo on the bus."""
+    """How one joint maps onto its servo on the bus.
+
+    ``model`` names a model of the spec's ``bus.family``; ``model_number`` 0, ``torque_per_amp``
+    0 and ``operating_mode`` '' mean "the model's" and are filled in by the hardware layer
+    (:func:`simreal_ros.hardware.family.resolve_robot`), which owns the model tables.
+    """
 
     servo_id: int
     model: str
@@ -55,6 +64,7 @@ class ServoSpec:
     direction: int
     offset_rad: float
     torque_per_amp: float
+    operating_mode: str = ''
 
     def ticks_to_rad(self, ticks: float) -> float:
         """Convert a present-position reading in ticks to the joint angle in rad."""
@@ -220,10 +230,11 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
 
     defaults = top.section('servo_defaults', {})
     d_model = defaults.string('model', 'XM430-W350')
-    d_model_number = defaults.integer('model_number', 1020, minimum=0)
+    d_model_number = defaults.integer('model_number', 0, minimum=0)  # 0: the model's
     d_ticks = defaults.integer('ticks_per_rev', 4096, minimum=2)
     d_zero = defaults.integer('zero_tick', d_ticks // 2, minimum=0)
-    d_kt = defaults.number('torque_per_amp', 1.78, positive=True)
+    d_kt = defaults.number('torque_per_amp', 0.0, minimum=0.0)  # 0: the model's nominal
+    d_mode = _operating_mode(defaults, '')
     defaults.reject_unknown()
 
     raw_joints = top.items('joints')
@@ -264,7 +275,8 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
             model_number=js.integer('model_number', d_model_number, minimum=0),
             ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
             direction=direction, offset_rad=js.number('offset_rad', 0.0),
-            torque_per_amp=js.number('torque_per_amp', d_kt, positive=True))
+            torque_per_amp=js.number('torque_per_amp', d_kt, minimum=0.0),
+            operating_mode=_operating_mode(js, d_mode))
         joints.append(JointSpec(jname, limits, home, kp, kd,
                                 js.number('armature', 0.0, minimum=0.0), servo))
         js.reject_unknown()
@@ -299,6 +311,14 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
                      cameras=cameras)
     top.reject_unknown()
     return spec
+
+
+def _operating_mode(sec: Section, default: str) -> str:
+    mode = sec.raw('operating_mode', default)
+    if mode not in SERVO_OPERATING_MODES:
+        raise ConfigError(sec.source, sec.path('operating_mode'),
+                          f'one of {", ".join(m for m in SERVO_OPERATING_MODES if m)}', mode)
+    return str(mode)
 
 
 def _triple(sec: Section, key: str, what: str) -> tuple[float, float, float]:
