@@ -270,12 +270,16 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         if direction not in (1, -1):
             raise ConfigError(src, js.path('direction'), '1 or -1', direction)
         ticks = js.integer('ticks_per_rev', d_ticks, minimum=2)
+        model = js.string('model', d_model)
+        # servo_defaults' model number and torque constant are its model's: a joint of
+        # another model gets its own (0 = from the model table)
+        same = model == d_model
         servo = ServoSpec(
-            servo_id=sid, model=js.string('model', d_model),
-            model_number=js.integer('model_number', d_model_number, minimum=0),
+            servo_id=sid, model=model,
+            model_number=js.integer('model_number', d_model_number if same else 0, minimum=0),
             ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
             direction=direction, offset_rad=js.number('offset_rad', 0.0),
-            torque_per_amp=js.number('torque_per_amp', d_kt, minimum=0.0),
+            torque_per_amp=js.number('torque_per_amp', d_kt if same else 0.0, minimum=0.0),
             operating_mode=_operating_mode(js, d_mode))
         joints.append(JointSpec(jname, limits, home, kp, kd,
                                 js.number('armature', 0.0, minimum=0.0), servo))
