@@ -1,6 +1,9 @@
 """The hardware's part of the plan (``backend:=real`` and ``twin``).
 
-The Dynamixel driver on ``port:=``, or the external adapter over an existing ROS 2 driver.
+The servo-bus driver on ``port:=``, or the external adapter over an existing ROS 2 driver.
+Before anything starts, every joint of the robot spec is mapped to a servo model of its
+``bus.family`` (:func:`simreal_ros.hardware.family.resolve_servos`): an unknown family or
+model, or a mode the model cannot do, is one PlanError line.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from typing import Any
 
 from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
-from simreal_ros.errors import PlanError
+from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.hardware.family import resolve_servos
 
 
 def real_driver(a: LaunchArgs) -> NodeSpec:
@@ -29,6 +33,10 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
         raise PlanError(f'backend:={backend} needs port:=<serial device> (e.g. '
                         f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
     require('dynamixel_driver', f'backend:={backend}')
+    try:
+        resolve_servos(a.robot)
+    except ConfigError as exc:
+        raise PlanError(f'robot:={a.text["robot"]}: servo models: {exc}') from None
     params = {'robot': a.text['robot'], 'port': a.port, 'baud': a.baud,
               'rate_hz': a.driver_rate_hz,
               'watchdog': a.watchdog, 'give_up_after_s': a.give_up_after_s,

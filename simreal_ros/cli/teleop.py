@@ -53,7 +53,7 @@ def _pose(text: str, robot: Any) -> np.ndarray:
 def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
     """Read the leader in a known pose and write its calibration file."""
     from simreal_ros.core.robot import load_robot
-    from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+    from simreal_ros.hardware.family import bus_class
     from simreal_ros.teleop.control import (
         JointMap,
         LeaderMapping,
@@ -81,7 +81,7 @@ def cmd_calibrate_leader(ns: argparse.Namespace) -> int:
     maps = tuple(JointMap(j.offset_rad, int(signs.get(n, j.sign)), scales.get(n, j.scale))
                  for n, j in zip(robot.joint_names, base.joints, strict=True))
     mapping = LeaderMapping(robot, maps)
-    bus = DynamixelBus(leader_robot, ns.port, ns.baud or leader_robot.bus_baud)
+    bus = bus_class(leader_robot)(leader_robot, ns.port, ns.baud or leader_robot.bus_baud)
     readings: list[np.ndarray] = []
     try:
         bus.open()

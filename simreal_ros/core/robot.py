@@ -35,6 +35,10 @@ FloatArray = npt.NDArray[np.float64]
 #: the servo families a spec's ``bus.family`` may name: Dynamixel Protocol 2.0 (ROBOTIS) and
 #: Feetech STS/SMS (the SO-100/SO-101's STS3215)
 SERVO_FAMILIES = ('dynamixel', 'feetech')
+#: ``operating_mode`` of a joint's servo: '' = the model's default (current-based position
+#: where the model has current control, position otherwise); checked against the model by
+#: :func:`simreal_ros.hardware.family.resolve_servos`
+SERVO_OPERATING_MODES = ('', 'current_based_position', 'position')
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,12 @@ class JointLimits:
 
 @dataclass(frozen=True)
 class ServoSpec:
-    """How one joint maps onto its servo on the bus."""
+    """How one joint maps onto its servo on the bus.
+
+    ``model`` names a model of the spec's ``bus.family``; ``model_number`` 0, ``torque_per_amp``
+    0 and ``operating_mode`` '' mean "the model's" and are filled in by the hardware layer
+    (:func:`simreal_ros.hardware.family.resolve_robot`), which owns the model tables.
+    """
 
     servo_id: int
     model: str
@@ -65,6 +74,7 @@ class ServoSpec:
     direction: int
     offset_rad: float
     torque_per_amp: float
+    operating_mode: str = ''
 
     def ticks_to_rad(self, ticks: float) -> float:
         """Convert a present-position reading in ticks to the joint angle in rad."""
@@ -265,10 +275,11 @@ def load_robot(name_or_path: str | Path,
 
     defaults = top.section('servo_defaults', {})
     d_model = defaults.string('model', 'XM430-W350')
-    d_model_number = defaults.integer('model_number', 1020, minimum=0)
+    d_model_number = defaults.integer('model_number', 0, minimum=0)  # 0: the model's
     d_ticks = defaults.integer('ticks_per_rev', 4096, minimum=2)
     d_zero = defaults.integer('zero_tick', d_ticks // 2, minimum=0)
-    d_kt = defaults.number('torque_per_amp', 1.78, positive=True)
+    d_kt = defaults.number('torque_per_amp', 0.0, minimum=0.0)  # 0: the model's nominal
+    d_mode = _operating_mode(defaults, '')
     defaults.reject_unknown()
 
     raw_joints = top.items('joints')
@@ -280,7 +291,7 @@ def load_robot(name_or_path: str | Path,
     for i, rj in enumerate(raw_joints):
         try:
             joint = _joint(Section(rj, src, f'joints[{i}]'), seen_names, seen_ids, report,
-                           (d_model, d_model_number, d_ticks, d_zero, d_kt))
+                           (d_model, d_model_number, d_ticks, d_zero, d_kt, d_mode))
         except ConfigError as exc:
             report(exc)
             continue
@@ -320,9 +331,9 @@ def load_robot(name_or_path: str | Path,
 
 def _joint(js: Section, seen_names: set[str], seen_ids: set[int],
            report: Callable[[ConfigError], None],
-           defaults: tuple[str, int, int, int, float]) -> JointSpec:
+           defaults: tuple[str, int, int, int, float, str]) -> JointSpec:
     """Read one entry of ``joints:``; ``report`` gets the problems that leave it usable."""
-    d_model, d_model_number, d_ticks, d_zero, d_kt = defaults
+    d_model, d_model_number, d_ticks, d_zero, d_kt, d_mode = defaults
     src = js.source
     jname = js.unique_string('name', seen_names, 'a joint name')
     lim = js.section('limits')
@@ -350,16 +361,29 @@ def _joint(js: Section, seen_names: set[str], seen_ids: set[int],
     if direction not in (1, -1):
         raise ConfigError(src, js.path('direction'), '1 or -1', direction)
     ticks = js.integer('ticks_per_rev', d_ticks, minimum=2)
+    model = js.string('model', d_model)
+    # servo_defaults' model number and torque constant are its model's: a joint of
+    # another model gets its own (0 = from the model table)
+    same = model == d_model
     servo = ServoSpec(
-        servo_id=sid, model=js.string('model', d_model),
-        model_number=js.integer('model_number', d_model_number, minimum=0),
+        servo_id=sid, model=model,
+        model_number=js.integer('model_number', d_model_number if same else 0, minimum=0),
         ticks_per_rev=ticks, zero_tick=js.integer('zero_tick', d_zero, minimum=0),
         direction=direction, offset_rad=js.number('offset_rad', 0.0),
-        torque_per_amp=js.number('torque_per_amp', d_kt, positive=True))
+        torque_per_amp=js.number('torque_per_amp', d_kt if same else 0.0, minimum=0.0),
+        operating_mode=_operating_mode(js, d_mode))
     joint = JointSpec(jname, limits, home, kp, kd, js.number('armature', 0.0, minimum=0.0),
                       servo)
     js.reject_unknown()
     return joint
+
+
+def _operating_mode(sec: Section, default: str) -> str:
+    mode = sec.raw('operating_mode', default)
+    if mode not in SERVO_OPERATING_MODES:
+        raise ConfigError(sec.source, sec.path('operating_mode'),
+                          f'one of {", ".join(m for m in SERVO_OPERATING_MODES if m)}', mode)
+    return str(mode)
 
 
 def _triple(sec: Section, key: str, what: str) -> tuple[float, float, float]:

@@ -1,4 +1,9 @@
-"""``simreal_dynamixel_driver``: a Dynamixel Protocol 2.0 servo bus as a robot on the contract.
+"""``simreal_dynamixel_driver``: a servo bus (Dynamixel by default) as a robot on the contract.
+
+The bus is the one of the robot spec's ``bus.family``, built through the servo family registry
+(:mod:`simreal_ros.hardware.family`), so the node drives any family that registers a bus with
+the :class:`~simreal_ros.hardware.family.ServoBus` API; each joint's servo model comes from the
+spec (``model``), and a spec naming an unknown family or model fails before the port opens.
 
 Publishes ``joint_states`` (stamped when the bus read completed) and ``/diagnostics``;
 subscribes ``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``
@@ -6,8 +11,9 @@ subscribes ``joint_commands`` and ``forward_position_controller/commands``; serv
 own thread at ``rate_hz``; see :class:`simreal_ros.hardware.driver_config.DriverConfig` for every
 parameter and docs/hardware.md for the behaviour on faults.
 
-Start-up fails (exit 1, one line naming the IDs) when a servo is missing, of the wrong model
-or in a hardware-error state (unless ``reboot_on_error``). A failed read publishes nothing (no
+Start-up fails (exit 1, one line naming the IDs) when a servo is missing, answers another
+model number than its model's (the line names joint, ID, expected model and the number got)
+or is in a hardware-error state (unless ``reboot_on_error``). A failed read publishes nothing (no
 stale state is ever published as fresh); a vanished port is reported as ERROR on
 ``/diagnostics`` and reopened with back-off, keeping torque off if the watchdog had switched it
 off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
@@ -48,13 +54,13 @@ from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.driver_config import DriverConfig
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import usb_latency_timer as latency_timer
-from simreal_ros.hardware.dynamixel.bus import BusState, DynamixelBus
 from simreal_ros.hardware.dynamixel.driver_control import (
     Cycle,
     DriverControl,
     read_failure_level,
 )
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
+from simreal_ros.hardware.family import WATCHDOG_EXPIRED, BusState, ServoBus, bus_class
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
@@ -78,10 +84,10 @@ class DynamixelDriver(Node):
         self.baud = cfg.baud or self.robot.bus_baud
         self.dt = 1.0 / cfg.rate_hz
         self.intake = CommandIntake(self.robot, self._log_rejection)
-        self.bus = DynamixelBus(self.robot, cfg.port, self.baud,
-                                return_delay_us=cfg.return_delay_us,
-                                latency_timer_ms=cfg.latency_timer_ms,
-                                servo_velocity_limit=not cfg.goal_rate_limit)
+        self.bus: ServoBus = bus_class(self.robot)(
+            self.robot, cfg.port, self.baud, return_delay_us=cfg.return_delay_us,
+            latency_timer_ms=cfg.latency_timer_ms, servo_velocity_limit=not cfg.goal_rate_limit)
+        self.robot = self.bus.robot  # with what the spec left to the servo models filled in
         self.latency_timer_ms = latency_timer.read_latency_timer_ms(cfg.port, cfg.sysfs_root)
         warn = latency_timer.warning(cfg.port, self.latency_timer_ms, cfg.rate_hz, cfg.sysfs_root)
         if warn:
@@ -327,7 +333,7 @@ class DynamixelDriver(Node):
                     self.torque_read = h.torque_enable
                 if changed and any(h.error_bits):
                     self._publish_diagnostics()
-                if ct.BUS_WATCHDOG_EXPIRED in h.bus_watchdog:
+                if WATCHDOG_EXPIRED in h.bus_watchdog:
                     self._watchdog_expired(h.bus_watchdog)
         except PortLostError as exc:
             self._port_lost(exc)
@@ -345,7 +351,7 @@ class DynamixelDriver(Node):
         (never the goals written while they refused them) and are armed again.
         """
         ids = [sid for sid, w in zip(self.bus.ids, watchdogs, strict=True)
-               if w == ct.BUS_WATCHDOG_EXPIRED]
+               if w == WATCHDOG_EXPIRED]
         self.bus.arm_watchdog(0, ids)  # cleared: goal writes are accepted again
         state = self.bus.hold_present()
         self._arm_watchdog(ids)

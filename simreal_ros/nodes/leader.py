@@ -40,7 +40,7 @@ from std_srvs.srv import SetBool
 from simreal_ros.core.robot import load_robot, map_names
 from simreal_ros.core.timing import PreciseRate
 from simreal_ros.errors import BusError, PortLostError
-from simreal_ros.hardware.dynamixel.bus import DynamixelBus
+from simreal_ros.hardware.family import ServoBus, bus_class, require_current_control
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node
@@ -75,8 +75,11 @@ class LeaderNode(Node):
             button=False if cfg.button_id else None)
         self.lock = threading.Lock()  # guards control and stats (bus thread vs callbacks)
         self.baud = cfg.baud or self.leader_robot.bus_baud
-        self.bus = DynamixelBus(self.leader_robot, cfg.port, self.baud,
-                                latency_timer_ms=cfg.latency_timer_ms)
+        self.bus: ServoBus = bus_class(self.leader_robot)(
+            self.leader_robot, cfg.port, self.baud, latency_timer_ms=cfg.latency_timer_ms)
+        self.leader_robot = self.bus.robot  # torque_per_amp etc. filled from the servo models
+        if cfg.compensation:  # before the port opens: an XL430 leader has no current control
+            require_current_control(self.leader_robot, 'compensation:=true')
         self.bus.open()
         self.bus.check_servos(2.0)
         self.bus.set_torque(False)  # the operator moves the leader; its servos only measure

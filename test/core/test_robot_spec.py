@@ -400,7 +400,9 @@ WRONG_VALUES = [
     (('joints', 0, 'gains', 'kp'), -20.0, 'joints[0].gains.kp', 'a number > 0'),
     (('joints', 0, 'gains', 'kd'), -0.1, 'joints[0].gains.kd', 'a number >= 0.0'),
     (('joints', 0, 'armature'), -0.01, 'joints[0].armature', 'a number >= 0.0'),
-    (('joints', 0, 'torque_per_amp'), 0.0, 'joints[0].torque_per_amp', 'a number > 0'),
+    (('joints', 0, 'torque_per_amp'), -1.0, 'joints[0].torque_per_amp', 'a number >= 0.0'),
+    (('joints', 0, 'operating_mode'), 'torque', 'joints[0].operating_mode',
+     'one of current_based_position, position'),
     (('physics', 'timestep_s'), 0.0, 'physics.timestep_s', 'a number > 0'),
     (('physics', 'timestep_s'), 0.1, 'physics.timestep_s', 'a number <= 0.05'),
     # servo direction and bus protocol

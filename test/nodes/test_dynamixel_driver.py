@@ -376,12 +376,13 @@ def spec_with(tmp_path, edit) -> str:
 def test_start_up_fails_naming_missing_and_wrong_servos(emulator, start_node, tmp_path):
     def edit(data: dict) -> None:
         data['joints'][5]['servo_id'] = 9              # nobody answers at 9
-        data['joints'][0]['model_number'] = 1060       # an XM430-W210 is expected at 1
+        data['joints'][0]['model'] = 'XM430-W210'      # an XM430-W210 is expected at 1
 
     drv = start_node('dynamixel_driver', port=emulator.port, robot=spec_with(tmp_path, edit))
     out = start_up_error(drv)
     assert 'no answer from servo ID 9 (wrist_roll)' in out
-    assert 'wrong servo at ID 1 (base_yaw): model number 1020, expected 1060' in out
+    assert ('wrong servo at ID 1 (base_yaw): expected XM430-W210 (model number 1030), got '
+            'model number 1020 (XM430-W350)') in out
     assert read_torque(emulator.port)[1:5] == [0, 0, 0, 0]  # nothing was left enabled
     drv = start_node('dynamixel_driver', name='d2', port=str(tmp_path / 'no_such_tty'))
     assert 'no_such_tty does not exist' in start_up_error(drv)
@@ -396,6 +397,49 @@ def test_start_up_fails_naming_missing_and_wrong_servos(emulator, start_node, tm
                      robot=spec_with(tmp_path, strong))
     assert 'joints[2].limits.effort (elbow_pitch, servo ID 3): expected a value in' in \
         start_up_error(drv)
+
+
+def xl330_arm(data: dict) -> None:
+    """Every joint an XL330-M288 (a GELLO-class arm), with gains and limits its registers take."""
+    data['servo_defaults'] = {'model': 'XL330-M288'}
+    for j in data['joints']:
+        j['limits']['effort'] = 0.6      # Goal Current 1695 of 1750 (1 mA, 0.354 N*m/A)
+        j['gains'] = {'kp': 8.0, 'kd': 0.1}
+
+
+def test_an_arm_of_xl330_servos_is_driven_in_their_units(ros_env, tmp_path, start_node,
+                                                          ros_client):
+    """The driver takes its bus and units from the spec's models; the emulator answers as XL330."""
+    states = ros_client.collect(JointState, 'joint_states')
+    robot = spec_with(tmp_path, xl330_arm)
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', env=ros_env, robot=robot) as emu:
+        drv = start_node('dynamixel_driver', port=emu.port, robot=robot, rate_hz=100.0)
+        wait_for_states(ros_client, states, drv, 20)
+        pub = ros_client.publisher(JointState, 'joint_commands')
+        target = np.array(latest(states).position)
+        target[0] = 0.4  # base_yaw: no gravity load on the weak servo
+
+        def tracking() -> bool:
+            pub.publish(command(target))
+            return abs(latest(states).position[0] - 0.4) < 0.05
+
+        ros_client.wait_for(tracking, 15, 'base_yaw of the XL330 arm tracking 0.4 rad')
+        assert drv.proc.poll() is None, drv.output()
+        drv.stop()
+        # Goal Current from the effort limit in the XL330's 1 mA unit: 0.6 / 0.354 / 0.001
+        assert read_register(emu.port, 102, 2) == [1695] * ROBOT.n
+        assert read_register(emu.port, 11, 1) == [5] * ROBOT.n  # current-based position
+
+
+def test_an_unknown_servo_model_is_one_clear_line(emulator, start_node, tmp_path):
+    def edit(data: dict) -> None:
+        data['joints'][3]['model'] = 'XM430-W999'
+
+    robot = spec_with(tmp_path, edit)
+    drv = start_node('dynamixel_driver', port=emulator.port, robot=robot)
+    assert start_up_error(drv) == (
+        f"{robot}: joints[3].model (forearm_roll): expected a dynamixel model: XL330-M288, "
+        f"XL430-W250, XM430-W210, XM430-W350 (or servo_defaults.model), got 'XM430-W999'")
 
 
 def test_overload_is_an_error_naming_the_joint_and_reboot_on_error_clears_it(

@@ -1,9 +1,13 @@
-"""A Dynamixel Protocol 2.0 bus of XM430-class servos, over the official ``dynamixel_sdk``.
+"""A Dynamixel Protocol 2.0 bus of X-series servos, over the official ``dynamixel_sdk``.
 
-:class:`DynamixelBus` is the hardware half of the driver node, without ROS: open the port,
-ping and model-check every servo of the robot spec, configure them (current-based position
-mode, Return Delay Time, position PID gains from the spec's kp/kd, current limit from the
-effort limit, no profile), then cycle: :meth:`read_state` (one group sync read of present
+:class:`DynamixelBus` is the hardware half of the driver node, without ROS, and the Dynamixel
+family's implementation of :class:`~simreal_ros.hardware.family.ServoBus`. Each joint's servo
+model (:mod:`simreal_ros.hardware.dynamixel.family`: XM430-W350/W210, XL430-W250, XL330-M288)
+gives its control table and units. Open the port, ping and model-check every servo of the
+robot spec, configure them (the spec's operating mode: current-based position where the model
+has current control, position otherwise; Return Delay Time, position PID gains from the spec's
+kp/kd, Goal Current (or, without current control, Goal PWM) from the effort limit, no
+profile), then cycle: :meth:`read_state` (one group sync read of present
 current, velocity and position) and :meth:`write_goal` (one group sync write of goal position).
 All values in and out are SI in robot (joint) order; the register conversions follow
 :mod:`simreal_ros.hardware.dynamixel.control_table` and the spec's ``zero_tick``/``direction``/
@@ -24,7 +28,6 @@ when the port itself fails (adapter unplugged), after which the bus must be reop
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import errno
 import math
 import os
@@ -42,6 +45,12 @@ import serial
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.family import (
+    FAMILY,
+    MODE_REGISTER,
+    PWM_FULL_SCALE,
+    gain_torque_per_amp,
+)
 from simreal_ros.hardware.dynamixel.wire import (
     CURRENT_OFF,
     POSITION_OFF,
@@ -50,6 +59,14 @@ from simreal_ros.hardware.dynamixel.wire import (
     TICK_OFF,
     VELOCITY_OFF,
     is_stale,
+)
+from simreal_ros.hardware.family import (
+    BusState,
+    ServoHealth,
+    ServoModel,
+    require_current_control,
+    resolve_robot,
+    resolve_servos,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -71,27 +88,6 @@ COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUP
               sdk.COMM_TX_FAIL: 'tx failed', sdk.COMM_PORT_BUSY: 'port busy',
               sdk.COMM_RX_FAIL: 'rx failed', sdk.COMM_TX_ERROR: 'bad packet',
               sdk.COMM_NOT_AVAILABLE: 'not available'}
-
-
-@dataclass(frozen=True)
-class BusState:
-    """One sync read: joint positions (rad), velocities (rad/s), efforts (N*m)."""
-
-    position: FloatArray
-    velocity: FloatArray
-    effort: FloatArray
-    ticks: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ServoHealth:
-    """Hardware error bits, temperature (deg C) and torque enable of every servo, robot order."""
-
-    error_bits: tuple[int, ...]
-    temperature_c: tuple[int, ...]
-    torque_enable: tuple[int, ...] = ()
-    #: Bus Watchdog as read (signed: -1 = expired, the servo stopped; 0 = off)
-    bus_watchdog: tuple[int, ...] = ()
 
 
 #: what to do about a servo hardware error (the servo shut its torque off and stays off)
@@ -133,10 +129,15 @@ class DynamixelBus:
 
         ``servo_velocity_limit``: write Profile Velocity from the spec's velocity limits, so
         the servos themselves move no faster than the limit (a guard for drivers that do not
-        ramp the goal); otherwise 0 (no profile). Raises ConfigError when a value derived from
-        the spec does not fit its register.
+        ramp the goal); otherwise 0 (no profile). Raises ConfigError (one line) when a joint's
+        model is unknown or cannot do what the spec asks, or a value derived from the spec does
+        not fit its register.
         """
+        robot = resolve_robot(robot)  # model_number, torque_per_amp, mode from the models
         self.robot = robot
+        self.models: tuple[ServoModel, ...] = resolve_servos(robot)
+        self._model_of = {j.servo.servo_id: m
+                          for j, m in zip(robot.joints, self.models, strict=True)}
         self.port_name = port
         self.baud = baud
         self.return_delay_us = return_delay_us
@@ -147,6 +148,10 @@ class DynamixelBus:
         self.servos = [j.servo for j in robot.joints]
         self.direction = np.array([s.direction for s in self.servos], dtype=np.float64)
         self.kt = np.array([s.torque_per_amp for s in self.servos])
+        self.velocity_unit = np.array([m.velocity_unit_rad_s for m in self.models])
+        # N*m per unit of Present Current (Present Load on a model without current sensing)
+        self.effort_unit = np.array([m.effort_per_unit(s.torque_per_amp)
+                                     for m, s in zip(self.models, self.servos, strict=True)])
         self.ph = sdk.PacketHandler(2.0)
         self.port: sdk.PortHandler | None = None
         self.comm_errors: dict[str, int] = {}
@@ -247,8 +252,10 @@ class DynamixelBus:
             if sid not in found:
                 missing.append(f'{sid} ({j.name})')
             elif found[sid] != j.servo.model_number:
-                wrong.append(f'{sid} ({j.name}): model number {found[sid]}, expected '
-                             f'{j.servo.model_number} ({j.servo.model})')
+                got = FAMILY.by_number(found[sid])
+                wrong.append(f'{sid} ({j.name}): expected {j.servo.model} (model number '
+                             f'{j.servo.model_number}), got model number {found[sid]} '
+                             f'({got.name if got else "a model this stack does not know"})')
         problems = []
         if missing:
             problems.append(f'no answer from servo ID {", ".join(missing)}')
@@ -259,9 +266,13 @@ class DynamixelBus:
                            f'(check wiring, power, IDs and baud rate of the robot spec '
                            f'{self.robot.source})')
 
+    def item(self, sid: int, name: str) -> ct.Item:
+        """Control-table item ``name`` of servo ``sid``'s model (KeyError if it has none)."""
+        return self._model_of[sid].item(name)
+
     def read_register(self, sid: int, name: str) -> int:
         """Read one control-table item of servo ``sid``."""
-        it = ct.BY_NAME[name]
+        it = self.item(sid, name)
         fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
               4: self.ph.read4ByteTxRx}[it.size]
         value, result, error = self._retried(fn, sid, it.address)
@@ -294,7 +305,7 @@ class DynamixelBus:
 
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one control-table item of servo ``sid`` (retried on comm errors)."""
-        it = ct.BY_NAME[name]
+        it = self.item(sid, name)
         fn = {1: self.ph.write1ByteTxRx, 2: self.ph.write2ByteTxRx,
               4: self.ph.write4ByteTxRx}[it.size]
         raw = ct.to_unsigned(int(value), it.size)
@@ -333,20 +344,33 @@ class DynamixelBus:
         return [dict(regs) for regs in self._registers]
 
     def _spec_registers(self) -> list[dict[str, int]]:
-        """Register values from the spec, each checked against its register's range."""
+        """Register values from the spec, each checked against its register's range.
+
+        The effort limit becomes Goal Current on a model with current control and Goal PWM
+        (``effort / stall torque * 885``) on one without; the gains convert through
+        :func:`~simreal_ros.hardware.dynamixel.family.gain_torque_per_amp`.
+        """
         src = str(self.robot.source)
         out = []
-        for k, j in enumerate(self.robot.joints):
+        for k, (j, model) in enumerate(zip(self.robot.joints, self.models, strict=True)):
             s = j.servo
-            tpr, kt = s.ticks_per_rev, s.torque_per_amp
+            tpr = s.ticks_per_rev
+            kt = gain_torque_per_amp(model, s.torque_per_amp)
             profile = 0
             if self.servo_velocity_limit:  # never 0: that would mean "no limit"
-                profile = max(1, math.ceil(j.limits.velocity / ct.VELOCITY_UNIT_RAD_S - 1e-9))
+                profile = max(1, math.ceil(j.limits.velocity / model.velocity_unit_rad_s
+                                           - 1e-9))
+            if model.current_unit_a is not None:
+                limit_name = 'goal_current'
+                limit_unit = model.current_unit_a * s.torque_per_amp
+            else:
+                limit_name = 'goal_pwm'
+                limit_unit = model.stall_torque_nm / PWM_FULL_SCALE
             regs = {
                 'position_p_gain': ct.kp_to_register(j.kp, tpr, kt),
                 'position_i_gain': 0,
                 'position_d_gain': ct.kd_to_register(j.kd, tpr, kt),
-                'goal_current': ct.effort_to_current_register(j.limits.effort, kt),
+                limit_name: int(round(j.limits.effort / limit_unit)),
                 'profile_velocity': profile, 'profile_acceleration': 0,
             }
             # register: (spec key, spec value, SI value of one register unit, SI unit)
@@ -355,13 +379,12 @@ class DynamixelBus:
                                     ct.register_to_kp(1, tpr, kt), 'N*m/rad'),
                 'position_d_gain': (f'joints[{k}].gains.kd', j.kd,
                                     ct.register_to_kd(1, tpr, kt), 'N*m*s/rad'),
-                'goal_current': (f'joints[{k}].limits.effort', j.limits.effort,
-                                 ct.CURRENT_UNIT_A * kt, 'N*m'),
+                limit_name: (f'joints[{k}].limits.effort', j.limits.effort, limit_unit, 'N*m'),
                 'profile_velocity': (f'joints[{k}].limits.velocity', j.limits.velocity,
-                                     ct.VELOCITY_UNIT_RAD_S, 'rad/s'),
+                                     model.velocity_unit_rad_s, 'rad/s'),
             }
             for name, (key, got, unit, si) in per_unit.items():
-                it = ct.BY_NAME[name]
+                it = model.item(name)
                 lo = 0 if it.minimum is None else max(0, it.minimum)
                 hi = it.maximum
                 value = regs[name]
@@ -369,7 +392,7 @@ class DynamixelBus:
                     raise ConfigError(
                         src, f'{key} ({j.name}, servo ID {s.servo_id})',
                         f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '
-                        f'{name} register ({lo}..{hi}) of the {s.model}, which would be '
+                        f'{name} register ({lo}..{hi}) of the {model.name}, which would be '
                         f'{value}; change it in the robot spec', got)
             out.append(regs)
         return out
@@ -430,7 +453,8 @@ class DynamixelBus:
         for j, regs in zip(self.robot.joints, self.gains(), strict=True):
             sid = j.servo.servo_id
             self.write_register(sid, 'bus_watchdog', 0)
-            for reg_name, value in (('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
+            mode = MODE_REGISTER[j.servo.operating_mode]
+            for reg_name, value in (('operating_mode', mode),
                                     ('return_delay_time', rdt)):
                 if self.read_register(sid, reg_name) != value:
                     self.write_register(sid, 'torque_enable', 0)
@@ -491,8 +515,8 @@ class DynamixelBus:
             pos[k] = s.ticks_to_rad(t)
             vel[k] = v
             cur[k] = c
-        vel *= self.direction * ct.VELOCITY_UNIT_RAD_S
-        eff = cur * self.direction * ct.CURRENT_UNIT_A * self.kt
+        vel *= self.direction * self.velocity_unit
+        eff = cur * self.direction * self.effort_unit
         self._last_tick = clock
         self._last_tick_mono = now
         return BusState(pos, vel, eff, tuple(ticks))
@@ -529,7 +553,9 @@ class DynamixelBus:
 
         For a leader arm's gravity compensation: the servos then only push with the goal
         current written by :meth:`write_current`; :meth:`set_torque` (False) ends it.
+        ConfigError (one line) if a joint's model has no current control (XL430).
         """
+        require_current_control(self.robot, 'current mode (gravity compensation)')
         self.set_torque(False)  # Operating Mode is EEPROM: written with torque off
         for sid in self.ids:
             self.write_register(sid, 'operating_mode', ct.MODE_CURRENT)
@@ -542,8 +568,8 @@ class DynamixelBus:
         Returns the registers sent; the caller clamps (the servo clamps to its Current Limit).
         """
         gsw = sdk.GroupSyncWrite(self._port(), self.ph, _A['goal_current'].address, 2)
-        regs = [int(round(float(d * a) / ct.CURRENT_UNIT_A))
-                for d, a in zip(self.direction, current_a, strict=True)]
+        regs = [int(round(float(d * a) / (m.current_unit_a or ct.CURRENT_UNIT_A)))
+                for d, a, m in zip(self.direction, current_a, self.models, strict=True)]
         return self._send_sync(gsw, regs, 2, 'sync write goal current')
 
     def hold_present(self) -> BusState:
@@ -593,4 +619,4 @@ class DynamixelBus:
 
 
 __all__ = ['BusState', 'DynamixelBus', 'ServoHealth', 'describe_servo_errors',
-           'open_error_message']
+           'open_error_message']  # BusState, ServoHealth: from hardware.family, kept here

@@ -1,6 +1,9 @@
 """The XM430-W350 control table subset (Protocol 2.0) and the unit conversions of its registers.
 
 Addresses, sizes, access and defaults follow the public Dynamixel e-Manual for the XM430-W350.
+The other X-series models (:mod:`simreal_ros.hardware.dynamixel.family`) are this table with
+their own defaults, ranges and units, and without the items they lack (``ITEMS`` and the unit
+constants below are the XM430-W350's, the default model).
 EEPROM items (address < 64) can only be written with torque disabled (else Access Error).
 
 Gain conversion (documented in docs/hardware.md): the stack drives the servos in current-based
@@ -19,30 +22,12 @@ so the emulator, turning registers back into a torque law, reproduces the sim br
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
+
+from simreal_ros.hardware.family import Item  # re-exported: the item type of every family
 
 MODEL_NUMBER_XM430_W350 = 1020
 FIRMWARE_VERSION = 48
-
-
-@dataclass(frozen=True)
-class Item:
-    """One control-table item: address, size in bytes, access, default, signedness."""
-
-    name: str
-    address: int
-    size: int
-    writable: bool
-    default: int = 0
-    signed: bool = False
-    minimum: int | None = None
-    maximum: int | None = None
-
-    @property
-    def eeprom(self) -> bool:
-        """Whether the item lives in EEPROM (written only with torque off)."""
-        return self.address < 64
 
 
 ITEMS: tuple[Item, ...] = (

@@ -111,7 +111,7 @@ class Faults:
 
 
 class BusEmulator:
-    """A pty that answers like a bus of XM430-W350 servos on a MuJoCo arm."""
+    """A pty that answers like a bus of Dynamixel X-series servos (each its model) on an arm."""
 
     def __init__(self, arm: VirtualArm, link: str | Path, baud: int = 1_000_000,
                  faults: Faults | None = None,
@@ -119,7 +119,7 @@ class BusEmulator:
                  trace: Callable[[str], None] | None = None) -> None:
         code = {v: k for k, v in ct.BAUD_RATES.items()}.get(baud)
         if code is None:
-            raise ConfigError('--baud', 'baud', f'one of the XM430 rates '
+            raise ConfigError('--baud', 'baud', f'one of the X-series rates '
                               f'{sorted(ct.BAUD_RATES.values())}', baud)
         self.arm = arm
         self.link = Path(link)

@@ -189,10 +189,11 @@ class LeaderArm(VirtualArm):
     def _motor_torque(self) -> FloatArray:
         """Return the joint torques of the servos in current mode with torque on (N*m)."""
         for i, reg in enumerate(self.servos):
+            # mode 0 exists only on models with current control (an XL430 refuses it)
             on = reg.get('torque_enable') == 1 and reg.get('operating_mode') == ct.MODE_CURRENT
-            limit = reg.get('current_limit')
+            limit = reg.get('current_limit') if on else 0
             self._current[i] = max(-limit, min(limit, reg.get('goal_current'))) if on else 0
-        out: FloatArray = self.direction * self._current * ct.CURRENT_UNIT_A * self.kt
+        out: FloatArray = self.direction * self._current * self.effort_unit
         return out
 
     def update_present(self) -> None:
@@ -202,12 +203,13 @@ class LeaderArm(VirtualArm):
         meas = self._measure(self._q, noise=True)
         tick_ms = self.step_count * self.dt * 1000.0
         for i, reg in enumerate(self.servos):
-            vel = int(round(self.direction[i] * self._qd[i] / ct.VELOCITY_UNIT_RAD_S))
+            vel = int(round(self.direction[i] * self._qd[i] / self.vel_unit[i]))
             reg.set('present_position', self.q_to_ticks(i, meas[i]))
             reg.set('present_velocity', vel)
-            reg.set('present_current', int(self._current[i]))
+            reg.set('present_current' if reg.has('present_current') else 'present_load',
+                    int(self._current[i]))
             reg.set('present_temperature', int(round(self.temperature[i])))
-            reg.set('present_input_voltage', 120)
+            reg.set('present_input_voltage', reg.model.item('present_input_voltage').default)
             reg.set('realtime_tick', int(tick_ms) % 32768)
             reg.set('moving', int(abs(vel) > reg.get('moving_threshold')))
         if self._button is not None:

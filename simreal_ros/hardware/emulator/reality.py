@@ -1,14 +1,17 @@
 """The physics behind the virtual servo bus: a simulated arm driven by servos with registers.
 
-Each joint of the robot spec is one XM430-W350 (its ``servo_id``), with its own control table
-(:mod:`simreal_ros.hardware.dynamixel.control_table`). Every physics step (the robot's
-``timestep_s``, 1 kHz for simreal_arm) each servo with torque on runs its position controller
-on ticks::
+Each joint of the robot spec is one servo of its model (its ``servo_id``; XM430-W350 unless the
+spec names another, :mod:`simreal_ros.hardware.dynamixel.family`), with that model's control
+table, Model Number and register units. Every physics step (the robot's ``timestep_s``, 1 kHz
+for simreal_arm) each servo with torque on runs its position controller on ticks::
 
     current = P/128 * E + I/65536 * sum(E) - D/16 * W       (mA; E error ticks, W ticks/ms)
 
 clamped to the current limit (Goal Current in mode 5, Current Limit otherwise) and applied as
-joint torque ``current * torque_per_amp``. The P and D parts use the backend's position servo
+joint torque ``current * torque_per_amp``. A model without current sensing (XL430-W250) runs
+the same law with PWM units as output (``stall torque / 885`` N*m each), clamped to Goal PWM
+and PWM Limit, and reports Present Load (0.1 % of the stall torque) where the others report
+Present Current. The P and D parts use the backend's position servo
 (:meth:`SimBackend.set_servo`: the same one the sim bridge uses, integrated implicitly by
 MuJoCo), the rest its feed-forward torque, so with the register values the driver writes and
 a nominal reality this is the sim bridge's servo law. The hidden reality is a model overlay
@@ -49,6 +52,8 @@ from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.dynamixel.family import PWM_FULL_SCALE, gain_torque_per_amp
+from simreal_ros.hardware.family import ServoModel, resolve_robot, resolve_servos
 from simreal_ros.sim.engines import make_sim
 
 FloatArray = npt.NDArray[np.float64]
@@ -107,39 +112,53 @@ class Imperfections:
 
 
 class ServoRegisters:
-    """One servo's control table as bytes, with Protocol 2.0 access rules."""
+    """One servo's control table as bytes, with Protocol 2.0 access rules.
 
-    def __init__(self, servo_id: int, model_number: int) -> None:
-        self.mem = bytearray(ct.TABLE_SIZE)
-        self.owner: list[ct.Item | None] = [None] * ct.TABLE_SIZE
-        for it in ct.ITEMS:
+    ``model``: the servo model (its items, defaults, ranges, operating modes; XM430-W350 if
+    None); ``model_number`` overrides what its Model Number register reads.
+    """
+
+    def __init__(self, servo_id: int, model_number: int | None = None,
+                 model: ServoModel | None = None) -> None:
+        if model is None:
+            from simreal_ros.hardware.dynamixel.family import XM430_W350
+            model = XM430_W350
+        self.model = model
+        self.size = max(ct.TABLE_SIZE, model.table_size)
+        self.mem = bytearray(self.size)
+        self.owner: list[ct.Item | None] = [None] * self.size
+        for it in model.items:
             for a in range(it.address, it.address + it.size):
                 self.owner[a] = it
             self.set(it.name, it.default)
-        self.set('model_number', model_number)
+        self.set('model_number', model.model_number if model_number is None else model_number)
         self.set('id', servo_id)
+
+    def has(self, name: str) -> bool:
+        """Whether the model has item ``name``."""
+        return name in self.model.by_name
 
     def get(self, name: str) -> int:
         """Value of item ``name`` (signed items as signed ints)."""
-        it = ct.BY_NAME[name]
+        it = self.model.item(name)
         raw = int.from_bytes(self.mem[it.address:it.address + it.size], 'little')
         return ct.to_signed(raw, it.size) if it.signed else raw
 
     def set(self, name: str, value: int) -> None:
         """Store ``value`` into item ``name`` (no access checks: the device itself writes)."""
-        it = ct.BY_NAME[name]
+        it = self.model.item(name)
         self.mem[it.address:it.address + it.size] = ct.to_unsigned(int(value), it.size) \
             .to_bytes(it.size, 'little')
 
     def read(self, address: int, length: int) -> tuple[int, bytes]:
         """Return (error number, data) of a READ of ``length`` bytes at ``address``."""
-        if length <= 0 or address < 0 or address + length > ct.TABLE_SIZE:
+        if length <= 0 or address < 0 or address + length > self.size:
             return ct_err('access'), b''
         return 0, bytes(self.mem[address:address + length])
 
     def check_write(self, address: int, data: bytes) -> tuple[int, list[tuple[ct.Item, int]]]:
         """Validate a WRITE; return (error number, [(item, value), ...]) without applying it."""
-        if not data or address < 0 or address + len(data) > ct.TABLE_SIZE:
+        if not data or address < 0 or address + len(data) > self.size:
             return ct_err('access'), []
         torque_on = self.get('torque_enable') == 1
         out: list[tuple[ct.Item, int]] = []
@@ -158,7 +177,7 @@ class ServoRegisters:
             if (it.minimum is not None and value < it.minimum) or \
                     (it.maximum is not None and value > it.maximum):
                 return ct_err('limit'), []
-            if it.name == 'operating_mode' and value not in ct.OPERATING_MODES:
+            if it.name == 'operating_mode' and value not in self.model.modes:
                 return ct_err('limit'), []
             out.append((it, value))
             a += it.size
@@ -176,14 +195,22 @@ class VirtualArm:
     """The robot of the virtual bus: servos (register files) + simulated physics + reality."""
 
     def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
+        robot = resolve_robot(robot)  # each joint's model: its table, number and units
         self.robot = robot
         self.sim = make_sim(robot, overlay=overlay, seed=seed)
         self.imp = Imperfections.from_overlay(overlay)
         self.rng = np.random.default_rng(seed + 7919)
         self.dt = robot.timestep_s
         self.n = robot.n
-        self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number)
-                       for j in robot.joints]
+        self.models = resolve_servos(robot)
+        self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number, m)
+                       for j, m in zip(robot.joints, self.models, strict=True)]
+        # N*m per unit of the position PID's output x 1000 (mA, or PWM on XL430)
+        self.gain_kt = np.array([gain_torque_per_amp(m, j.servo.torque_per_amp)
+                                 for j, m in zip(robot.joints, self.models, strict=True)])
+        self.vel_unit = np.array([m.velocity_unit_rad_s for m in self.models])
+        self.effort_unit = np.array([m.effort_per_unit(j.servo.torque_per_amp)
+                                     for j, m in zip(robot.joints, self.models, strict=True)])
         self.by_id = {j.servo.servo_id: i for i, j in enumerate(robot.joints)}
         self.kt = np.array([j.servo.torque_per_amp for j in robot.joints])
         self.tpr = np.array([j.servo.ticks_per_rev for j in robot.joints], dtype=np.float64)
@@ -233,15 +260,20 @@ class VirtualArm:
     def refresh_servo(self, i: int) -> None:
         """Re-read gains, limits, torque enable of servo ``i`` from its registers."""
         reg = self.servos[i]
-        tpr, kt = int(self.tpr[i]), float(self.kt[i])
+        tpr, kt = int(self.tpr[i]), float(self.gain_kt[i])
         self.kp[i] = ct.register_to_kp(reg.get('position_p_gain'), tpr, kt) * self.p_scale[i]
         self.kd[i] = ct.register_to_kd(reg.get('position_d_gain'), tpr, kt) * self.d_scale[i]
         self.ki[i] = ct.ki_from_register(reg.get('position_i_gain'), tpr, kt, self.dt) \
             * self.p_scale[i]
-        limit_reg = reg.get('current_limit')
-        if reg.get('operating_mode') == ct.MODE_CURRENT_BASED_POSITION:
-            limit_reg = min(limit_reg, abs(reg.get('goal_current')))
-        self.limit[i] = limit_reg * ct.CURRENT_UNIT_A * kt
+        model = self.models[i]
+        if model.current_unit_a is not None:
+            limit_reg = reg.get('current_limit')
+            if reg.get('operating_mode') == ct.MODE_CURRENT_BASED_POSITION:
+                limit_reg = min(limit_reg, abs(reg.get('goal_current')))
+            self.limit[i] = limit_reg * model.current_unit_a * float(self.kt[i])
+        else:  # PWM output: Goal PWM limits it in every mode, PWM Limit above that
+            pwm = min(reg.get('pwm_limit'), abs(reg.get('goal_pwm')))
+            self.limit[i] = pwm / PWM_FULL_SCALE * model.stall_torque_nm
         self.temperature_limit[i] = reg.get('temperature_limit')
         on = reg.get('torque_enable') == 1
         if on and not self.torque_on[i]:  # torque switched on: the profile starts from here
@@ -321,7 +353,7 @@ class VirtualArm:
 
     def _profile(self, i: int) -> None:
         reg = self.servos[i]
-        vmax = reg.get('profile_velocity') * ct.VELOCITY_UNIT_RAD_S
+        vmax = reg.get('profile_velocity') * self.vel_unit[i]
         goal = self.goal[i]
         if vmax <= 0:
             self.desired_vel[i] = 0.0
@@ -399,19 +431,22 @@ class VirtualArm:
         tick_ms = self.step_count * self.dt * 1000.0
         for i, reg in enumerate(self.servos):
             pos = self.q_to_ticks(i, meas[i])
-            vel = int(round(self.direction[i] * qd[i] / ct.VELOCITY_UNIT_RAD_S))
-            cur = int(round(self.direction[i] * tau[i] / self.kt[i] / ct.CURRENT_UNIT_A))
+            vel = int(round(self.direction[i] * qd[i] / self.vel_unit[i]))
+            cur = int(round(self.direction[i] * tau[i] / self.effort_unit[i]))
             reg.set('present_position', pos)
             reg.set('present_velocity', vel)
-            reg.set('present_current', max(-32768, min(32767, cur)))
+            if reg.has('present_current'):
+                reg.set('present_current', max(-32768, min(32767, cur)))
+            else:  # XL430: Present Load, 0.1 % of the stall torque
+                reg.set('present_load', max(-1000, min(1000, cur)))
             reg.set('present_temperature', int(round(self.temperature[i])))
-            reg.set('present_input_voltage', 120)
+            reg.set('present_input_voltage', reg.model.item('present_input_voltage').default)
             reg.set('realtime_tick', int(tick_ms) % 32768)
             moving = abs(vel) > reg.get('moving_threshold')
             reg.set('moving', int(moving))
             reg.set('position_trajectory', self.q_to_ticks(i, self.desired[i]))
             reg.set('velocity_trajectory',
-                    int(round(self.direction[i] * self.desired_vel[i] / ct.VELOCITY_UNIT_RAD_S)))
+                    int(round(self.direction[i] * self.desired_vel[i] / self.vel_unit[i])))
 
     def true_position(self) -> FloatArray:
         """Return the link angles (ground truth, not what the servos measure)."""
