@@ -182,7 +182,7 @@ class VirtualArm:
         self.rng = np.random.default_rng(seed + 7919)
         self.dt = robot.timestep_s
         self.n = robot.n
-        self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number)
+        self.servos = [self._registers(j.servo.servo_id, j.servo.model_number)
                        for j in robot.joints]
         self.by_id = {j.servo.servo_id: i for i, j in enumerate(robot.joints)}
         self.kt = np.array([j.servo.torque_per_amp for j in robot.joints])
@@ -217,6 +217,10 @@ class VirtualArm:
             reg.set('present_temperature', int(round(self.temperature[i])))
             self.refresh_servo(i)
         self.update_present()
+
+    def _registers(self, servo_id: int, model_number: int) -> ServoRegisters:
+        """One servo's register file (another servo family's arm returns its own)."""
+        return ServoRegisters(servo_id, model_number)
 
     # ---- conversions -------------------------------------------------------------------------
     def q_to_ticks(self, i: int, q: float) -> int:
