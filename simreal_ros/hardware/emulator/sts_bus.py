@@ -144,7 +144,8 @@ class StsBusEmulator(BusEmulator):
         ids = sorted(arm.by_id) if broadcast else [pid] if pid in arm.by_id else []
         if not ids:
             return []
-        arm.update_present()
+        if inst in (p.INST_READ, p.INST_SYNC_READ):  # only a read needs the present values
+            arm.update_present()
         out: list[tuple[int, bytes]] = []
 
         def answer(sid: int, data: bytes = b'') -> None:

@@ -31,6 +31,7 @@ or by a power cycle). The STS has no Bus Watchdog: a servo keeps its last goal f
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -260,15 +261,42 @@ class StsArm(VirtualArm):
             self.refresh_servo(i)
 
     def update_present(self) -> None:
-        """Write the present-value registers from the physics state (before a read)."""
+        """Write the present-value registers from the physics state (before a read).
+
+        Vectorized and packed into the memory bytes directly: this runs for every read the
+        host sends, in the emulator's one loop (the per-register path took about 240 us for
+        6 servos here, as long as a physics step).
+        """
         q, qd, tau = self.sim.joint_state()
         meas = self._measure(q, noise=True)
+        d = self.direction
+        homing = np.array([r.get('homing_offset') for r in self.servos])
+        enc = np.round(self.zero + d * (meas - self.offset) * self.tpr / (2 * np.pi))
+        pos = _sm(enc - homing, 15)
+        vel_steps = np.round(d * qd / ct.VELOCITY_UNIT_RAD_S)
+        vel = _sm(vel_steps, 15)
+        load = _sm(np.round(d * tau / self.stall / ct.TORQUE_UNIT), 10)
+        cur = _sm(np.round(d * tau / self.kt / ct.CURRENT_UNIT_A), 15)
+        temp = np.clip(np.round(self.temperature), 0, 255).astype(int)
+        moving = (np.abs(vel_steps) > 10).astype(int)
         for i, reg in enumerate(self.servos):
-            d = self.direction[i]
-            reg.set('present_position', self.q_to_ticks(i, meas[i]) - reg.get('homing_offset'))
-            vel = int(round(d * qd[i] / ct.VELOCITY_UNIT_RAD_S))
-            reg.set('present_velocity', vel)
-            reg.set('present_load', int(round(d * tau[i] / self.stall[i] / ct.TORQUE_UNIT)))
-            reg.set('present_current', int(round(d * tau[i] / self.kt[i] / ct.CURRENT_UNIT_A)))
-            reg.set('present_temperature', int(round(self.temperature[i])))
-            reg.set('moving', int(abs(vel) > 10))
+            mem = reg.mem
+            mem[_PRESENT:_PRESENT + 6] = _PACK3(pos[i], vel[i], load[i])
+            mem[_TEMP] = temp[i]
+            mem[_MOVING] = moving[i]
+            mem[_CURRENT:_CURRENT + 2] = _PACK1(cur[i])
+
+
+_PRESENT = _A['present_position'].address
+_TEMP = _A['present_temperature'].address
+_MOVING = _A['moving'].address
+_CURRENT = _A['present_current'].address
+_PACK3 = struct.Struct('<HHH').pack
+_PACK1 = struct.Struct('<H').pack
+
+
+def _sm(values: np.ndarray, sign_bit: int) -> list[int]:
+    """Sign-magnitude register values of ``values``, the magnitude saturated below the bit."""
+    lim = (1 << sign_bit) - 1
+    mag = np.minimum(np.abs(values), lim).astype(int)
+    return [int(v) for v in np.where(values < 0, mag | (1 << sign_bit), mag)]

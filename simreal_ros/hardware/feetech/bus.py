@@ -14,8 +14,8 @@ Configuration (docs/feetech.md):
 * EEPROM items are written only when they differ, each as unlock (Lock 55 = 0) -> write ->
   lock (Lock = 1): a write while locked changes the servo only until its next power cycle;
 * protection from the spec's effort limit: Max Torque Limit (16) and Torque Limit (48) in
-  0.1 % of the model's stall torque, Protection Current (28) in 6.5 mA, Overload Torque (36)
-  in %; Protection Time (35) and Protective Torque (34, the output the servo falls back to
+  0.1 % of the model's stall torque, Protection Current (28) in 6.5 mA at 1.2 times the
+  current of the effort limit, Overload Torque (36) in % at the torque limit; Protection Time (35) and Protective Torque (34, the output the servo falls back to
   once overloaded) from the constructor; Unloading Condition (19) gets the over-current,
   overheat and overload bits, so the servo itself acts on them (an SO-101 gripper squeezing an
   object at its limit otherwise burns out);
@@ -83,6 +83,8 @@ PROTECTION_FIX = ('remove the cause (blocked joint, a gripper squeezing at its l
 
 #: Unloading Condition: the protections the servo acts on by itself
 UNLOADING = ct.ST_OVERCURRENT | ct.ST_OVERHEAT | ct.ST_OVERLOAD
+
+PROTECTION_CURRENT_MARGIN = 1.2
 
 SDK_BAUDS = (38_400, 57_600, 115_200, 128_000, 250_000, 500_000, 1_000_000)
 
@@ -273,13 +275,24 @@ class FeetechBus:
     def read_register(self, sid: int, name: str) -> int:
         """Read one memory-table item of servo ``sid`` (sign-magnitude items decoded)."""
         it = _A[name]
-        data, result, _error = self._retried(self.ph.readTxRx, sid, it.address, it.size)
+        data, result, _error = self._retried(self._read_checked, sid, it.address, it.size)
         if result != sdk.COMM_SUCCESS:
             raise BusError(f'servo {sid}: read {name}: {self._count(result)}')
-        if len(data) != it.size:
-            raise BusError(f'servo {sid}: read {name}: {self._count(STALE)} answer')
         raw = int.from_bytes(bytes(data), 'little')
         return decode_sm(raw, it.sign_bit) if it.sign_bit is not None else raw
+
+    def _read_checked(self, port: Any, sid: int, address: int, size: int
+                      ) -> tuple[list[int], int, int]:
+        """The SDK's READ, its answer's length checked (STALE when it is not ``size``).
+
+        The SDK takes the first status packet with the servo's ID: after a timeout, the late
+        answer to a write (no data) can be taken for a read's answer (seen in configure on a
+        loaded host), and the SDK then returns the checksum byte as data.
+        """
+        data, result, error = self.ph.readTxRx(port, sid, address, size)
+        if result == sdk.COMM_SUCCESS and len(data) != size:
+            result = STALE
+        return data, result, error
 
     def read_address(self, sid: int, address: int, size: int) -> int:
         """Read ``size`` bytes at ``address`` of servo ``sid`` once (not retried), unsigned."""
@@ -298,11 +311,11 @@ class FeetechBus:
         :meth:`write_eeprom` keeps it.
         """
         it = _A[name]
-        raw = encode_sm(int(value), it.sign_bit) if it.sign_bit is not None else int(value)
         if it.minimum is not None and it.maximum is not None and \
                 not it.minimum <= int(value) <= it.maximum:
             raise BusError(f'servo {sid}: write {name}={value}: outside the register '
                            f'({it.minimum}..{it.maximum})')
+        raw = encode_sm(int(value), it.sign_bit) if it.sign_bit is not None else int(value)
         data = list(raw.to_bytes(it.size, 'little'))
         result, _error = self._retried(self.ph.writeTxRx, sid, it.address, it.size, data)
         if result != sdk.COMM_SUCCESS:
@@ -337,8 +350,13 @@ class FeetechBus:
                 'd_coefficient': ct.kd_to_register(j.kd, tpr, kt),
                 'i_coefficient': 0,
                 'max_torque_limit': torque,
-                'protection_current': ct.effort_to_current_register(j.limits.effort, kt),
-                'overload_torque': min(100, int(math.ceil(torque / 10))),
+                # 20 % above the current of the effort limit: the torque limit caps the
+                # output there, so over-current (torque off) is the backstop for a fault
+                'protection_current': ct.effort_to_current_register(
+                    PROTECTION_CURRENT_MARGIN * j.limits.effort, kt),
+                # at or below the torque limit: an output held at the limit for Protection
+                # Time is an overload (the servo falls to Protective Torque)
+                'overload_torque': max(1, min(100, torque // 10)),
                 'protection_time': int(round(self.protection_time_s
                                              / ct.PROTECTION_TIME_UNIT_S)),
                 'protective_torque': int(self.protective_torque_pct),
