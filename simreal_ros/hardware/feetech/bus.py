@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 import os
+import select
+import termios
 import time
 from typing import Any, Callable
 
@@ -97,6 +99,52 @@ def describe_servo_status(robot: RobotSpec, errors: dict[int, int]) -> str:
                      for j in robot.joints if errors.get(j.servo.servo_id))
 
 
+class BufferedPort(sdk.PortHandler):  # type: ignore[misc]
+    """The SDK's PortHandler with a greedy, blocking read and an input-flushing clearPort.
+
+    Measured on the loaded 2-core host (docs/feetech.md): the SDK's own read polls the port
+    with ``timeout=0`` in a busy loop, taking the CPU the emulator (or the adapter's driver)
+    needs, and asks for one packet's bytes at a time (6, then the rest), so every status
+    packet of a SYNC READ costs two wake-ups. :meth:`readPort` here waits in ``select`` (up
+    to ``read_timeout_s``) and then takes everything that has arrived into a buffer, so the
+    SDK's packet loop runs from memory for packets that came together. :meth:`clearPort`,
+    which the SDK calls before sending each request, drops stale input (``TCIFLUSH``, what
+    Feetech's C++ SDK does there) instead of the Python SDK's ``flush()`` of the output
+    (``tcdrain``, a wait for the other end to read the request).
+    """
+
+    read_timeout_s = 0.002
+
+    def __init__(self, port_name: str) -> None:
+        super().__init__(port_name)
+        self._rx = bytearray()
+
+    def readPort(self, length: int) -> bytes:  # noqa: N802 - the SDK's name
+        rx = self._rx
+        if len(rx) < length:
+            fd = self.ser.fileno()
+            deadline = time.monotonic() + self.read_timeout_s
+            while len(rx) < length:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    break
+                data = os.read(fd, 4096)
+                if not data:  # readable but empty: the device is gone (pyserial says so too)
+                    raise serial.SerialException('device reports readiness to read but '
+                                                 'returned no data (disconnected?)')
+                rx += data
+        out = bytes(rx[:length])
+        del rx[:length]
+        return out
+
+    def getBytesAvailable(self) -> int:  # noqa: N802 - the SDK's name
+        return len(self._rx) + int(self.ser.in_waiting)
+
+    def clearPort(self) -> None:  # noqa: N802 - the SDK's name
+        self._rx.clear()
+        termios.tcflush(self.ser.fileno(), termios.TCIFLUSH)
+
+
 class FeetechBus:
     """The STS servos of one robot spec on one serial port."""
 
@@ -108,7 +156,7 @@ class FeetechBus:
 
         ``latency_timer_ms``: the SDK's packet-timeout margin (its ``LATENCY_TIMER``; a
         request times out after its bytes plus twice this plus 2 ms). ``read_timeout_s``: the
-        serial read's blocking timeout (the SDK's own is 0: a busy poll). ``servo_velocity_
+        blocking read of :class:`BufferedPort`; 0 = the SDK's own PortHandler (busy poll). ``servo_velocity_
         limit``: write Goal Velocity (the servo's profile speed) from the spec's velocity
         limits. Raises ConfigError when the spec names an unknown model or a value derived
         from it does not fit its register.
@@ -154,7 +202,9 @@ class FeetechBus:
         if not os.path.exists(self.port_name):
             raise PortLostError(f'serial port {self.port_name} does not exist: plug in the '
                                 f'adapter (or start simreal emulate --link {self.port_name})')
-        port = sdk.PortHandler(self.port_name)
+        port: sdk.PortHandler = BufferedPort(self.port_name) if self.read_timeout_s > 0 \
+            else sdk.PortHandler(self.port_name)
+        port.read_timeout_s = self.read_timeout_s
         port.baudrate = self.baud
         try:
             ok = port.setBaudRate(self.baud)
@@ -163,10 +213,6 @@ class FeetechBus:
         if not ok:
             raise BusError(f'{self.port_name}: baud rate {self.baud} is not supported by the '
                            f'SDK; use one of {", ".join(map(str, SDK_BAUDS))}')
-        # A blocking read with a short timeout instead of the SDK's busy poll (timeout=0):
-        # read(n) still returns as soon as n bytes are there (bench/bus.py measures both).
-        if port.ser is not None and self.read_timeout_s > 0:
-            port.ser.timeout = self.read_timeout_s
         self.port = port
         self._sync_read = sdk.GroupSyncRead(port, self.ph, ct.STATE_ADDR, ct.STATE_LEN)
         for sid in self.ids:
@@ -209,7 +255,9 @@ class FeetechBus:
         """Drop what the port has received (a late answer must not answer the next request)."""
         port = self._port()
         try:
-            if port.ser is not None:
+            if isinstance(port, BufferedPort):
+                port.clearPort()
+            elif port.ser is not None:
                 port.ser.reset_input_buffer()
         except PORT_FAILURES as exc:
             self.close()
