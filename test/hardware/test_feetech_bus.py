@@ -131,7 +131,8 @@ def test_negative_positions_cross_the_bus_in_sign_magnitude(tmp_path):
     with emulator(tmp_path, sts_spec(tmp_path), trace=str(trace)) as emu:
         bus = make_bus(sts_spec(tmp_path, edit), emu.port)
         bus.check_servos()
-        bus.write_eeprom(3, {'homing_offset': 2047})
+        # angle limits 0/0 (off): 0..4095 would clamp a negative goal to 0
+        bus.write_eeprom(3, {'homing_offset': 2047, 'max_position_limit': 0})
         # the offset crosses as 0x07FF; -2047 as 0x0FFF (sign in bit 11)
         ph, port = bus.ph, bus.port
         assert ph.read2ByteTxRx(port, 3, 31) == (0x07FF, sdk.COMM_SUCCESS, 0)
