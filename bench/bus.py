@@ -12,7 +12,9 @@
   vendor's ``scservo_sdk`` at 1 Mbps, as a ratio to its byte-time limit (target >= 0.7),
   measured right after the Dynamixel bus at 1 Mbps in the same run; and once more with the
   SDK's own serial settings (``sts_bus_1mbps_sdk_default``: a busy-polling read, timeout 0)
-  to show where the time goes (docs/feetech.md).
+  to show where the time goes (docs/feetech.md); with ``--rt`` both 1 Mbps buses once more
+  with the emulator and the bus loop under SCHED_FIFO (``*_rt``), out of the way of whatever
+  else the host runs.
 
 ``--buses-only`` measures the raw bus cycles only (no ROS nodes).
 """
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = bench_domain(0)
+RT_LOOP_PRIORITY = 80  # the raw bus loops under --rt (the driver's bus thread has 80 too)
 
 
 def driver_spec(args: dict[str, str]) -> NodeSpec:
@@ -58,9 +61,12 @@ def driver_spec(args: dict[str, str]) -> NodeSpec:
     return spec
 
 
-def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dict[str, float]:
+def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float,
+               rt: bool = False) -> dict[str, float]:
     robot = load_robot('simreal_arm')
-    with EmulatorProcess(link=tmp / f'raw_{baud}', baud=baud, env=env) as emu:
+    with EmulatorProcess(link=tmp / f'raw_{baud}_{rt}', baud=baud, env=env,
+                         rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu, \
+            _Fifo(RT_LOOP_PRIORITY if rt else 0):
         bus = DynamixelBus(robot, emu.port, baud, return_delay_us=0)
         bus.open()
         bus.check_servos()
@@ -102,14 +108,35 @@ def sts_spec(tmp: Path) -> Path:
     return path
 
 
+class _Fifo:
+    """This thread under SCHED_FIFO ``priority`` while inside (``0``: left as it is)."""
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+        self.old: tuple[int, int] | None = None
+
+    def __enter__(self) -> None:
+        if self.priority:
+            self.old = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.old is not None:
+            os.sched_setscheduler(0, self.old[0], os.sched_param(self.old[1]))
+
+
 def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
-                   read_timeout_s: float = 0.002) -> dict[str, float]:
-    """Raw cycles of FeetechBus at 1 Mbps; ``read_timeout_s`` 0 is the SDK's own busy poll."""
+                   read_timeout_s: float = 0.002, rt: bool = False) -> dict[str, float]:
+    """Raw cycles of FeetechBus at 1 Mbps; ``read_timeout_s`` 0 is the SDK's own busy poll.
+
+    ``rt``: the emulator (90) and this loop (80) under SCHED_FIFO, out of the other work's way.
+    """
     spec = sts_spec(tmp)
     robot = load_robot(spec)
     baud = 1_000_000
-    with EmulatorProcess(link=tmp / f'sts_{read_timeout_s}', robot=str(spec), baud=baud,
-                         env=env) as emu:
+    with EmulatorProcess(link=tmp / f'sts_{read_timeout_s}_{rt}', robot=str(spec), baud=baud,
+                         env=env, rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu, \
+            _Fifo(RT_LOOP_PRIORITY if rt else 0):
         bus = FeetechBus(robot, emu.port, baud, read_timeout_s=read_timeout_s)
         bus.open()
         bus.check_servos()
@@ -212,6 +239,12 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                 out['sts_over_dynamixel'] = {'ratio_to_limit': ratio(
                     out['sts_bus_1mbps']['ratio_to_limit'],
                     out['bus_1mbps']['ratio_to_limit'])}
+            if rt and not drivers_only:  # the same two buses, both ends under SCHED_FIFO
+                out['bus_1mbps_rt'] = raw_cycles(tmp, env, 1_000_000, seconds, True)
+                out['sts_bus_1mbps_rt'] = sts_raw_cycles(tmp, env, seconds, rt=True)
+                out['sts_over_dynamixel_rt'] = {'ratio_to_limit': ratio(
+                    out['sts_bus_1mbps_rt']['ratio_to_limit'],
+                    out['bus_1mbps_rt']['ratio_to_limit'])}
             if buses_only:
                 out.update(context(load, rt))
                 out['load_average_1min'] = os.getloadavg()[0]
