@@ -61,7 +61,7 @@ class StsRegisters:
         self.defaults = bytes(self.mem)
 
     def raw(self, name: str) -> int:
-        """The unsigned bytes of item ``name``."""
+        """Return the unsigned bytes of item ``name``."""
         it = _A[name]
         return int.from_bytes(self.mem[it.address:it.address + it.size], 'little')
 
@@ -82,13 +82,13 @@ class StsRegisters:
             .to_bytes(it.size, 'little')
 
     def read(self, address: int, length: int) -> bytes | None:
-        """The data of a READ, or None when it reaches past the table (no answer)."""
+        """Return the data of a READ, or None when it reaches past the table (no answer)."""
         if length <= 0 or address < 0 or address + length > ct.TABLE_SIZE:
             return None
         return bytes(self.mem[address:address + length])
 
     def check_write(self, address: int, data: bytes) -> list[tuple[ct.Item, int]]:
-        """The items a WRITE of ``data`` at ``address`` sets, as ``(item, raw value)``."""
+        """Return the items a WRITE of ``data`` at ``address`` sets, as ``(item, raw value)``."""
         out: list[tuple[ct.Item, int]] = []
         a, end = address, address + len(data)
         while 0 <= a < min(end, ct.TABLE_SIZE):
@@ -123,6 +123,8 @@ class StsRegisters:
 
 class StsArm(VirtualArm):
     """The virtual arm driven by STS servos (see the module docstring)."""
+
+    servos: list[StsRegisters]  # type: ignore[assignment]
 
     def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
         n = robot.n
@@ -242,7 +244,7 @@ class StsArm(VirtualArm):
         self._protect(n * self.dt)
 
     def _check_faults(self) -> None:
-        """The Dynamixel rules do not apply: :meth:`_protect` is the STS's."""
+        """Skip the Dynamixel rules: :meth:`_protect` is the STS's."""
 
     def _protect(self, dt: float) -> None:
         """Advance the protection timers by ``dt``; set Status bits and act on them.

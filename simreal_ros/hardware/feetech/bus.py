@@ -15,8 +15,9 @@ Configuration (docs/feetech.md):
   lock (Lock = 1): a write while locked changes the servo only until its next power cycle;
 * protection from the spec's effort limit: Max Torque Limit (16) and Torque Limit (48) in
   0.1 % of the model's stall torque, Protection Current (28) in 6.5 mA at 1.2 times the
-  current of the effort limit, Overload Torque (36) in % at the torque limit; Protection Time (35) and Protective Torque (34, the output the servo falls back to
-  once overloaded) from the constructor; Unloading Condition (19) gets the over-current,
+  current of the effort limit, Overload Torque (36) in % at the torque limit; Protection
+  Time (35) and Protective Torque (34, the output the servo falls back to once overloaded)
+  from the constructor; Unloading Condition (19) gets the over-current,
   overheat and overload bits, so the servo itself acts on them (an SO-101 gripper squeezing an
   object at its limit otherwise burns out);
 * position loop P/D/I coefficients (21-23) from the spec's kp/kd, checked against the
@@ -156,10 +157,10 @@ class FeetechBus:
 
         ``latency_timer_ms``: the SDK's packet-timeout margin (its ``LATENCY_TIMER``; a
         request times out after its bytes plus twice this plus 2 ms). ``read_timeout_s``: the
-        blocking read of :class:`BufferedPort`; 0 = the SDK's own PortHandler (busy poll). ``servo_velocity_
-        limit``: write Goal Velocity (the servo's profile speed) from the spec's velocity
-        limits. Raises ConfigError when the spec names an unknown model or a value derived
-        from it does not fit its register.
+        blocking read of :class:`BufferedPort`; 0 = the SDK's own PortHandler (busy poll).
+        ``servo_velocity_limit``: write Goal Velocity (the servo's profile speed) from the
+        spec's velocity limits. Raises ConfigError when the spec names an unknown model or a
+        value derived from it does not fit its register.
         """
         self.robot = robot
         self.port_name = port
@@ -302,7 +303,7 @@ class FeetechBus:
 
     def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5,
                  budget_s: float = 0.5) -> Any:
-        """A single-servo transaction, retried on comm errors (input flushed before a retry)."""
+        """Run a single-servo transaction, retried on comm errors (input flushed before each)."""
         deadline = time.monotonic() + budget_s
         attempt = 0
         while True:
@@ -331,7 +332,7 @@ class FeetechBus:
 
     def _read_checked(self, port: Any, sid: int, address: int, size: int
                       ) -> tuple[list[int], int, int]:
-        """The SDK's READ, its answer's length checked (STALE when it is not ``size``).
+        """Run the SDK's READ and check the answer's length (STALE when it is not ``size``).
 
         The SDK takes the first status packet with the servo's ID: after a timeout, the late
         answer to a write (no data) can be taken for a read's answer (seen in configure on a
@@ -503,7 +504,7 @@ class FeetechBus:
             self.write_register(sid, 'torque_enable', 1 if torque else 0)
 
     def arm_watchdog(self, units: int, ids: list[int] | None = None) -> None:
-        """The STS has no Bus Watchdog: nothing to arm (docs/feetech.md says what that means).
+        """Do nothing: the STS has no Bus Watchdog (docs/feetech.md says what that means).
 
         Accepted and ignored, so a driver configured for it runs; :attr:`has_watchdog` says
         so to a caller that wants to know.
