@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simreal_ros.hardware.feetech import protocol as p
-from simreal_ros.hardware.feetech.control_table import BY_NAME, STATE_LEN
+from simreal_ros.hardware.feetech.control_table import BY_NAME, STATE_LEN, find_model
 from simreal_ros.hardware.feetech.wire import byte_time_limit_hz
 
 
@@ -37,6 +37,12 @@ def test_the_parser_takes_any_chunking_and_drops_a_bad_checksum():
     items = [item for k in range(len(stream)) for item in parser.feed(stream[k:k + 1])]
     assert items == [p.Rejected(4, 'checksum', 8),
                      p.Packet(3, p.INST_WRITE, bytes([42, 0x8B, 0x82]), 9)]
+
+
+def test_models_are_found_in_any_case_with_the_number_the_servo_reports():
+    assert find_model('sts3215') is find_model('STS3215')
+    assert find_model('STS3215').model_number == 777
+    assert find_model('XM430-W350') is None
 
 
 def test_byte_time_limit_counts_the_packets_of_one_cycle():

@@ -246,7 +246,7 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError('--role leader / --operator: the virtual STS bus serves a follower '
                            'arm only (a leader arm emulator is Dynamixel-only so far)')
     for k, j in enumerate(spec.joints):
-        if j.servo.model not in ct.MODELS:
+        if ct.find_model(j.servo.model) is None:
             raise ConfigError(str(spec.source), f'joints[{k}].servo.model ({j.name})',
                               f'a Feetech STS model: one of {sorted(ct.MODELS)}', j.servo.model)
     overlay = load_overlay(reality) if reality else None

@@ -128,7 +128,7 @@ class StsArm(VirtualArm):
 
     def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
         n = robot.n
-        self.stall = np.array([ct.MODELS.get(j.servo.model, ct.MODELS['STS3215'])
+        self.stall = np.array([(ct.find_model(j.servo.model) or ct.MODELS['STS3215'])
                                .stall_torque_nm for j in robot.joints])
         self.protected = np.zeros(n, dtype=bool)
         self.overload_s = np.zeros(n)

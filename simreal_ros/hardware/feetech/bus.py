@@ -185,7 +185,7 @@ class FeetechBus:
 
     def _model(self, k: int) -> ct.ServoModel:
         s = self.robot.joints[k].servo
-        model = ct.MODELS.get(s.model)
+        model = ct.find_model(s.model)
         if model is None:
             raise ConfigError(str(self.robot.source), f'joints[{k}].servo.model '
                               f'({self.robot.joints[k].name})',

@@ -48,6 +48,11 @@ MODELS: dict[str, ServoModel] = {
 BY_NUMBER: dict[int, ServoModel] = {m.model_number: m for m in MODELS.values()}
 
 
+def find_model(name: str) -> ServoModel | None:
+    """Return the model a spec's ``model:`` names, in any case (LeRobot: ``sts3215``)."""
+    return MODELS.get(name.upper())
+
+
 @dataclass(frozen=True)
 class Item:
     """One memory-table item: address, size, access, default, range, sign-magnitude bit."""
@@ -203,4 +208,4 @@ def effort_to_current_register(effort: float, torque_per_amp: float) -> int:
 
 
 __all__ = ['BAUD_RATES', 'BY_NAME', 'BY_NUMBER', 'ITEMS', 'Item', 'MODELS', 'ServoModel',
-           'STATE_ADDR', 'STATE_LEN', 'describe_status']
+           'STATE_ADDR', 'STATE_LEN', 'describe_status', 'find_model']
