@@ -63,7 +63,8 @@ setup(
     install_requires=['setuptools', 'numpy>=1.24', 'pyyaml>=6', 'mujoco[sysid]>=3.2',
                       'rosbags>=0.11,<0.12', 'zstandard', 'matplotlib>=3.7',
                       'opencv-python-headless>=4.8', 'torch==2.13.0', 'onnxruntime',
-                      'dynamixel-sdk>=3.7', 'transforms3d>=0.4'],
+                      'dynamixel-sdk>=3.7', 'feetech-servo-sdk>=1.0',
+                      'transforms3d>=0.4'],
     extras_require={
         'ros': ros_wheels('kilted'),  # the default: the distribution the project is developed on
         'ros-kilted': ros_wheels('kilted'),

@@ -6,7 +6,17 @@
 * the driver node's achieved ``joint_states`` rate at 250 Hz and 500 Hz (1 Mbps), measured by
   a subscriber, as a ratio to the configured rate;
 * the time from the port coming back (emulator ``replugged``) to the first fresh
-  ``joint_states`` (target < 1 s).
+  ``joint_states`` (target < 1 s);
+* the same raw cycle on the virtual Feetech STS bus (6 STS3215, SYNC READ of present position
+  .. present current, 15 bytes a servo; SYNC WRITE of goal position, 2 bytes) through the
+  vendor's ``scservo_sdk`` at 1 Mbps, as a ratio to its byte-time limit (target >= 0.7),
+  measured right after the Dynamixel bus at 1 Mbps in the same run; and once more with the
+  SDK's own serial settings (``sts_bus_1mbps_sdk_default``: a busy-polling read, timeout 0)
+  to show where the time goes (docs/feetech.md); with ``--rt`` both 1 Mbps buses once more
+  with the emulator and the bus loop under SCHED_FIFO (``*_rt``), out of the way of whatever
+  else the host runs.
+
+``--buses-only`` measures the raw bus cycles only (no ROS nodes).
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.feetech.bus import FeetechBus
+from simreal_ros.hardware.feetech.wire import byte_time_limit_hz as sts_byte_time_limit_hz
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
 
@@ -36,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = bench_domain(0)
+RT_LOOP_PRIORITY = 80  # the raw bus loops under --rt (the driver's bus thread has 80 too)
 
 
 def driver_spec(args: dict[str, str]) -> NodeSpec:
@@ -48,9 +61,12 @@ def driver_spec(args: dict[str, str]) -> NodeSpec:
     return spec
 
 
-def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dict[str, float]:
+def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float,
+               rt: bool = False) -> dict[str, float]:
     robot = load_robot('simreal_arm')
-    with EmulatorProcess(link=tmp / f'raw_{baud}', baud=baud, env=env) as emu:
+    with EmulatorProcess(link=tmp / f'raw_{baud}_{rt}', baud=baud, env=env,
+                         rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu, \
+            _Fifo(RT_LOOP_PRIORITY if rt else 0):
         bus = DynamixelBus(robot, emu.port, baud, return_delay_us=0)
         bus.open()
         bus.check_servos()
@@ -73,6 +89,74 @@ def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float) -> dic
     rate = n / elapsed
     return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
             'failed_cycles': failures}
+
+
+def sts_spec(tmp: Path) -> Path:
+    """simreal_arm on a Feetech bus: STS3215 servos, efforts within their stall torque."""
+    import yaml
+    base = load_robot('simreal_arm')
+    data = yaml.safe_load(base.source.read_text())
+    data.update(robot='simreal_arm_sts', urdf=str(base.urdf),
+                bus={'family': 'feetech', 'baud': 1_000_000},
+                servo_defaults={'model': 'STS3215', 'model_number': 777, 'ticks_per_rev': 4096,
+                                'zero_tick': 2048, 'torque_per_amp': 0.71})
+    data.pop('cameras', None)
+    for joint in data['joints']:
+        joint['limits']['effort'] = 1.8
+    path = tmp / 'simreal_arm_sts.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+class _Fifo:
+    """This thread under SCHED_FIFO ``priority`` while inside (``0``: left as it is)."""
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+        self.old: tuple[int, int] | None = None
+
+    def __enter__(self) -> None:
+        if self.priority:
+            self.old = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.old is not None:
+            os.sched_setscheduler(0, self.old[0], os.sched_param(self.old[1]))
+
+
+def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
+                   read_timeout_s: float = 0.002, rt: bool = False) -> dict[str, float]:
+    """Raw cycles of FeetechBus at 1 Mbps; ``read_timeout_s`` 0 is the SDK's own busy poll.
+
+    ``rt``: the emulator (90) and this loop (80) under SCHED_FIFO, out of the other work's way.
+    """
+    spec = sts_spec(tmp)
+    robot = load_robot(spec)
+    baud = 1_000_000
+    with EmulatorProcess(link=tmp / f'sts_{read_timeout_s}_{rt}', robot=str(spec), baud=baud,
+                         env=env, rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu, \
+            _Fifo(RT_LOOP_PRIORITY if rt else 0):
+        bus = FeetechBus(robot, emu.port, baud, read_timeout_s=read_timeout_s)
+        bus.open()
+        bus.check_servos()
+        bus.configure()
+        n = failures = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            try:
+                state = bus.read_state()
+                bus.write_goal(state.position)
+                n += 1
+            except Exception:  # noqa: BLE001 - counted; the benchmark keeps going
+                failures += 1
+        elapsed = time.perf_counter() - t0
+        bus.set_torque(False)
+        bus.close()
+    limit = sts_byte_time_limit_hz(robot.n, baud)
+    rate = n / elapsed
+    return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
+            'failed_cycles': failures, 'target_ratio': 0.7}
 
 
 def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: float,
@@ -131,23 +215,41 @@ def recovery(client: RosClient, tmp: Path, env: dict[str, str]) -> dict[str, flo
 
 
 def run(quick: bool = False, load: int = 0, rt: bool = False,
-        drivers_only: bool = False) -> dict[str, Any]:
+        drivers_only: bool = False, buses_only: bool = False) -> dict[str, Any]:
     """Run the measurements and return the figures.
 
     ``load``: CPU-bound processes meanwhile; ``rt``: the driver rates are measured a second
     time with the driver (80) and the emulator (90) under SCHED_FIFO (``*_rt`` keys, and
-    ``rt_over_default`` ratios of the achieved/asked rates).
+    ``rt_over_default`` ratios of the achieved/asked rates). ``buses_only``: the raw bus
+    cycles only (Dynamixel and Feetech, side by side), no ROS nodes.
     """
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
     seconds = 1.5 if quick else 5.0
-    client = RosClient(DOMAIN, 'bench_bus_client')
+    client = None if buses_only else RosClient(DOMAIN, 'bench_bus_client')
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             out: dict[str, Any] = {} if drivers_only else {
                 'bus_1mbps': raw_cycles(tmp, env, 1_000_000, seconds),
                 'bus_4mbps': raw_cycles(tmp, env, 4_000_000, seconds)}
+            if not drivers_only:
+                out['sts_bus_1mbps'] = sts_raw_cycles(tmp, env, seconds)
+                out['sts_bus_1mbps_sdk_default'] = sts_raw_cycles(tmp, env, seconds, 0.0)
+                out['sts_over_dynamixel'] = {'ratio_to_limit': ratio(
+                    out['sts_bus_1mbps']['ratio_to_limit'],
+                    out['bus_1mbps']['ratio_to_limit'])}
+            if rt and not drivers_only:  # the same two buses, both ends under SCHED_FIFO
+                out['bus_1mbps_rt'] = raw_cycles(tmp, env, 1_000_000, seconds, True)
+                out['sts_bus_1mbps_rt'] = sts_raw_cycles(tmp, env, seconds, rt=True)
+                out['sts_over_dynamixel_rt'] = {'ratio_to_limit': ratio(
+                    out['sts_bus_1mbps_rt']['ratio_to_limit'],
+                    out['bus_1mbps_rt']['ratio_to_limit'])}
+            if buses_only:
+                out.update(context(load, rt))
+                out['load_average_1min'] = os.getloadavg()[0]
+                return out
+            assert client is not None
             for variant in variants(rt):
                 sfx = '_rt' if variant == 'rt' else ''
                 for hz in (250.0, 500.0):
@@ -164,7 +266,8 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
             out['load_average_1min'] = os.getloadavg()[0]
             return out
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
 if __name__ == '__main__':
@@ -175,5 +278,6 @@ if __name__ == '__main__':
     ap.add_argument('--load', type=int, default=0)
     ap.add_argument('--rt', action='store_true')
     ap.add_argument('--drivers-only', action='store_true')
+    ap.add_argument('--buses-only', action='store_true')
     a = ap.parse_args()
-    print(json.dumps(run(a.quick, a.load, a.rt, a.drivers_only), indent=2))
+    print(json.dumps(run(a.quick, a.load, a.rt, a.drivers_only, a.buses_only), indent=2))

@@ -11,8 +11,8 @@ latency    bag, core; the injector's model (never rclpy, mujoco, torch or cv2)
 teleop     gap, core; the leader's mapping and demonstration quality (same ban)
 sim        core; the physics engines live here
 hardware   sim, core (the virtual servo bus runs a simulated arm as its reality); inside it,
-           ``hardware.dynamixel`` (the real bus) never imports ``hardware.emulator``, which
-           may import it (it speaks the real wire protocol)
+           ``hardware.dynamixel`` and ``hardware.feetech`` (the real buses) never import
+           ``hardware.emulator``, which may import them (it speaks the real wire protocols)
 policy     sim, core (training runs in the simulation); ``policy.spec`` and
            ``policy.control`` never import torch (the planner and the node's control read them)
 sysid      policy, hardware, sim, core (fits replay the simulation)
@@ -57,7 +57,8 @@ PURE_MODULES = ('policy/spec.py', 'policy/control.py')
 MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
 #: sub-package -> the sub-packages of the same layer it must not import: the real driver side
 #: must work on a machine where the emulator (and its MuJoCo reality) is never loaded
-FORBIDDEN_WITHIN = {'hardware.dynamixel': ('hardware.emulator',)}
+FORBIDDEN_WITHIN = {'hardware.dynamixel': ('hardware.emulator',),
+                    'hardware.feetech': ('hardware.emulator',)}
 PYBULLET_ALLOWED = ('sim/bullet/',)
 
 

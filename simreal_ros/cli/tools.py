@@ -14,7 +14,11 @@ from simreal_ros.sim.bridge_config import ENGINES
 
 def cmd_emulate(ns: argparse.Namespace) -> int:
     """Serve the virtual servo bus on a pseudo-terminal until stopped."""
-    from simreal_ros.hardware.emulator import emulator
+    from simreal_ros.core.robot import load_robot
+    if load_robot(ns.robot).bus_family == 'feetech':  # the virtual STS bus
+        from simreal_ros.hardware.emulator import sts_bus as emulator
+    else:
+        from simreal_ros.hardware.emulator import emulator  # type: ignore[no-redef]
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
                          ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator)
@@ -52,16 +56,19 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add this group's sub-commands to the ``simreal`` parser."""
-    p = sub.add_parser('emulate', help='serve a virtual Dynamixel bus (MuJoCo arm) on a pty',
-                       description='serve a virtual Dynamixel Protocol 2.0 bus of XM430-W350 '
-                       'servos on a pseudo-terminal; prints "ready LINK" (see docs/hardware.md)')
+    p = sub.add_parser('emulate', help='serve a virtual servo bus (MuJoCo arm) on a pty',
+                       description='serve a virtual servo bus on a pseudo-terminal, by the '
+                       "robot spec's bus.family: Dynamixel Protocol 2.0 (XM430-W350) or Feetech "
+                       'STS (STS3215); prints "ready LINK" (see docs/hardware.md, '
+                       'docs/feetech.md)')
     p.add_argument('--robot', default='simreal_arm', help='robot spec: name or path')
     p.add_argument('--reality', default='', help='overlay with the hidden reality (name or '
                    'path; default: the nominal model)')
     p.add_argument('--link', required=True, help='symlink to create to the pty (the port)')
     p.add_argument('--baud', type=int, default=1_000_000, help='bus baud rate')
     p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,late=0.01,'
-                   'late_s=0.03,unplug_at=5,replug_at=6,seed=1')
+                   'late_s=0.03,unplug_at=5,replug_at=6,seed=1; feetech also '
+                   'power_cycle_at=3,power_off_s=0.5')
     p.add_argument('--trace', default='', help='write every SYNC READ answered (the true '
                    'register data) to this file')
     p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')

@@ -203,7 +203,7 @@ class VirtualArm:
         self.dt = robot.timestep_s
         self.n = robot.n
         self.models = resolve_servos(robot)
-        self.servos = [ServoRegisters(j.servo.servo_id, j.servo.model_number, m)
+        self.servos = [self._registers(j.servo.servo_id, j.servo.model_number, m)
                        for j, m in zip(robot.joints, self.models, strict=True)]
         # N*m per unit of the position PID's output x 1000 (mA, or PWM on XL430)
         self.gain_kt = np.array([gain_torque_per_amp(m, j.servo.torque_per_amp)
@@ -244,6 +244,10 @@ class VirtualArm:
             reg.set('present_temperature', int(round(self.temperature[i])))
             self.refresh_servo(i)
         self.update_present()
+
+    def _registers(self, servo_id: int, model_number: int, model: ServoModel) -> ServoRegisters:
+        """One servo's register file (another servo family's arm returns its own)."""
+        return ServoRegisters(servo_id, model_number, model)
 
     # ---- conversions -------------------------------------------------------------------------
     def q_to_ticks(self, i: int, q: float) -> int:
