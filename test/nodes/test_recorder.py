@@ -311,7 +311,8 @@ t = _Topic('/held', 'std_msgs/msg/String', String, rec.writer.add_topic('/held',
 rec.topics['/held'] = t
 # take order a, b, c, d; c was re-sent by DDS, so b was received before it (and waited)
 for data, received in (('a', 1000), ('b', 3000), ('c', 2000), ('d', 4000)):
-    rec._enqueue(t, serialize_message(String(data=data)), {'received_timestamp': received})
+    with rec.lock:
+        rec._record(t, serialize_message(String(data=data)), {'received_timestamp': received})
 rec.close()
 print(t.held_back)
 rclpy.shutdown()
