@@ -7,9 +7,9 @@ next to four 1 kHz topics was DDS, not the GIL: see :mod:`simreal_ros.ros.image_
 :class:`ProcessBagWriter` has the writer's
 interface (``add_topic``, ``write``, ``flush_due``, ``flush``, ``update_custom``, ``close``,
 ``custom``, ``bytes_in``, ``path``) but ``write`` only appends to a batch; ``flush`` sends the
-batch through a pipe (one pickle, one ``send``: the copy and the system call release the GIL) to a spawned
-process that owns the real writer. On the loaded 2-core machine it measured no better than
-the thread (docs/recording.md, Benchmark), so the recorder uses it only with
+batch through a pipe (one pickle, one ``send``: the copy and the system call release the GIL)
+to a spawned process that owns the real writer. On the loaded 2-core machine it measured no
+better than the thread (docs/recording.md, Benchmark), so the recorder uses it only with
 ``writer_process:=true``. Crash safety is the writer's own: the child flushes the
 storage after every batch, and a parent that dies leaves the child reading EOF, which closes
 the bag.

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
-import functools
 import importlib
 import os
 from pathlib import Path
@@ -143,7 +142,7 @@ def _stamp_of(data: bytes) -> int | None:
 
 
 def _untaken(_msg: object) -> None:
-    """The callback of the take node's subscriptions, which no executor ever calls."""
+    """Do nothing: the take node's subscriptions need a callback, which no executor calls."""
 
 
 def _decode_image(data: bytes) -> UInt8Array:
@@ -278,7 +277,9 @@ class Recorder(Node):
         self.take_node = Node(f'{self.get_name()}_take', namespace=self.get_namespace(),
                               context=self.context, use_global_arguments=False,
                               start_parameter_services=False)
-        self.take_paused = threading.Event()  # a test hook: hold the take thread
+        # a test hook: set take_paused, and the take thread sets take_holding once it holds
+        self.take_paused = threading.Event()
+        self.take_holding = threading.Event()
         self.thread = threading.Thread(target=self._take_loop, name='bag_take', daemon=True)
         self.thread.start()
         self._discover()
@@ -483,8 +484,10 @@ class Recorder(Node):
         while True:
             running = self.running
             if self.take_paused.is_set() and running:
+                self.take_holding.set()
                 time.sleep(TAKE_PERIOD_S)
                 continue
+            self.take_holding.clear()
             full = False
             with self.lock:
                 for t in list(self.topics.values()):
@@ -612,7 +615,7 @@ class Recorder(Node):
             summary)
 
     def _missed_custom(self) -> dict[str, str]:
-        """The missed counts as ``custom_data`` entries (the caller holds the lock)."""
+        """Return the missed counts as ``custom_data`` entries (the caller holds the lock)."""
         out = {'recorder.missed': str(sum(t.missed for t in self.topics.values()))}
         for t in self.topics.values():
             out[f'recorder.missed.{t.name}'] = str(t.missed)
