@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--image-participant', choices=('own', 'shared'), default='own',
                     help="images from a participant of their own (as the stack's cameras) or "
                          "from the JointState topics' one")
-    ap.add_argument('--stamps-file', default='', help='write every publish stamp (ns) here')
+    ap.add_argument('--stamps-file', default='',
+                    help='write, for each k, when message k was published on every topic (ns)')
     ns = ap.parse_args(argv)
 
     from simreal_ros.core.netenv import apply_to_current_process
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, p in enumerate(pubs):
             blocked += _publish(p, msg)
             sent[i] += 1
-        stamps.append(now)
+        stamps.append(time.time_ns())  # when message k was published on every topic
         if image is not None and img_every and k % img_every == 0:
             image.header.stamp = msg.header.stamp
             blocked += _publish(img_pub, image)

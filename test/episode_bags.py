@@ -15,7 +15,7 @@ ROBOT = load_robot('simreal_arm')
 NAMES = ROBOT.joint_names
 T0 = 1_700_000_000 * 10**9
 DEFECTS = ('dropped', 'out_of_order', 'duplicate', 'gap', 'clock_skew', 'commands_at_limits',
-           'saturated_effort', 'recorder_dropped')
+           'saturated_effort', 'recorder_dropped', 'recorder_missed')
 
 
 def signal(t: np.ndarray) -> np.ndarray:
@@ -93,6 +93,9 @@ def make_episode_bag(path: Path, *, seconds: float = 4.0, rate: float = 200.0,
     opts = BagOptions()
     custom = {'robot_spec.argument': 'simreal_arm', 'backend': 'sim2sim',
               'recorder.dropped_queue_full': '12' if 'recorder_dropped' in defects else '0'}
+    missed = 7 if 'recorder_missed' in defects else 0
+    custom.update({'recorder.missed': str(missed), 'recorder.missed./sim_a/joint_states': '0',
+                   'recorder.missed./sim_b/joint_states': str(missed)})
     with BagWriter(path, opts, custom) as w:
         ha = w.add_topic('/sim_a/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])
         hb = w.add_topic('/sim_b/joint_states', 'sensor_msgs/msg/JointState', [QosSpec()])

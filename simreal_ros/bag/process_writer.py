@@ -1,15 +1,15 @@
 """A :class:`~simreal_ros.bag.writer.BagWriter` in a child process.
 
-The recorder's executor thread needs the GIL for every message it takes from DDS, and a
+The recorder's take thread needs the GIL for every message it takes from DDS, and a
 writer thread in the same process that builds MCAP records takes the GIL from it; a writer
 process avoids that. (The 0.9-3 s the recorder once fell behind a 640x480 30 Hz image stream
 next to four 1 kHz topics was DDS, not the GIL: see :mod:`simreal_ros.ros.image_participant`.)
 :class:`ProcessBagWriter` has the writer's
-interface (``add_topic``, ``write``, ``flush_due``, ``flush``, ``close``, ``custom``,
-``bytes_in``, ``path``) but ``write`` only appends to a batch; ``flush`` sends the batch through
-a pipe (one pickle, one ``send``: the copy and the system call release the GIL) to a spawned
-process that owns the real writer. On the loaded 2-core machine it measured no better than
-the thread (docs/recording.md, Benchmark), so the recorder uses it only with
+interface (``add_topic``, ``write``, ``flush_due``, ``flush``, ``update_custom``, ``close``,
+``custom``, ``bytes_in``, ``path``) but ``write`` only appends to a batch; ``flush`` sends the
+batch through a pipe (one pickle, one ``send``: the copy and the system call release the GIL)
+to a spawned process that owns the real writer. On the loaded 2-core machine it measured no
+better than the thread (docs/recording.md, Benchmark), so the recorder uses it only with
 ``writer_process:=true``. Crash safety is the writer's own: the child flushes the
 storage after every batch, and a parent that dies leaves the child reading EOF, which closes
 the bag.
@@ -56,7 +56,7 @@ def _serve(conn: Connection, path: str, options: BagOptions, custom: dict[str, s
                 conn.send(('ok', writer.add_topic(req[1], req[2], req[3])))
             elif kind == 'write':
                 if req[2] is not None:
-                    writer.custom = req[2]
+                    writer.update_custom(req[2])
                 for handle, stamp, data in req[1]:
                     writer.write(handle, stamp, data)
                 writer.flush()
@@ -122,6 +122,10 @@ class ProcessBagWriter:
         self.bytes_in += len(data)
         if self._batch_bytes >= BATCH_BYTES:
             self.flush()
+
+    def update_custom(self, values: Mapping[str, str]) -> None:
+        """Add or change ``custom_data`` entries (in the child's side-car after the next flush)."""
+        self.custom.update({str(k): str(v) for k, v in values.items()})
 
     def flush_due(self) -> bool:
         """Whether a flush period has passed since the last batch was sent."""

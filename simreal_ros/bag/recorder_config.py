@@ -17,7 +17,6 @@ class RecorderConfig(FromMapping):
     * ``topics`` / ``exclude``: names or glob patterns recorded / never recorded.
     * ``storage`` .. ``flush_period_s``: how the bag is written (see :class:`BagOptions`).
     * ``discovery_period_s``: how often the graph is searched for new matching topics.
-    * ``queue_limit``: messages held for the writer before new ones are dropped (counted).
     * ``duration_s``: stop after this long (0 = until stopped).
     * ``gap_primary`` / ``gap_secondary``: the joint_states pair of the live gap (both or
       neither); ``gap_window_s``: its window; ``gap_max_lag_s``: the largest stamp difference
@@ -43,7 +42,6 @@ class RecorderConfig(FromMapping):
     split_duration_s: float = 0.0
     flush_period_s: float = 0.05
     discovery_period_s: float = 0.5
-    queue_limit: int = 200_000
     duration_s: float = 0.0
     gap_primary: str = ''
     gap_secondary: str = ''
@@ -64,7 +62,6 @@ class RecorderConfig(FromMapping):
                     'gap_max_lag_s'):
             check_number(getattr(self, key), src, key, positive=True)
         check_number(self.duration_s, src, 'duration_s', minimum=0.0)
-        check_count(self.queue_limit, src, 'queue_limit', 1)
         check_count(self.depth, src, 'depth', 0)
         if bool(self.gap_primary) != bool(self.gap_secondary):
             raise ConfigError(src, 'gap_secondary' if self.gap_primary else 'gap_primary',

@@ -187,6 +187,12 @@ class BagWriter:
         if now - self._last_flush >= self.options.flush_period_s:
             self.flush()
 
+    def update_custom(self, values: Mapping[str, str]) -> None:
+        """Add or change ``custom_data`` entries, now also in the side-car (a kill keeps them)."""
+        self._check_open()
+        self.custom.update({str(k): str(v) for k, v in values.items()})
+        self._write_sidecar()
+
     def flush(self) -> None:
         """Make everything written so far survive a crash of this process."""
         if self.storage is not None:

@@ -110,6 +110,34 @@ def cmd_check(ns: argparse.Namespace) -> int:
     return 0 if verdict.passed else 1
 
 
+def _number(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def recorder_summary(custom: dict[str, str]) -> dict[str, Any]:
+    """Return the recorder's own ``recorder.*`` entries of ``custom_data``, grouped.
+
+    ``recorder.missed`` is ``missed.total``, ``recorder.missed.<topic>`` is
+    ``missed.<topic>``, ``recorder.unattributed.<topic>`` is ``unattributed.<topic>``.
+    """
+    out: dict[str, Any] = {}
+    for key, value in sorted(custom.items()):
+        if not key.startswith('recorder.'):
+            continue
+        rest = key[len('recorder.'):]
+        group, _, topic = rest.partition('.')
+        if group in ('missed', 'unattributed'):
+            out.setdefault(group, {})[topic or 'total'] = _number(value)
+        else:
+            out[rest] = _number(value)
+    return out
+
+
 def cmd_bag(ns: argparse.Namespace) -> int:
     """``bag repair`` and ``bag info``."""
     from simreal_ros.bag import BagReader, repair_bag
@@ -135,6 +163,9 @@ def cmd_bag(ns: argparse.Namespace) -> int:
                'duration_s': (info.end_ns - info.start_ns) / 1e9,
                'topics': {t: {'type': ty, 'count': n} for t, (ty, n) in info.topics.items()},
                'custom_data_keys': sorted(info.custom_data)}
+        recorder = recorder_summary(info.custom_data)
+        if recorder:
+            out['recorder'] = recorder
     print(json.dumps(out, indent=2))
     return 0
 

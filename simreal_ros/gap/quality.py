@@ -21,6 +21,10 @@ check                     what it measures (per stamped topic unless said otherw
                           driver re-sending its last buffer, a renderer that stopped)
 ``black_frames``          image topics: frames whose mean luma is below 8 of 255 (lens cap, an
                           exposure failure, a renderer without a light)
+``recorder_missed``       per recorded topic: messages its publishers sent that the recorder
+                          never got (``recorder.missed.<topic>`` in ``custom_data``: gaps in the
+                          publishers' sequence numbers); any is a failure
+``recorder_dropped``      bags of the older recorder with a queue: messages it dropped
 ========================  =======================================================================
 
 Dropped image frames are the ``dropped`` check of the image topic, as for any stamped stream.
@@ -219,21 +223,35 @@ def _check_images(ep: Episode, th: Thresholds, v: Verdict) -> None:
 
 
 def _check_recorder(ep: Episode, v: Verdict) -> None:
-    """Messages the recorder received but could not queue (its own count, in custom_data)."""
+    """Check what the recorder says it missed (sequence gaps) or dropped (older bags)."""
     custom = ep.info.custom_data
-    if 'recorder.dropped_queue_full' not in custom:
-        v.skipped.append('recorder_dropped: the bag does not say (not from a clean '
-                         'simreal recorder stop)')
+    if 'recorder.missed' not in custom and 'recorder.dropped_queue_full' not in custom:
+        v.skipped.append('recorder_missed: the bag does not say (not recorded by the simreal '
+                         'recorder)')
         return
+    if 'recorder.dropped_queue_full' in custom:  # bags of the recorder that had a queue
+        _check_count(v, custom, 'recorder.dropped_queue_full', 'recorder_dropped', 'recorder',
+                     'messages dropped inside the recorder (queue full)')
+    prefix = 'recorder.missed.'
+    per_topic = sorted(k for k in custom if k.startswith(prefix))
+    for key in per_topic:
+        _check_count(v, custom, key, 'recorder_missed', key[len(prefix):],
+                     'messages the publishers sent never reached the recorder (gaps in '
+                     'their sequence numbers)')
+    if 'recorder.missed' in custom and not per_topic:
+        _check_count(v, custom, 'recorder.missed', 'recorder_missed', 'recorder',
+                     'messages the publishers sent never reached the recorder')
+
+
+def _check_count(v: Verdict, custom: dict[str, str], key: str, check: str, subject: str,
+                 what: str) -> None:
+    """One finding that passes when the count under ``key`` is 0."""
     try:
-        dropped = int(custom['recorder.dropped_queue_full'])
+        n = int(custom[key])
     except ValueError:
-        v.skipped.append('recorder_dropped: unreadable count '
-                         f'{custom["recorder.dropped_queue_full"]!r}')
+        v.skipped.append(f'{check}: {subject}: unreadable count {custom[key]!r} ({key})')
         return
-    v.findings.append(Finding(
-        'recorder_dropped', 'recorder', dropped, 0, dropped == 0,
-        f'{dropped} messages dropped inside the recorder (queue full)'))
+    v.findings.append(Finding(check, subject, n, 0, n == 0, f'{n} {what}'))
 
 
 def _check_limits(ep: Episode, robot: RobotSpec, th: Thresholds, v: Verdict) -> None:

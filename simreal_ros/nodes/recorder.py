@@ -1,12 +1,32 @@
 """``simreal_recorder``: record topics into a rosbag2 bag and measure the live sim-vs-real gap.
 
-Subscriptions are raw (``raw=True``): the callback receives the CDR bytes and only appends
-them to a queue; a writer thread writes them into the bag (:class:`simreal_ros.bag.
-BagWriter`), flushing at least every ``flush_period_s``. Topics are given by name or glob
-pattern (``*`` = all); the graph is re-read every ``discovery_period_s`` so publishers that
-appear later are recorded too. Each subscription matches the QoS its publishers offer
-(reliable only if all are, transient-local only if all are), and the offered profiles are
-stored in the bag.
+Taking messages. The subscriptions live on a second rclpy node, ``<name>_take``, that no
+executor ever spins; a dedicated take thread drains every subscription of it every
+``TAKE_PERIOD_S`` (``take_message`` with the message info, raw CDR bytes) and writes what it
+took straight into the bag (:class:`simreal_ros.bag.BagWriter`), flushing at least every
+``flush_period_s``. The node itself keeps only its timers (discovery, diagnostics, duration).
+Before, the executor took the messages in callbacks between those timers; on a loaded host the
+DDS history of a keep-last subscription overflowed before the executor came round, and a
+writer queue held messages that a SIGKILL lost (a killed recording kept 4226 of ~4822 messages
+per topic, four topics at 1 kHz). Now a SIGKILL loses at most one take period plus one flush
+period of messages. Topics are given by name or glob pattern (``*`` = all); the graph is
+re-read every ``discovery_period_s`` so publishers that appear later are recorded too. Each
+subscription matches the QoS its publishers offer (reliable only if all are, transient-local
+only if all are), and the offered profiles are stored in the bag.
+
+Missed messages. Every DDS sample carries its publisher's sequence number
+(``publication_sequence_number``, 1, 2, 3, ... per publisher); a gap between two samples of
+one publisher is the count of messages that publisher sent and the recorder never got (a
+keep-last history that overflowed, a best-effort sample lost, a reliable writer that dropped
+unacknowledged samples from its own keep-last history). They are counted per topic
+(``missed``, next to ``taken``) in ``/diagnostics`` (WARN when any) and in the bag's
+``custom_data`` (``recorder.missed``, ``recorder.missed.<topic>``, rewritten into the
+recording's side-car every diagnostics period, so a killed recording keeps them too).
+Publishers are told apart by ``publisher_gid`` where the message info carries it (Kilted);
+where it does not (Jazzy's rclpy), gaps are counted only while the subscription matches
+exactly one publisher, and the messages taken while it matched several are counted as
+``unattributed``. Messages a publisher sent after the last one the recorder got (before it
+went away) leave no gap and are not seen.
 
 Live gap (``gap_primary`` / ``gap_secondary`` set, e.g. ``sim_a/joint_states`` and
 ``sim_b/joint_states``): the two JointState streams are paired by header stamp with
@@ -18,17 +38,15 @@ of the primary whose counterpart the secondary has (``/sim_a/camera/image_raw`` 
 ``/sim_b/camera/image_raw``) is compared live too (:mod:`simreal_ros.gap.live_camera`):
 one pair of frames per ``camera_gap_period_s`` on a thread of its own, reported as
 ``<node>: camera gap <camera topic>``. The recorder's own lag, how long
-the oldest waiting message has been queued when the writer takes a batch (its bag time to
-now, wall clock only), is ``write_lag_ms`` (the maximum over the last period) and
+how long a message waited in DDS before the take thread took it (its receive time to
+the take, wall clock only), is ``write_lag_ms`` (the maximum over the last period) and
 ``write_lag_max_ms`` (since the start, also ``recorder.write_lag_max_ms`` in ``custom_data``).
 """
 
 from __future__ import annotations
 
-from collections import deque
 import datetime
 import fnmatch
-import functools
 import importlib
 import os
 from pathlib import Path
@@ -58,19 +76,20 @@ from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import run_node
 
-#: Messages written per lock hold of the writer thread.
-WRITE_BATCH = 5000
-#: The writer thread wakes this often when the queue is empty. The executor thread needs the
-#: GIL for every message it takes; a writer that wakes rarely and then writes everything in one
-#: burst costs it far fewer GIL hand-overs than one that polls often (measured: with a 2 ms
-#: poll and a 0.2 ms switch interval the recorder fell behind 4 kHz + 30 Hz images).
-WRITER_IDLE_S = 0.01
+#: The take thread drains every subscription this often when nothing waits. Together with the
+#: flush period it bounds what a SIGKILL loses: 5 ms + 50 ms, inside the 0.1 s a recording is
+#: asked to keep.
+TAKE_PERIOD_S = 0.005
+#: Messages taken from one subscription per turn, so that one busy topic cannot starve the
+#: others (and the diagnostics timer waits for the lock at most one turn).
+TAKE_BATCH = 500
+#: The take thread holds the GIL for whole turns; the executor (timers only) needs it rarely.
 GIL_SWITCH_INTERVAL_S = 0.005
 #: With keep-all, the depth bounds the samples DDS holds for the recorder before it refuses
 #: more (the publisher then re-sends them after its next heartbeat, seconds later).
 KEEP_ALL_DEPTH = 20_000
-#: Messages taken per callback in addition to the one the executor handed over.
-DRAIN_MAX = 500
+
+
 def offered_qos(infos: list[Any]) -> list[QosSpec]:
     """Return the QoS each publisher (TopicEndpointInfo) offers."""
     offered: list[QosSpec] = []
@@ -122,6 +141,10 @@ def _stamp_of(data: bytes) -> int | None:
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
+def _untaken(_msg: object) -> None:
+    """Do nothing: the take node's subscriptions need a callback, which no executor calls."""
+
+
 def _decode_image(data: bytes) -> UInt8Array:
     return to_array(deserialize_message(data, Image))
 
@@ -141,7 +164,7 @@ def _key_values(entries: Sequence[str], what: str) -> dict[str, str]:
 class _Topic:
     __slots__ = ('name', 'msgtype', 'cls', 'handle', 'has_header', 'stats', 'sub', 'received',
                  'live_role', 'reliable', 'transient', 'publishers', 'last_stamp', 'held_back',
-                 'camera')
+                 'camera', 'missed', 'unattributed', 'last_seq')
 
     def __init__(self, name: str, msgtype: str, cls: type, handle: int) -> None:
         self.name = name
@@ -159,6 +182,33 @@ class _Topic:
         self.last_stamp = 0  # the bag timestamp of the message taken last (ns)
         self.held_back = 0  # messages received before one taken ahead of them (DDS repair)
         self.camera: tuple[LiveCameraGap, int] | None = None  # (live camera gap, side)
+        self.missed = 0  # messages a publisher sent that never reached the recorder
+        self.unattributed = 0  # taken while no gap could be attributed (see the docstring)
+        self.last_seq: dict[bytes | None, int] = {}  # publisher GID -> last sequence number
+
+    def count_missed(self, info: Any, single_writer: bool) -> None:
+        """Count the gap between this message's publisher sequence number and the last one.
+
+        ``single_writer``: whether the subscription matches one publisher, which is what
+        attributes a sample to its publisher when the info carries no GID.
+        """
+        seq = info.get('publication_sequence_number')
+        if not seq:
+            self.unattributed += 1
+            return
+        gid = info.get('publisher_gid')
+        key = bytes(gid['data']) if gid else None
+        if key is None and not single_writer:
+            self.last_seq.clear()  # the next gap would span two publishers' numbers
+            self.unattributed += 1
+            return
+        last = self.last_seq.get(key)
+        if last is not None and seq > last + 1:
+            self.missed += seq - last - 1
+        if last is None or seq > last:
+            self.last_seq[key] = seq
+        elif key is None:  # a new publisher, numbering from 1 again (Jazzy: no GID)
+            self.last_seq[key] = seq
 
 
 DESCRIPTIONS = {
@@ -203,13 +253,10 @@ class Recorder(Node):
 
         self.topics: dict[str, _Topic] = {}
         self.failed: dict[str, str] = {}
-        self.queue: deque[tuple[_Topic, int, bytes]] = deque()
-        self.queue_limit = p.queue_limit
-        self.dropped = 0
-        self.drain = True
         self.written = 0
         self.write_error = ''
-        # write lag (wall clock only): bag time of the oldest queued message to its write
+        self.missed_saved: dict[str, str] = {}  # the missed counts last put into custom_data
+        # write lag (wall clock only): receive time of a message to its write
         self.lag_max_ns = 0
         self.lag_window_ns = 0
         self.lock = threading.Lock()
@@ -225,7 +272,15 @@ class Recorder(Node):
         self.finished = False
         self.exit_code = 0
         self.start_mono = time.monotonic()
-        self.thread = threading.Thread(target=self._write_loop, name='bag_writer', daemon=True)
+        # the subscriptions' node: never spun, only the take thread takes from it (a name of
+        # its own; global arguments would rename it to this node's name)
+        self.take_node = Node(f'{self.get_name()}_take', namespace=self.get_namespace(),
+                              context=self.context, use_global_arguments=False,
+                              start_parameter_services=False)
+        # a test hook: set take_paused, and the take thread sets take_holding once it holds
+        self.take_paused = threading.Event()
+        self.take_holding = threading.Event()
+        self.thread = threading.Thread(target=self._take_loop, name='bag_take', daemon=True)
         self.thread.start()
         self._discover()
         self.create_timer(p.discovery_period_s, self._discover)
@@ -284,9 +339,10 @@ class Recorder(Node):
                 t.live_role = 'primary'
             elif name == self.gap_topics[1]:
                 t.live_role = 'secondary'
-            t.sub = self.create_subscription(cls, name, self._make_callback(t), profile,
-                                             raw=True)
-            self.topics[name] = t
+            with self.lock:
+                t.sub = self.take_node.create_subscription(cls, name, _untaken, profile,
+                                                           raw=True)
+                self.topics[name] = t
             self.get_logger().info(f'recording {name} [{types[0]}] '
                                    f'({profile.reliability.name.lower()}, '
                                    f'{profile.durability.name.lower()})')
@@ -336,18 +392,16 @@ class Recorder(Node):
         transient = t.transient and all(q.durability == 'transient_local' for q in offered)
         if (reliable, transient) == (t.reliable, t.transient) or t.sub is None:
             return
-        old = t.sub
-        callback = self._make_callback(t)
-        try:  # nothing the old subscription holds is lost
-            while self._take_waiting(t, old, DRAIN_MAX):
-                pass
-        except (AttributeError, TypeError):
-            pass  # another rclpy without take_message: what the old one held is dropped
-        t.sub = None
-        self.destroy_subscription(old)
         profile = offered_profile(reliable, transient, self.p.depth)
-        t.reliable, t.transient = reliable, transient
-        t.sub = self.create_subscription(t.cls, t.name, callback, profile, raw=True)
+        with self.lock:  # nothing the old subscription holds is lost
+            old = t.sub
+            while self._take_waiting(t, old, TAKE_BATCH) == TAKE_BATCH:
+                pass
+            t.sub = None
+            self.take_node.destroy_subscription(old)
+            t.reliable, t.transient = reliable, transient
+            t.sub = self.take_node.create_subscription(t.cls, t.name, _untaken, profile,
+                                                       raw=True)
         # the bag keeps the QoS its channel was written with (readers match on it); the
         # switch is recorded next to it
         rel, dur = profile.reliability.name.lower(), profile.durability.name.lower()
@@ -356,10 +410,8 @@ class Recorder(Node):
         self.get_logger().warning(
             f'{t.name}: a publisher with weaker QoS joined; recording it {rel}, {dur} from now on')
 
-    def _enqueue(self, t: _Topic, data: bytes, info: Any) -> None:
-        if len(self.queue) >= self.queue_limit:
-            self.dropped += 1
-            return
+    def _record(self, t: _Topic, data: bytes, info: Any) -> None:
+        """Write one taken message into the bag (the caller holds the lock)."""
         stamp = (self.get_clock().now().nanoseconds if self.use_sim_time
                  else info['received_timestamp'])
         # A reliable reader hands messages over in the writer's order: a lost sample that DDS
@@ -372,88 +424,81 @@ class Recorder(Node):
             stamp = t.last_stamp
             t.held_back += 1
         t.last_stamp = stamp
-        self.queue.append((t, stamp, data))
+        self.writer.write(t.handle, stamp, data)  # raises: _take_loop ends the recording
+        self.written += 1
+        t.received += 1
+        hstamp = _stamp_of(data) if t.has_header else None
+        t.stats.add(hstamp, stamp)
+        if t.live_role:
+            self._feed_live(t, data)
+        if t.camera is not None and hstamp is not None:
+            t.camera[0].offer(t.camera[1], hstamp, data)
 
-    def _take_waiting(self, t: _Topic, sub: Any, limit: int) -> bool:
-        """Take up to ``limit`` messages already waiting on ``sub`` (the executor's own call).
+    def _take_waiting(self, t: _Topic, sub: Any, limit: int) -> int:
+        """Take and record up to ``limit`` messages waiting on ``sub``; return how many.
 
-        Returns whether the limit was reached (more may wait). AttributeError/TypeError: this
-        rclpy has no ``take_message``.
+        The caller holds the lock.
         """
         handle = sub.handle
+        single = True
+        n = 0
         for _ in range(limit):
-            with handle:
-                got = handle.take_message(t.cls, True)
-            if got is None:
-                return False
-            self._enqueue(t, got[0], got[1])
-        return True
-
-    def _make_callback(self, t: _Topic) -> Any:
-        enqueue = functools.partial(self._enqueue, t)
-
-        def on_message(data: bytes, info: Any) -> None:
-            enqueue(data, info)
-            # The executor takes one message per wait; under load, take what else is already
-            # there in a tight loop (the same call the executor makes), which keeps the
-            # per-message cost of the recorder below that of a plain subscriber.
-            if not self.drain or t.sub is None:
-                return
             try:
-                self._take_waiting(t, t.sub, DRAIN_MAX)
-            except (AttributeError, TypeError):
-                self.drain = False  # another rclpy: fall back to one message per wait
-            except Exception:  # noqa: BLE001 - subscription destroyed during shutdown
-                return
-        return on_message
+                with handle:
+                    got = handle.take_message(t.cls, True)
+            except Exception:  # noqa: BLE001 - the last turn, after a Ctrl-C shut ROS down
+                if self.running:
+                    raise
+                break
+            if got is None:
+                break
+            data, info = got
+            if n == 0:
+                if not self.use_sim_time:  # how long it waited in DDS
+                    lag = time.time_ns() - info['received_timestamp']
+                    self.lag_window_ns = max(self.lag_window_ns, lag)
+                    self.lag_max_ns = max(self.lag_max_ns, lag)
+                if not info.get('publisher_gid'):  # Jazzy: only a lone publisher is certain
+                    single = sub.get_publisher_count() == 1
+            t.count_missed(info, single)
+            self._record(t, data, info)
+            n += 1
+        return n
 
-    # -- writer thread ---------------------------------------------------------------------
+    # -- take thread -----------------------------------------------------------------------
 
-    def _write_loop(self) -> None:
+    def _take_loop(self) -> None:
         try:
-            self._write_queue()
+            self._take_all()
         except Exception as exc:  # noqa: BLE001 - any storage failure ends the recording
             known = isinstance(exc, (OSError, SimrealError))
             self.write_error = str(exc) if known else f'{type(exc).__name__}: {exc}'
             self.get_logger().error(f'writing the bag failed: {self.write_error}')
             self.running = False
-            self.queue.clear()
             self.exit_code = 2
             self.finished = True
 
-    def _write_queue(self) -> None:
+    def _take_all(self) -> None:
+        """Drain every subscription each turn until stopped; one last turn after the stop."""
         writer = self.writer
-        queue = self.queue
         while True:
-            if not queue:
-                if not self.running:
-                    break
-                if writer.flush_due():
-                    with self.lock:
-                        writer.flush()
-                time.sleep(WRITER_IDLE_S)
+            running = self.running
+            if self.take_paused.is_set() and running:
+                self.take_holding.set()
+                time.sleep(TAKE_PERIOD_S)
                 continue
+            self.take_holding.clear()
+            full = False
             with self.lock:
-                if not self.use_sim_time:  # how far behind DDS: the oldest waiting message's age
-                    lag = time.time_ns() - queue[0][1]
-                    self.lag_window_ns = max(self.lag_window_ns, lag)
-                    self.lag_max_ns = max(self.lag_max_ns, lag)
-                n = 0
-                while queue and n < WRITE_BATCH:
-                    t, stamp, data = queue.popleft()
-                    writer.write(t.handle, stamp, data)  # raises: _write_loop ends the recording
-                    n += 1
-                    self.written += 1
-                    t.received += 1
-                    hstamp = _stamp_of(data) if t.has_header else None
-                    t.stats.add(hstamp, stamp)
-                    if t.live_role:
-                        self._feed_live(t, data)
-                    if t.camera is not None and hstamp is not None:
-                        t.camera[0].offer(t.camera[1], hstamp, data)
+                for t in list(self.topics.values()):
+                    if t.sub is not None:
+                        full |= self._take_waiting(t, t.sub, TAKE_BATCH) == TAKE_BATCH
                 if writer.flush_due():
                     writer.flush()
-            time.sleep(0)  # hand the GIL to the executor thread between batches
+            if not running and not full:
+                break
+            # more waits: go on at once, after handing the GIL to the executor thread
+            time.sleep(0 if full else TAKE_PERIOD_S)
 
     def _feed_live(self, t: _Topic, data: bytes) -> None:
         try:
@@ -489,23 +534,30 @@ class Recorder(Node):
             level, message = 'error', f'write failed: {self.write_error}'
         elif self.failed:
             level, message = 'error', f'cannot record {sorted(self.failed)}'
-        elif self.dropped:
-            level, message = 'warn', f'{self.dropped} messages dropped (queue full)'
         with self.lock:
-            summaries = {t.name: (t.stats.summary(), t.held_back) for t in self.topics.values()}
+            summaries = {t.name: (t.stats.summary(), t.held_back, t.received, t.missed,
+                                  t.unattributed) for t in self.topics.values()}
+            missed = self._missed_custom()
+            if missed != self.missed_saved:  # a killed recording keeps them (the side-car)
+                self.writer.update_custom(missed)
+                self.missed_saved = missed
             gap = self.live.summary() if self.gap_topics[0] else None
             cameras = {rest: g for rest, (g, sides) in self.camera_gaps.items()
                        if len(sides) == 2}
             values: dict[str, object] = {
                 'bag': str(self.writer.path), 'messages_written': self.written,
-                'megabytes_in': self.writer.bytes_in / 1e6, 'queue': len(self.queue),
-                'dropped': self.dropped, 'topics': len(self.topics),
+                'megabytes_in': self.writer.bytes_in / 1e6,
+                'missed': int(missed['recorder.missed']), 'topics': len(self.topics),
                 'elapsed_s': time.monotonic() - self.start_mono,
             }
             if not self.use_sim_time:
                 values['write_lag_ms'] = self.lag_window_ns / 1e6
                 values['write_lag_max_ms'] = self.lag_max_ns / 1e6
                 self.lag_window_ns = 0
+        missed_topics = sorted(t for t, v in summaries.items() if v[3])
+        if level == 'ok' and missed_topics:
+            level, message = 'warn', (f'{values["missed"]} messages missed (publisher '
+                                      f'sequence gaps) on {", ".join(missed_topics)}')
         for topic, err in sorted(self.failed.items()):
             values[f'failed {topic}'] = err
         waiting = [t for t in self.patterns if not any(c in t for c in '*?[')
@@ -514,11 +566,14 @@ class Recorder(Node):
             values['waiting_for_publishers'] = ','.join(waiting)
         statuses = [messages.diagnostic_status(f'{name}: recorder', 'bag', level, message,
                                                values)]
-        for topic, (s, held_back) in sorted(summaries.items()):
+        for topic, (s, held_back, taken, t_missed, unattributed) in sorted(summaries.items()):
             statuses.append(messages.diagnostic_status(
-                f'{name}: topic {topic}', topic, 'ok' if not (s.out_of_order or s.duplicates)
-                else 'warn', f'{s.rate_hz:.1f} Hz' if s.rate_hz == s.rate_hz else 'no data',
-                {'count': s.count, 'rate_hz': s.rate_hz, 'gaps': s.gaps,
+                f'{name}: topic {topic}', topic, 'ok' if not (s.out_of_order or s.duplicates
+                                                             or t_missed) else 'warn',
+                (f'{s.rate_hz:.1f} Hz' if s.rate_hz == s.rate_hz else 'no data')
+                + (f', {t_missed} missed' if t_missed else ''),
+                {'taken': taken, 'missed': t_missed, 'unattributed': unattributed,
+                 'count': s.count, 'rate_hz': s.rate_hz, 'gaps': s.gaps,
                  'max_gap_ms': s.max_gap_ms, 'out_of_order': s.out_of_order,
                  'duplicates': s.duplicates, 'skew_mean_ms': s.skew_mean_ms,
                  'skew_max_ms': s.skew_max_ms, 'held_back_by_repair': held_back}))
@@ -559,6 +614,15 @@ class Recorder(Node):
             f'{summary["psnr_db_mean"]:.1f} dB over the last {summary["window_pairs"]} pairs',
             summary)
 
+    def _missed_custom(self) -> dict[str, str]:
+        """Return the missed counts as ``custom_data`` entries (the caller holds the lock)."""
+        out = {'recorder.missed': str(sum(t.missed for t in self.topics.values()))}
+        for t in self.topics.values():
+            out[f'recorder.missed.{t.name}'] = str(t.missed)
+            if t.unattributed:
+                out[f'recorder.unattributed.{t.name}'] = str(t.unattributed)
+        return out
+
     def _check_duration(self) -> None:
         if time.monotonic() - self.start_mono >= self.p.duration_s:
             self.finished = True
@@ -566,23 +630,26 @@ class Recorder(Node):
     # -- shutdown --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the subscriptions, drain the queue into the bag and close it."""
+        """Take what waits, stop taking, close the bag (messages DDS delivers later are not)."""
         self.camera_stop.set()
-        for t in self.topics.values():
-            if t.sub is not None:
-                self.destroy_subscription(t.sub)
-                t.sub = None
+        self.take_paused.clear()
         self.running = False
-        self.thread.join(timeout=60.0)
+        self.thread.join(timeout=60.0)  # its last turn takes what the subscriptions hold
         with self.lock:
+            for t in self.topics.values():
+                if t.sub is not None:
+                    self.take_node.destroy_subscription(t.sub)
+                    t.sub = None
+            self.writer.custom.update(self._missed_custom())
             self.writer.custom['recorder.messages_written'] = str(self.written)
-            self.writer.custom['recorder.dropped_queue_full'] = str(self.dropped)
             if not self.use_sim_time:
                 self.writer.custom['recorder.write_lag_max_ms'] = f'{self.lag_max_ns / 1e6:.1f}'
             self.writer.close()
+        self.take_node.destroy_node()
         counts = ', '.join(f'{t.name}: {t.received}' for t in self.topics.values())
+        missed = sum(t.missed for t in self.topics.values())
         print(f'recorded {self.written} messages into {self.writer.path} ({counts})'
-              + (f'; {self.dropped} dropped' if self.dropped else ''), flush=True)
+              + (f'; {missed} missed (publisher sequence gaps)' if missed else ''), flush=True)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -51,7 +51,6 @@ BAD = [
      'gap_secondary: expected both gap_primary and gap_secondary set, or neither'),
     (RecorderConfig, 'discovery_period_s', 0.0, 'expected a number > 0'),
     (RecorderConfig, 'duration_s', -1.0, 'expected a number >= 0.0'),
-    (RecorderConfig, 'queue_limit', 0, 'expected an integer >= 1'),
     (RecorderConfig, 'depth', -1, 'expected an integer >= 0'),
     (InjectorConfig, 'events_period_s', 0.0, 'expected a number > 0'),
     (InjectorConfig, 'diagnostics_period_s', float('nan'), 'expected a finite number'),

@@ -30,7 +30,7 @@ def test_clean_episode_passes_every_check(clean_bag):
     assert v.passed, v.text()
     checks = {f.check for f in v.findings}
     assert checks == {'dropped', 'non_monotonic', 'gaps', 'clock_skew', 'commands_at_limits',
-                      'saturated_effort', 'recorder_dropped'}
+                      'saturated_effort', 'recorder_dropped', 'recorder_missed'}
 
 
 def test_diagnostics_of_several_nodes_are_not_judged_as_one_stream(tmp_path):
@@ -51,12 +51,12 @@ def test_diagnostics_of_several_nodes_are_not_judged_as_one_stream(tmp_path):
 CHECK_OF = {'dropped': 'dropped', 'out_of_order': 'non_monotonic',
             'duplicate': 'non_monotonic', 'gap': 'gaps', 'clock_skew': 'clock_skew',
             'commands_at_limits': 'commands_at_limits', 'saturated_effort': 'saturated_effort',
-            'recorder_dropped': 'recorder_dropped'}
+            'recorder_dropped': 'recorder_dropped', 'recorder_missed': 'recorder_missed'}
 SUBJECT_OF = {'dropped': '/sim_a/joint_states', 'out_of_order': '/sim_a/joint_states',
               'duplicate': '/sim_a/joint_states', 'gap': '/sim_b/joint_states',
               'clock_skew': 'between topics', 'commands_at_limits': 'elbow_pitch',
               'saturated_effort': '/sim_a/joint_states shoulder_pitch',
-              'recorder_dropped': 'recorder'}
+              'recorder_dropped': 'recorder', 'recorder_missed': '/sim_b/joint_states'}
 
 
 @pytest.mark.parametrize('defect', DEFECTS)
@@ -71,6 +71,8 @@ def test_each_defect_is_caught(tmp_path, defect):
     assert any(SUBJECT_OF[defect] in f.subject for f in failed), v.text()
     if defect == 'duplicate':
         assert 'duplicate' in failed[0].detail and failed[0].value == 1
+    if defect == 'recorder_missed':  # the one topic that missed, with the recorder's count
+        assert [(f.subject, f.value) for f in failed] == [('/sim_b/joint_states', 7)]
 
 
 def test_cli_exit_codes_and_json(clean_bag, tmp_path, simreal_cli):
