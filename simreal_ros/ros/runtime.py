@@ -159,10 +159,9 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     apply_to_current_process()
     import rclpy
     from rclpy.exceptions import InvalidHandle
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation
 
-    from rclpy.executors import Executor
     # Executor.__init__ sets the attribute its __del__ reads (_sigint_gc) last: a Ctrl-C that
     # lands in between (a KeyboardInterrupt, or an RCLError from a guard condition on the
     # context rclpy's handler just shut down) left a half-built executor whose finalizer printed

@@ -94,7 +94,8 @@ def test_sigint_is_a_clean_stop(kind, phase, start_node, ros_client, ros_env, tm
     emulators = [EmulatorProcess(link=tmp_path / f'tty_{role}', env=ros_env, role=role)
                  for role in case.emulators]
     try:
-        ports = {role: emu.start().port for role, emu in zip(case.emulators, emulators)}
+        ports = {role: emu.start().port for role, emu in zip(case.emulators, emulators,
+                                                              strict=True)}
         received: list = []
         if phase == 'after work' and case.output is not None:
             received = ros_client.collect(*case.output)
