@@ -5,9 +5,10 @@ whose /tf comes back to the test) runs with the environment the launcher gives n
 and TCP sockets of the node processes are read from ``/proc/<pid>/fd`` and ``/proc/<pid>/net``.
 Measured without the loopback profile of core/netenv.py: the discovery and data ports (the
 domain's RTPS ports and Fast DDS's port near 7000) and a send socket bound 0.0.0.0, 4 sockets a
-participant, and one more send socket the machine's address. With it every one of those binds 127.0.0.1; the only sockets off
-loopback left are the send-only sockets of the UDPv4 transport that rmw_fastrtps itself appends
-in LOCALHOST mode, on ports the kernel picks (docs/architecture.md, "Networking").
+participant, and one more send socket the machine's address. With it every one of those binds
+127.0.0.1; the only sockets off loopback left are the send-only sockets of the UDPv4 transport
+that rmw_fastrtps itself appends in LOCALHOST mode, on ports the kernel picks
+(docs/architecture.md, "Networking").
 """
 
 from __future__ import annotations
