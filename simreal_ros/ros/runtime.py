@@ -168,7 +168,7 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     # "Exception ignored ... AttributeError" with a traceback: seen once in 11 SIGINTs sent as a
     # camera driver logged its first line (Jazzy). A class-level default makes that a no-op.
     if not hasattr(Executor, '_sigint_gc'):
-        Executor._sigint_gc = None  # type: ignore[attr-defined]
+        Executor._sigint_gc = None
 
     rclpy.init(args=list(args) if args is not None else sys.argv)
     node = None
