@@ -11,6 +11,8 @@ import tempfile
 
 import pytest
 
+from simreal_ros.core.netenv import apply_loopback_profile
+
 # Before anything imports rclpy: loopback only, a domain id of this run, a writable log dir.
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.pop('ROS_STATIC_PEERS', None)
@@ -24,6 +26,9 @@ os.environ.setdefault('ROS_LOG_DIR', str(Path(tempfile.gettempdir()) / 'simreal_
 os.environ.setdefault('HOME', tempfile.gettempdir())
 if sys.prefix != sys.base_prefix:
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
+# Every socket of this process's participants and of the nodes it starts on 127.0.0.1, as
+# the launcher does (core/netenv.py, docs/architecture.md "Networking").
+apply_loopback_profile(os.environ)
 
 _domains = itertools.count(0)
 

@@ -6,10 +6,17 @@ prefixed with ``[name]``, Ctrl-C/SIGTERM are forwarded, and the launch stops eve
 exits non-zero when a required node dies. A node marked ``exit_ends_launch`` (the excitation
 source) ends the launch successfully when it finishes with code 0. :class:`NodeProcess` starts
 one spec on its own, output in a log file (tests, benchmarks, ``simreal eval``).
+
+Every node starts with SIGINT blocked (:func:`sigint_held`): a Ctrl-C or a launch stop that
+lands while its interpreter starts and imports stays pending until ``node_main`` has installed
+its handler and unblocks it, and is then a clean stop (exit 0). Unblocked, a SIGINT in the
+first ~0.1 s killed the node (exit -2) and one during the imports raised KeyboardInterrupt
+inside them (traceback): every node kind, every time (test/nodes/test_clean_stops.py).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 import os
 from pathlib import Path
 import signal
@@ -18,12 +25,27 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Callable, Mapping, Sequence
+from typing import IO, Callable, Iterator, Mapping, Sequence
 
 import yaml
 
 from simreal_ros.bringup.planner import NodeSpec
 from simreal_ros.errors import LaunchError
+
+
+@contextmanager
+def sigint_held() -> Iterator[None]:
+    """Block SIGINT in the calling thread for the block; processes started in it inherit that.
+
+    A child keeps the signal mask across fork and exec, so a node started here receives a
+    SIGINT only once ``node_main`` unblocks it, after installing its handler. In this process a
+    SIGINT that arrives meanwhile stays pending and is handled when the block ends.
+    """
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def node_command(spec: NodeSpec, params_file: Path, python: str | None = None) -> list[str]:
@@ -86,9 +108,10 @@ class Launcher:
             env = {**self.env, **spec.env}
             cmd = node_command(spec, write_params_file(spec, directory))
             try:
-                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                with sigint_held():
+                    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
             except OSError as exc:
                 self.stop('start failure')
                 raise LaunchError(f'could not start {spec.fqn}: {exc}') from None
@@ -188,8 +211,10 @@ class NodeProcess:
         self.log_path = directory / f'{spec.fqn.strip("/").replace("/", "__")}_{id(self)}.log'
         self._log = open(self.log_path, 'wb')  # noqa: SIM115 - closed in stop()
         cmd = node_command(spec, write_params_file(spec, directory), python)
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        with sigint_held():  # a stop during its start-up waits for node_main's handler
+            self.proc = subprocess.Popen(cmd, env=env, stdout=self._log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
 
     def output(self) -> str:
         """Everything the node printed so far."""

@@ -2,8 +2,11 @@
 
 A stop request (SIGINT) can arrive while a node is still importing rclpy and MuJoCo, before
 rclpy installs its own signal handling; this wrapper turns that into a quiet exit 0 instead of
-a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is; so
-does the ImportError a pybind11 extension raises from that KeyboardInterrupt
+a KeyboardInterrupt traceback, so "stopped during start-up" reads as the clean stop it is. The
+launcher starts it with SIGINT blocked (:func:`~simreal_ros.bringup.launcher.sigint_held`),
+so a SIGINT sent while the interpreter itself starts stays pending; it is unblocked once the
+handler is installed, and a pending one then stops the node before its module is imported.
+The ImportError a pybind11 extension raises from a KeyboardInterrupt is a clean stop too
 (:func:`~simreal_ros.ros.runtime.interrupted`). A SIGINT whose KeyboardInterrupt a library
 swallowed during start-up still stops the node
 (:func:`~simreal_ros.ros.runtime.note_stop_requests`).
@@ -34,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         print('usage: python -m simreal_ros.bringup.node_main <module> [args]', file=sys.stderr)
         return 2
     try:
+        # a SIGINT held pending since the launcher forked us is delivered here
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         module = importlib.import_module(args[0])
         return int(module.main([args[0], *args[1:]]))
     except KeyboardInterrupt:

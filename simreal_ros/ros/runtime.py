@@ -159,8 +159,16 @@ def run_node(factory: Callable[[], object], args: Sequence[str] | None = None,
     apply_to_current_process()
     import rclpy
     from rclpy.exceptions import InvalidHandle
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation
+
+    # Executor.__init__ sets the attribute its __del__ reads (_sigint_gc) last: a Ctrl-C that
+    # lands in between (a KeyboardInterrupt, or an RCLError from a guard condition on the
+    # context rclpy's handler just shut down) left a half-built executor whose finalizer printed
+    # "Exception ignored ... AttributeError" with a traceback: seen once in 11 SIGINTs sent as a
+    # camera driver logged its first line (Jazzy). A class-level default makes that a no-op.
+    if not hasattr(Executor, '_sigint_gc'):
+        Executor._sigint_gc = None
 
     rclpy.init(args=list(args) if args is not None else sys.argv)
     node = None

@@ -8,7 +8,14 @@ import subprocess
 
 import pytest
 
-from simreal_ros.core.netenv import BENCH_DOMAINS, TEST_DOMAINS, bench_domain, ros_env
+from simreal_ros.core.netenv import (
+    BENCH_DOMAINS,
+    PROFILE_VARS,
+    TEST_DOMAINS,
+    bench_domain,
+    loopback_profile,
+    ros_env,
+)
 from simreal_ros.errors import LaunchError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,3 +67,30 @@ def test_the_makefile_unexports_static_peers_for_localhost():
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'  # a multi-machine robot keeps its peers
     assert subprocess.run(probe, env=env, capture_output=True, text=True,
                           check=True).stdout == '[192.0.2.7]\n'
+
+
+def profiles(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k in PROFILE_VARS}
+
+
+def test_localhost_gets_the_loopback_profile_in_the_variable_its_fast_dds_reads():
+    ours = str(loopback_profile())
+    assert profiles(ros_env({'ROS_DISTRO': 'kilted'})) == {'FASTDDS_DEFAULT_PROFILES_FILE': ours}
+    assert profiles(ros_env({'ROS_DISTRO': 'jazzy'}, discovery='off')) == {
+        'FASTRTPS_DEFAULT_PROFILES_FILE': ours}
+    text = Path(ours).read_text()
+    assert '<address>127.0.0.1</address>' in text
+    assert '<useBuiltinTransports>false</useBuiltinTransports>' in text
+
+
+def test_a_wider_range_gets_no_profile_and_drops_an_inherited_one():
+    inherited = ros_env({'ROS_DISTRO': 'kilted'})
+    assert profiles(ros_env(inherited, discovery='subnet')) == {}
+    assert profiles(ros_env(inherited, discovery='system_default')) == {}
+
+
+def test_the_users_own_profile_file_wins(tmp_path):
+    mine = {'ROS_DISTRO': 'kilted', 'FASTRTPS_DEFAULT_PROFILES_FILE': str(tmp_path / 'my.xml')}
+    assert profiles(ros_env(mine)) == {'FASTRTPS_DEFAULT_PROFILES_FILE': str(tmp_path / 'my.xml')}
+    assert profiles(ros_env(mine, discovery='subnet')) == {
+        'FASTRTPS_DEFAULT_PROFILES_FILE': str(tmp_path / 'my.xml')}

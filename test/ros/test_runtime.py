@@ -174,3 +174,27 @@ def test_a_config_error_is_one_line_and_exit_1(ros_env):
     assert [line for line in r.stderr.splitlines() if line.startswith('error: ')] == \
         r.stderr.strip().splitlines()
     assert 'Traceback' not in r.stderr
+
+
+def test_a_sigint_while_the_executor_is_built_is_a_clean_stop(ros_env):
+    """rclpy's Executor sets what its ``__del__`` reads last in ``__init__``: a SIGINT landing
+    in between left a half-built executor whose finalizer printed a traceback (seen on Jazzy: a
+    camera driver stopped right after its first log line). Exit 0, nothing on stderr."""
+    r = run(ros_env, """
+        import os
+        import signal
+        import time
+        from rclpy.executors import SingleThreadedExecutor
+        from simreal_ros.ros.runtime import note_stop_requests
+
+        class Interrupted(SingleThreadedExecutor):
+            def __init__(self):
+                os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode
+                time.sleep(0.05)
+                super().__init__()
+
+        note_stop_requests()  # as node_main does
+        sys.exit(run_node(lambda: Node('interrupted'), [], executor_factory=Interrupted))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
