@@ -73,7 +73,7 @@ def test_launch_with_calibration_writes_the_offsets_and_publishes_calibrated_ang
     assert len(written_lines(out)) == 6, out
     assert f'calibration: servo ID 4 (forearm_roll): Homing Offset 1500 -> 200 ticks (written ' \
            f'from {cal})' in out
-    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS))
+    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS, strict=True))
 
 
 def test_reconnects_and_a_power_cycle_keep_the_offsets_without_rewriting(
@@ -95,13 +95,13 @@ def test_reconnects_and_a_power_cycle_keep_the_offsets_without_rewriting(
     with EmulatorProcess(link=tmp_path / 'ttyDXL', eeprom=eeprom) as emu:
         for _ in range(3):  # "repeated calibrations": the driver restarted three times
             run_driver(emu.port)
-    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS))
+    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS, strict=True))
     with EmulatorProcess(link=tmp_path / 'ttyDXL', eeprom=eeprom) as emu:  # power cycle
         run_driver(emu.port)
     assert [len(written_lines(out)) for out in outputs] == [6, 0, 0, 0]
     match = f'calibration: 6 servos match {cal}'
     assert [match in out for out in outputs] == [False, True, True, True]
-    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS))
+    assert eeprom_offsets(eeprom) == dict(zip(IDS, OFFSETS, strict=True))
 
 
 def test_a_servo_that_does_not_keep_its_offset_stops_the_driver_in_one_line(
