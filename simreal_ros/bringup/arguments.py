@@ -25,6 +25,8 @@ import math
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from simreal_ros.core.calibration import Calibration, apply_calibration
+from simreal_ros.core.calibration import load_calibration as load_joint_calibration
 from simreal_ros.core.camera_info import load_calibration as load_camera_calibration
 from simreal_ros.core.dynamics import Overlay, Randomization, load_overlay, load_randomization
 from simreal_ros.core.excitation import PATTERNS
@@ -103,6 +105,9 @@ ARGUMENTS: dict[str, Argument] = {
     'watchdog': Argument('hold', 'real: action when commands stop', ('hold', 'torque_off')),
     'give_up_after': Argument('10', 'real: seconds without a state read (port gone, servos '
                               'silent) after which the driver stops with exit 2 (0 = never)'),
+    'calibration': Argument('', 'real/twin: joint calibration of the arm (simreal calibrate, '
+                            'docs/calibration.md): the driver uses its zeros and ranges and '
+                            'writes its Homing Offsets to servos that differ ("" = the spec)'),
     'reboot_on_error': Argument('false', 'real: REBOOT servos that report a hardware error '
                                 '(at start and on ~/reset) instead of failing',
                                 ('true', 'false')),
@@ -263,6 +268,7 @@ class LaunchArgs:
     watchdog: str
     give_up_after_s: float
     reboot_on_error: bool
+    calibration: Calibration | None  # calibration:=, checked against robot:= (None: none)
     external_states: str
     external_command: str
     external_command_topic: str
@@ -378,6 +384,21 @@ def _leader_calibration(value: str, robot: RobotSpec) -> None:
     _file('leader_calibration', value, lambda v: load_leader_calibration(v, robot))
 
 
+def _joint_calibration(a: Mapping[str, str], robot: RobotSpec) -> Calibration | None:
+    """Load ``calibration:=`` for ``robot`` (name, family, joints, servo ids, offsets, ranges)."""
+    value = a['calibration']
+    if not value:
+        return None
+    if a['backend'] not in ('real', 'twin') or a['real_driver'] != 'dynamixel':
+        raise PlanError(f'calibration:={value}: the servo driver applies a calibration: use it '
+                        f'with backend:=real or twin and real_driver:=dynamixel (got '
+                        f'backend:={a["backend"]} real_driver:={a["real_driver"]})')
+    cal: Calibration = _file('calibration', value,
+                             lambda v: load_joint_calibration(v, robot))
+    _file('calibration', value, lambda v: apply_calibration(robot, cal))
+    return cal
+
+
 def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
     """Return the typed launch arguments, every file they name loaded and validated.
 
@@ -399,8 +420,10 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
     leader_robot = (_file('leader_robot', a['leader_robot'], load_robot) if a['leader_robot']
                     else None)
     _leader_calibration(a['leader_calibration'], robot)
-    loaded = tuple(k for k in ('robot', 'leader_robot', 'leader_calibration', 'overlay',
-                               'overlay_b', 'randomization', 'scene', 'latency', 'policy')
+    calibration = _joint_calibration(a, robot)
+    loaded = tuple(k for k in ('robot', 'calibration', 'leader_robot', 'leader_calibration',
+                               'overlay', 'overlay_b', 'randomization', 'scene', 'latency',
+                               'policy')
                    if a[k])
     return LaunchArgs(
         text=MappingProxyType(dict(a)), backend=a['backend'], root=ns(a['namespace']), robot=robot,
@@ -431,7 +454,7 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         real_driver=a['real_driver'],
         driver_rate_hz=number('driver_rate', 'a number (Hz)'), watchdog=a['watchdog'],
         give_up_after_s=at_least_zero('give_up_after', 'a number of seconds >= 0 (0 = never)'),
-        reboot_on_error=a['reboot_on_error'] == 'true',
+        reboot_on_error=a['reboot_on_error'] == 'true', calibration=calibration,
         external_states=a['external_states'], external_command=a['external_command'],
         external_command_topic=a['external_command_topic'], cameras=a['cameras'],
         camera_device=a['camera_device'].strip(), teleop=a['teleop'],

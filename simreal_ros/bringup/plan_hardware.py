@@ -3,11 +3,15 @@
 The servo-bus driver on ``port:=``, or the external adapter over an existing ROS 2 driver.
 Before anything starts, every joint of the robot spec is mapped to a servo model of its
 ``bus.family`` (:func:`simreal_ros.hardware.family.resolve_servos`): an unknown family or
-model, or a mode the model cannot do, is one PlanError line.
+model, or a mode the model cannot do, is one PlanError line. ``calibration:=CAL.yaml`` was
+loaded and checked against the robot by the argument parser (robot, family, joint names, servo
+ids, offsets within the family's register, ranges); the driver gets the file's absolute path
+and applies it itself (calibrated spec, Homing Offsets checked and written at connect).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from simreal_ros.bringup.arguments import LaunchArgs
@@ -41,5 +45,7 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
               'rate_hz': a.driver_rate_hz,
               'watchdog': a.watchdog, 'give_up_after_s': a.give_up_after_s,
               'reboot_on_error': a.reboot_on_error}
+    if a.calibration is not None:
+        params['calibration'] = str(Path(a.text['calibration']).resolve())
     prevalidate('dynamixel_driver', params, 'driver')
     return NodeSpec('dynamixel_driver', 'dynamixel_driver', a.root, params)

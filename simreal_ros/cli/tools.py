@@ -21,7 +21,8 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
         from simreal_ros.hardware.emulator import emulator  # type: ignore[no-redef]
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
-                         ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator)
+                         ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator,
+                         ns.eeprom)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -67,8 +68,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--link', required=True, help='symlink to create to the pty (the port)')
     p.add_argument('--baud', type=int, default=1_000_000, help='bus baud rate')
     p.add_argument('--faults', default='', help='e.g. crc=0.01,timeout=0.005,late=0.01,'
-                   'late_s=0.03,unplug_at=5,replug_at=6,seed=1; feetech also '
-                   'power_cycle_at=3,power_off_s=0.5')
+                   'late_s=0.03,unplug_at=5,replug_at=6,seed=1,eeprom_drop=ID; feetech '
+                   'also power_cycle_at=3,power_off_s=0.5')
+    p.add_argument('--eeprom', default='', metavar='FILE', help="keep the servos' EEPROM "
+                   '(Homing Offset, modes, limits) in this YAML file: loaded at start, saved on '
+                   'every change, so a restart is a power cycle')
     p.add_argument('--trace', default='', help='write every SYNC READ answered (the true '
                    'register data) to this file')
     p.add_argument('--seed', type=int, default=0, help='seed of the encoder noise')

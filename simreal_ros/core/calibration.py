@@ -85,11 +85,11 @@ class Calibration:
 
 
 def _check_joint(robot: RobotSpec, src: str, key: str, name: str, sid: int, offset: int,
-                 drive_mode: int, lo: int, hi: int) -> JointCalibration:
+                 drive_mode: int, lo: int, hi: int, id_key: str = 'id') -> JointCalibration:
     """Validate one joint's raw numbers against the robot and its servo family."""
     js = robot.joints[robot.index(name)]
     if sid != js.servo.servo_id:
-        raise ConfigError(src, f'{key}.id', f'servo id {js.servo.servo_id} (the id of joint '
+        raise ConfigError(src, f'{key}.{id_key}', f'servo id {js.servo.servo_id} (the id of joint '
                           f'{name} in {robot.name})', sid)
     limit = MAX_HOMING_OFFSET[robot.bus_family]
     if abs(offset) > limit:
@@ -196,7 +196,7 @@ def load_calibration(path: str | Path, robot: RobotSpec) -> Calibration:
         j = joints.section(js.name)
         out.append(_check_joint(robot, src, j.key, js.name, j.integer('servo_id'),
                                 j.integer('homing_offset', 0), j.integer('drive_mode', 0),
-                                j.integer('range_min'), j.integer('range_max')))
+                                j.integer('range_min'), j.integer('range_max'), 'servo_id'))
         j.reject_unknown()
     top.reject_unknown()
     return Calibration(robot.name, family, source, tuple(out))

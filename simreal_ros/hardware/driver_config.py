@@ -54,6 +54,9 @@ class DriverConfig(FromMapping):
       reset) with the servos and bits named.
     * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the bus
       thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
+    * ``calibration``: a joint calibration file (``simreal calibrate``, docs/calibration.md;
+      '' = none): the driver uses the calibrated spec (zero, direction, limits from it) and,
+      at connect, checks every servo's Homing Offset against it and writes those that differ.
     * ``sysfs_root``: where the kernel's sysfs is (the adapter's ``latency_timer`` is read
       below it; tests point it at a fake tree).
     """
@@ -82,6 +85,7 @@ class DriverConfig(FromMapping):
     cpu_affinity: str = ''
     lock_memory: bool = False
     sysfs_root: str = '/sys'
+    calibration: str = ''
 
     def __post_init__(self) -> None:
         src = 'dynamixel_driver'

@@ -187,6 +187,12 @@ class ServoBus(Protocol):
     def read_address(self, sid: int, address: int, size: int) -> int:
         """Read ``size`` bytes at ``address`` of servo ``sid`` once (unsigned)."""
 
+    def read_homing_offsets(self) -> tuple[int, ...]:
+        """Homing Offset of every servo (raw ticks, signed), robot order."""
+
+    def write_homing_offsets(self, ticks: tuple[int, ...] | list[int]) -> None:
+        """Write these absolute Homing Offsets (robot order), torque off first (EEPROM)."""
+
     def arm_watchdog(self, units: int, ids: list[int] | None = None) -> None:
         """Arm (``units`` > 0) or clear (0) the servos' own bus watchdog."""
 

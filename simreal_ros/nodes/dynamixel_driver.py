@@ -13,7 +13,11 @@ parameter and docs/hardware.md for the behaviour on faults.
 
 Start-up fails (exit 1, one line naming the IDs) when a servo is missing, answers another
 model number than its model's (the line names joint, ID, expected model and the number got)
-or is in a hardware-error state (unless ``reboot_on_error``). A failed read publishes nothing (no
+or is in a hardware-error state (unless ``reboot_on_error``). With ``calibration`` (a file of
+``simreal calibrate``) the robot spec is the calibrated one and, before configuring, every
+servo's Homing Offset is checked against the file and the ones that differ are written
+(:func:`simreal_ros.hardware.homing.sync_homing_offsets`); a servo that does not keep it fails
+start-up in one line. A failed read publishes nothing (no
 stale state is ever published as fresh); a vanished port is reported as ERROR on
 ``/diagnostics`` and reopened with back-off, keeping torque off if the watchdog had switched it
 off; torque is disabled on Ctrl-C, SIGTERM and fatal errors.
@@ -46,6 +50,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
+from simreal_ros.core.calibration import Calibration, apply_calibration, load_calibration
 from simreal_ros.core.commands import CommandIntake
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
@@ -61,6 +66,7 @@ from simreal_ros.hardware.dynamixel.driver_control import (
 )
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.hardware.family import WATCHDOG_EXPIRED, BusState, ServoBus, bus_class
+from simreal_ros.hardware.homing import sync_homing_offsets
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
@@ -80,6 +86,10 @@ class DynamixelDriver(Node):
                                              f'{self.get_fully_qualified_name()} params')
         cfg = self.cfg
         self.robot = load_robot(cfg.robot)
+        self.calibration: Calibration | None = None
+        if cfg.calibration:
+            self.calibration = load_calibration(cfg.calibration, self.robot)
+            self.robot = apply_calibration(self.robot, self.calibration)
         self.names = self.robot.joint_names
         self.baud = cfg.baud or self.robot.bus_baud
         self.dt = 1.0 / cfg.rate_hz
@@ -143,6 +153,9 @@ class DynamixelDriver(Node):
         try:
             bus.open()
             bus.check_servos(self.cfg.startup_timeout_s)
+            if self.calibration is not None:  # before configure: it holds the present position
+                sync_homing_offsets(bus, self.calibration, self.cfg.calibration,
+                                    self.get_logger().info)
             bus.configure(reboot_on_error=self.cfg.reboot_on_error)
             for attempt in range(5):
                 try:

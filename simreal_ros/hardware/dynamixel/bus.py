@@ -465,6 +465,24 @@ class DynamixelBus:
             self.write_register(sid, 'goal_position', present)
             self.write_register(sid, 'torque_enable', 1 if torque else 0)
 
+    def read_homing_offsets(self) -> tuple[int, ...]:
+        """Homing Offset (register 20, ticks, signed) of every servo, robot order."""
+        return tuple(self.read_register(sid, 'homing_offset') for sid in self.ids)
+
+    def write_homing_offsets(self, ticks: tuple[int, ...] | list[int]) -> None:
+        """Write Homing Offset ``ticks`` (robot order, absolute values) to every servo.
+
+        Homing Offset is EEPROM: each servo's torque is switched off first (the caller
+        configures again, which turns it back on where the arm is). The value is written as
+        given, never added to what the register holds. Only the servos whose offset differs
+        are written; the caller reads back (:meth:`read_homing_offsets`) to check they kept it.
+        """
+        current = self.read_homing_offsets()
+        for sid, want, have in zip(self.ids, ticks, current, strict=True):
+            if int(want) != have:
+                self.write_register(sid, 'torque_enable', 0)
+                self.write_register(sid, 'homing_offset', int(want))
+
     def arm_watchdog(self, units: int, ids: list[int] | None = None) -> None:
         """Write Bus Watchdog ``units`` (20 ms each, 0 = off) to ``ids`` (default: all).
 

@@ -19,7 +19,8 @@ until SIGINT/SIGTERM. One event loop does three things:
   requests (so they reach the host after its timeout, in the middle of a later transaction, as
   answers stuck in an adapter's buffer do), ``unplug_at=T``/``replug_at=T`` (seconds after
   ready) remove the pty and the link and bring a new one back, as when a USB adapter is pulled
-  and plugged in again; ``seed=N`` seeds the fault draws;
+  and plugged in again; ``seed=N`` seeds the fault draws; ``eeprom_drop=ID``: servo ID
+  acknowledges every EEPROM write but does not keep it (reads back the old value);
 * trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
   ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
   can compare what the host published with what the servos really measured; and one line per
@@ -88,12 +89,14 @@ class Faults:
     seed: int = 0
     late: float = 0.0
     late_s: float = 0.03
+    eeprom_drop: int = 0  # servo ID that does not keep EEPROM writes (0 = none)
 
     @classmethod
     def parse(cls, text: str) -> 'Faults':
         """Parse ``crc=0.01,timeout=0.005,late=0.01,late_s=0.03,unplug_at=5,seed=1`` etc."""
         src = '--faults'
-        known = ('crc', 'timeout', 'late', 'late_s', 'unplug_at', 'replug_at', 'seed')
+        known = ('crc', 'timeout', 'late', 'late_s', 'unplug_at', 'replug_at', 'seed',
+                 'eeprom_drop')
         values = key_numbers(text.split(','), known, src)
         for key in ('crc', 'timeout', 'late'):
             if not 0.0 <= values.get(key, 0.0) <= 1.0:
@@ -105,9 +108,12 @@ class Faults:
             raise ConfigError(src, 'unplug_at', 'a time >= 0 (s after ready)', unplug)
         if replug is not None and (unplug is None or replug <= unplug):
             raise ConfigError(src, 'replug_at', 'a time after unplug_at', replug)
+        drop = values.get('eeprom_drop', 0)
+        if drop != int(drop) or not 0 <= drop <= 252:
+            raise ConfigError(src, 'eeprom_drop', 'a servo ID (1-252)', drop)
         return cls(values.get('crc', 0.0), values.get('timeout', 0.0), unplug, replug,
                    int(values.get('seed', 0)), values.get('late', 0.0),
-                   values.get('late_s', 0.03))
+                   values.get('late_s', 0.03), int(drop))
 
 
 class BusEmulator:
@@ -471,12 +477,14 @@ class BusEmulator:
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
-         trace: str = '', role: str = 'follower', operator: str = '') -> int:
+         trace: str = '', role: str = 'follower', operator: str = '',
+         eeprom: str = '') -> int:
     """Run the emulator in this process (``simreal emulate``).
 
     ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
     servos are a leader arm moved by the scripted ``operator``
-    (:mod:`simreal_ros.hardware.emulator.operator`).
+    (:mod:`simreal_ros.hardware.emulator.operator`); ``eeprom``: the servos' EEPROM file
+    (:meth:`~simreal_ros.hardware.emulator.reality.VirtualArm.attach_eeprom`).
     """
     from simreal_ros.core import realtime
     rt = realtime.RtSettings(realtime.check_priority(rt_priority, 'simreal emulate',
@@ -506,6 +514,16 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
             operator or 'chirp')), overlay, seed=seed)
     else:
         arm = VirtualArm(spec, overlay, seed=seed)
+    if fault_cfg.eeprom_drop:
+        if fault_cfg.eeprom_drop not in arm.by_id:
+            raise SimrealError(f'--faults eeprom_drop={fault_cfg.eeprom_drop}: expected a servo '
+                               f'ID of {spec.name} ({sorted(arm.by_id)})')
+        arm.drop_eeprom_ids = frozenset({fault_cfg.eeprom_drop})
+    if eeprom:
+        if not Path(eeprom).parent.is_dir():
+            raise SimrealError(f'--eeprom {eeprom}: the directory {Path(eeprom).parent} does '
+                               f'not exist')
+        arm.attach_eeprom(eeprom)
     try:
         # line-buffered: a reader sees every sync read that was answered, up to the last
         trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None

@@ -37,6 +37,16 @@ The overlay's per-joint ``kp``/``kd`` (relative to the robot spec's) scale the s
 against its registers: the hidden difference between what the gains say and what the motor
 delivers. A hardware error whose bit is in the Shutdown register turns torque off until a
 reboot.
+
+Homing Offset (register 20, EEPROM) is added to every position register, as the e-Manual
+says (``Present Position = actual position + Homing Offset``): Present Position and Position
+Trajectory read the encoder plus the offset, and a Goal Position is the encoder target plus the
+offset. The EEPROM can outlive the process (:meth:`VirtualArm.attach_eeprom`, ``simreal
+emulate --eeprom FILE``): the writable EEPROM items other than ID and Baud Rate (which come
+from the robot spec and ``--baud``) are loaded from the file at start and saved on every write
+that changes one, so a restarted emulator is a power-cycled arm. A servo in
+``drop_eeprom_ids`` (``--faults eeprom_drop=ID``) acknowledges EEPROM writes without keeping
+them, as a servo whose EEPROM is locked or worn out does.
 """
 
 from __future__ import annotations
@@ -44,12 +54,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 import math
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
+from simreal_ros.core.validate import load_yaml_mapping
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel.family import PWM_FULL_SCALE, gain_torque_per_amp
@@ -64,6 +76,8 @@ IMPERFECTION_DEFAULTS = {
     'drag_nm_s2_per_rad2': 0.0, 'stribeck_nm': 0.0, 'stribeck_velocity_rad_s': 0.2,
     'cable_spring_nm_per_rad': 0.0,
 }
+#: EEPROM items an EEPROM file does not hold: they come from the robot spec and ``--baud``
+NOT_PERSISTED = ('id', 'baud_rate')
 
 
 @dataclass(frozen=True)
@@ -217,6 +231,9 @@ class VirtualArm:
         self.direction = np.array([j.servo.direction for j in robot.joints], dtype=np.float64)
         self.zero = np.array([j.servo.zero_tick for j in robot.joints], dtype=np.float64)
         self.offset = np.array([j.servo.offset_rad for j in robot.joints])
+        self.homing = np.zeros(self.n)   # Homing Offset registers (ticks), mirrored
+        self.eeprom_path: Path | None = None
+        self.drop_eeprom_ids: frozenset[int] = frozenset()
         self.step_count = 0
         self.delay_steps = int(round(self.sim.params.command_delay_s / self.dt))
         self._pending: deque[tuple[int, int, float]] = deque()
@@ -251,14 +268,75 @@ class VirtualArm:
 
     # ---- conversions -------------------------------------------------------------------------
     def q_to_ticks(self, i: int, q: float) -> int:
-        """Joint angle -> servo ticks (no rounding surprises: nearest tick)."""
+        """Joint angle -> position register ticks (encoder + Homing Offset; nearest tick)."""
         return int(round(self.zero[i] + self.direction[i] * (q - self.offset[i])
-                         * self.tpr[i] / (2 * math.pi)))
+                         * self.tpr[i] / (2 * math.pi))) + int(self.homing[i])
 
     def ticks_to_q(self, i: int, ticks: float) -> float:
-        """Servo ticks -> joint angle."""
-        return float(self.direction[i] * (ticks - self.zero[i]) * 2 * math.pi / self.tpr[i]
-                     + self.offset[i])
+        """Position register ticks (encoder + Homing Offset) -> joint angle."""
+        return float(self.direction[i] * (ticks - self.homing[i] - self.zero[i]) * 2 * math.pi
+                     / self.tpr[i] + self.offset[i])
+
+    # ---- EEPROM --------------------------------------------------------------------------------
+    def _persisted(self, i: int) -> dict[str, int]:
+        reg = self.servos[i]
+        return {it.name: reg.get(it.name) for it in reg.model.items
+                if it.eeprom and it.writable and it.name not in NOT_PERSISTED}
+
+    def attach_eeprom(self, path: str | Path) -> None:
+        """Keep the servos' EEPROM in ``path`` (YAML ``servos: {ID: {item: value}}``).
+
+        An existing file is loaded first (ConfigError naming the key on an unknown servo ID,
+        item, or a value outside the item's range); from then on every write that changes a
+        persisted item saves the whole file.
+        """
+        p = Path(path)
+        if p.is_file():
+            data = load_yaml_mapping(p)
+            src = str(p)
+            servos = data.get('servos', {})
+            if not isinstance(servos, dict):
+                raise ConfigError(src, 'servos', 'a mapping of servo ID to items', servos)
+            for sid, items in servos.items():
+                if sid not in self.by_id:
+                    raise ConfigError(src, f'servos.{sid}', f'a servo ID of {self.robot.name} '
+                                      f'({sorted(self.by_id)})', sid)
+                i = self.by_id[sid]
+                allowed = self._persisted(i)
+                if not isinstance(items, dict):
+                    raise ConfigError(src, f'servos.{sid}', 'a mapping of item to value', items)
+                for name, value in items.items():
+                    key = f'servos.{sid}.{name}'
+                    if name not in allowed:
+                        raise ConfigError(src, key, f'one of {sorted(allowed)}', name)
+                    it = self.servos[i].model.item(name)
+                    if isinstance(value, bool) or not isinstance(value, int) or (
+                            it.minimum is not None and value < it.minimum) or (
+                            it.maximum is not None and value > it.maximum):
+                        raise ConfigError(src, key, f'an integer in [{it.minimum}, '
+                                          f'{it.maximum}]', value)
+                    self.servos[i].set(name, value)
+                self._eeprom_changed(i)
+        self.eeprom_path = p
+
+    def save_eeprom(self) -> None:
+        """Write the EEPROM file (no-op without one)."""
+        if self.eeprom_path is None:
+            return
+        lines = ['# EEPROM of the virtual servos (simreal emulate --eeprom)', 'servos:']
+        for j in self.robot.joints:
+            items = self._persisted(self.by_id[j.servo.servo_id])
+            lines.append(f'  {j.servo.servo_id}: {{'
+                         + ', '.join(f'{k}: {v}' for k, v in items.items()) + '}')
+        tmp = self.eeprom_path.with_name(self.eeprom_path.name + '.tmp')
+        tmp.write_text('\n'.join(lines) + '\n', encoding='utf-8')
+        tmp.replace(self.eeprom_path)  # a kill mid-write never leaves half a file
+
+    def _eeprom_changed(self, i: int) -> None:
+        """Mirror what the physics reads of servo ``i``'s EEPROM (its Homing Offset)."""
+        reg = self.servos[i]
+        if reg.has('homing_offset'):
+            self.homing[i] = reg.get('homing_offset')
 
     # ---- register side effects ----------------------------------------------------------------
     def refresh_servo(self, i: int) -> None:
@@ -304,7 +382,12 @@ class VirtualArm:
                 if mode in (ct.MODE_POSITION, ct.MODE_CURRENT_BASED_POSITION) and not (
                         reg.get('min_position_limit') <= value <= reg.get('max_position_limit')):
                     return ct_err('limit')
+        eeprom = False
         for it, value in items:
+            if it.eeprom:
+                if reg.get('id') in self.drop_eeprom_ids:
+                    continue  # acknowledged, not kept (the eeprom_drop fault)
+                eeprom = eeprom or reg.get(it.name) != value
             reg.set(it.name, value)
             if it.name == 'goal_position':
                 q = self.ticks_to_q(i, value)
@@ -312,6 +395,9 @@ class VirtualArm:
                     self._pending.append((self.step_count + self.delay_steps, i, q))
                 else:
                     self.goal[i] = q
+        if eeprom:
+            self._eeprom_changed(i)
+            self.save_eeprom()
         self.refresh_servo(i)
         return 0
 

@@ -228,11 +228,13 @@ def _tight_timer_slack() -> None:
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
-         trace: str = '', role: str = 'follower', operator: str = '') -> int:
+         trace: str = '', role: str = 'follower', operator: str = '',
+         eeprom: str = '') -> int:
     """Run the virtual STS bus in this process (``simreal emulate`` of a feetech spec).
 
-    The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``
-    and ``operator`` are not offered for STS servos yet.
+    The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``,
+    ``operator`` and ``eeprom`` (a file keeping the EEPROM across restarts) are not offered for
+    STS servos yet.
     """
     from simreal_ros.core import realtime
     from simreal_ros.core.dynamics import load_overlay
@@ -245,6 +247,9 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     if role != 'follower' or operator:
         raise SimrealError('--role leader / --operator: the virtual STS bus serves a follower '
                            'arm only (a leader arm emulator is Dynamixel-only so far)')
+    if eeprom:
+        raise SimrealError('--eeprom: the virtual STS bus keeps its EEPROM only within one run '
+                           '(its power_cycle_at fault keeps it); a file is Dynamixel-only so far')
     for k, j in enumerate(spec.joints):
         if ct.find_model(j.servo.model) is None:
             raise ConfigError(str(spec.source), f'joints[{k}].servo.model ({j.name})',

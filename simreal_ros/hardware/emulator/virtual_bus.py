@@ -35,7 +35,7 @@ class EmulatorProcess:
                  reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
                  rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
-                 operator: str = '') -> None:
+                 operator: str = '', eeprom: str | Path = '') -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -55,6 +55,8 @@ class EmulatorProcess:
             self.cmd += ['--role', role]
         if operator:
             self.cmd += ['--operator', operator]
+        if eeprom:
+            self.cmd += ['--eeprom', str(eeprom)]
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []
