@@ -430,7 +430,7 @@ def write_residual_overlay(overlay: Path, residual: Path, out: Path) -> None:
 
 def pipeline_of(trace: Path, bag: Path, s: FlywheelSettings,
                 ident: Mapping[str, Any]) -> dict[str, Any]:
-    """The fit bag's measured pipeline latency next to the fitted and the reality's delay.
+    """Return the fit bag's measured pipeline latency next to the fitted and servo delay.
 
     A servo-bus fit's delay holds the servo's own delay plus the pipeline the replay does not
     model (state sample to stamp, stamp to goal write): ``expected_delay_s`` is their sum.

@@ -90,7 +90,7 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
 
 
 def one_line_pipeline(pipe: Mapping[str, Any]) -> str:
-    """The fitted delay next to the servo's own and the measured pipeline latency."""
+    """Return a line: the fitted delay next to the servo's own and the pipeline latency."""
     s2s = pipe.get('sample_to_stamp', {}).get('median_ms')
     s2w = pipe.get('stamp_to_write', {}).get('median_ms')
     if s2s is None or s2w is None or pipe.get('expected_delay_s') is None:

@@ -135,9 +135,9 @@ def _stats(x: Sequence[int] | IntArray) -> dict[str, Any]:
 
 def measure(trace: str | Path, bag: str | Path, robot: RobotSpec) -> dict[str, Any]:
     """Pipeline latencies of one recording (see the module); JSON-able, times in ms."""
+    from simreal_ros.bag import BagReader
     from simreal_ros.bag.arrays import load_arrays
     from simreal_ros.sysid.data import _pick
-    from simreal_ros.bag import BagReader
 
     ev = parse_trace(trace, robot)
     with BagReader(bag) as reader:
