@@ -8,7 +8,7 @@ happens; the emulator (``simreal emulate --trace``) knows both true times:
 * ``sync_write ADDR LEN TIME_NS``: when the goal write arrived at the servos.
 
 With the driver's ``backend/joint_states`` and ``backend/joint_commands`` of the bag recorded
-in the same run (one host, one clock), :func:`measure` gives, per cycle, in integer ns:
+in the same run (one host, one clock), :func:`measure` gives, per cycle:
 
 * ``sample_to_stamp``: ``joint_states`` stamp minus the time of the state it carries (the
   read's request and answers on the wire, the driver's parse; the state is older than its
@@ -20,10 +20,13 @@ in the same run (one host, one clock), :func:`measure` gives, per cycle, in inte
   injector, intake, waiting for the next cycle, the write).
 
 ``sample_to_stamp + stamp_to_write`` is the part of the pipeline a servo-bus replay does not
-model: a fitted ``command_delay_s`` holds it on top of the servo's own delay. States are
-matched to reads by their positions in ticks (exact: ticks are integers), in order, and
-commands to writes likewise; a cycle or command without a match (a failed read, a
-rate-limited goal) is left out and counted.
+model: a fitted ``command_delay_s`` holds it on top of the servo's own delay
+(docs/sysid.md, what the fit absorbs). Matching, by positions in ticks (exact: ticks are
+integers), within ``MATCH_NS``: a state to the latest read at or before its stamp with its
+ticks; a cycle's write is the first write after the state's stamp and before the next state's;
+a command that changes the goal to the first write at or after its stamp with its ticks. What
+finds no match (a failed read, a rate-limited goal) is left out and counted. Each figure is
+reported as median, p10 and p90 in ms.
 """
 
 from __future__ import annotations
