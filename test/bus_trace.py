@@ -15,7 +15,7 @@ def measured_positions(path: Path, robot: RobotSpec) -> list[tuple[int, ...]]:
     out = []
     ids = [j.servo.servo_id for j in robot.joints]
     for line in path.read_text(encoding='utf-8').splitlines():
-        kind, addr, length, *answers = line.split(' ')
+        kind, addr, length, _time_ns, *answers = line.split(' ')
         if kind != 'sync_read' or (int(addr), int(length)) != (STATE_ADDR, STATE_LEN):
             continue
         data = {int(sid): bytes.fromhex(hexdata)

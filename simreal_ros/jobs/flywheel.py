@@ -74,7 +74,7 @@ LAYOUT = {
     'residual_overlay': 'identified_residual.yaml', 'residual_fit': 'reports/residual_fit.json',
     'replay_residual': 'reports/replay_residual.json',
     'eval_residual': 'reports/eval_residual_sim.json', 'summary': 'summary.json',
-    'html': 'summary.html', 'logs': 'logs',
+    'html': 'summary.html', 'logs': 'logs', 'bus_trace': 'logs/bus_trace.txt',
 }
 #: What a run folder lacks when the residual does not pay off (the policy does not run on it).
 ONLY_IF_RESIDUAL_PAYS_OFF = ('eval_residual',)
@@ -118,6 +118,12 @@ class FlywheelSettings:
     latency: str = 'usb_serial'
     fit_pattern: str = 'sysid'
     fit_s: float = 30.0
+    # 6 Hz, not the excitation's 2 Hz default: below the servo's bandwidth a damping error
+    # and a delay error are the same phase lag (1 ms of delay = kp * 1 ms of damping, 20 %
+    # on base_yaw), and at 2 Hz the fit traded 2 ms of delay for 20-39 % more damping at
+    # equal cost; at 6 Hz every damping came back within 4 % (docs/sysid.md, what the fit
+    # absorbs)
+    fit_f_max_hz: float = 6.0
     holdout_pattern: str = 'multisine'
     holdout_s: float = 15.0
     fit: tuple[str, ...] = FIT_PARAMETERS
@@ -131,6 +137,7 @@ class FlywheelSettings:
         """Reject values no stage can use, before anything starts."""
         _positive('fit_s', self.fit_s)
         _positive('holdout_s', self.holdout_s)
+        _positive('fit_f_max_hz', self.fit_f_max_hz)
         _positive('episodes', self.episodes, integer=True)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SimrealError(f'--seed {self.seed!r}: expected an integer >= 0')
@@ -299,8 +306,12 @@ def window_of(ep: Episode, settle_s: float) -> tuple[int, int]:
 
 
 def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed: int,
-           bag: Path, env: Mapping[str, str], log_path: Path) -> None:
-    """Record one excitation through driver and injector on the virtual arm into ``bag``."""
+           bag: Path, env: Mapping[str, str], log_path: Path,
+           f_max_hz: float | None = None) -> None:
+    """Record one excitation through driver and injector on the virtual arm into ``bag``.
+
+    ``f_max_hz``: the excitation's highest frequency (default: the excitation's own).
+    """
     from simreal_ros.bringup.planner import plan
     bag.parent.mkdir(parents=True, exist_ok=True)
     nodes = plan({'backend': 'real', 'robot': s.robot, 'port': port, 'latency': s.latency,
@@ -309,7 +320,10 @@ def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed
     # the excitation waits for the driver's states and every subscriber before its first
     # command; its default 15 s ran out once with a load average of 26 on the 2 cores (driver
     # up after 25 s) and it started blind, so the demo gives it longer
-    nodes = [replace(n, parameters={**n.parameters, 'wait_timeout_s': EXCITE_WAIT_S})
+    extra: dict[str, Any] = {'wait_timeout_s': EXCITE_WAIT_S}
+    if f_max_hz is not None:
+        extra['f_max_hz'] = float(f_max_hz)
+    nodes = [replace(n, parameters={**n.parameters, **extra})
              if n.kind == 'excite' else n for n in nodes]
     _launch(nodes, env, log_path)
     if not (bag / 'metadata.yaml').is_file():
@@ -318,7 +332,8 @@ def record(s: FlywheelSettings, port: str, pattern: str, duration_s: float, seed
 
 def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s: float,
                        seed: int, bag: Path, env: Mapping[str, str], log_path: Path,
-                       note: Log) -> tuple[tuple[int, int], dict[str, Any]]:
+                       note: Log, f_max_hz: float | None = None
+                       ) -> tuple[tuple[int, int], dict[str, Any]]:
     """Record like :func:`record`, again while the host stalled it; return (window, record).
 
     A recording whose comparison window holds a host stall (:mod:`simreal_ros.gap.host_stalls`)
@@ -335,7 +350,7 @@ def record_undisturbed(s: FlywheelSettings, port: str, pattern: str, duration_s:
     while True:
         path = log_path if not tries else log_path.with_name(
             f'{log_path.stem}_{len(tries) + 1}{log_path.suffix}')
-        record(s, port, pattern, duration_s, seed, bag, env, path)
+        record(s, port, pattern, duration_s, seed, bag, env, path, f_max_hz)
         ep = load_joint_topics(bag, load_robot(s.robot).joint_names)
         window = window_of(ep, s.settle_s)
         stalls = [x.text(window[0]) for x in find_stalls(ep, window)]
@@ -413,6 +428,27 @@ def write_residual_overlay(overlay: Path, residual: Path, out: Path) -> None:
                    encoding='utf-8')
 
 
+def pipeline_of(trace: Path, bag: Path, s: FlywheelSettings,
+                ident: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the fit bag's measured pipeline latency next to the fitted and servo delay.
+
+    A servo-bus fit's delay holds the servo's own delay plus the pipeline the replay does not
+    model (state sample to stamp, stamp to goal write): ``expected_delay_s`` is their sum.
+    """
+    from simreal_ros.core.dynamics import load_overlay
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.sysid.pipeline import measure
+    out: dict[str, Any] = measure(trace, bag, load_robot(s.robot))
+    fitted = next((float(r['estimate']) for r in ident.get('parameters', [])
+                   if r['key'] == 'command_delay_s'), None)
+    servo = float(load_overlay(s.reality).command_delay_s or 0.0)
+    out['servo_delay_s'] = servo
+    out['fitted_delay_s'] = fitted
+    if 'unmodelled_ms' in out:
+        out['expected_delay_s'] = servo + out['unmodelled_ms'] / 1e3
+    return out
+
+
 def fit_residual_stage(s: FlywheelSettings, paths: Mapping[str, Path],
                        windows: tuple[tuple[int, int], tuple[int, int]], log_path: Path,
                        p: _Progress) -> dict[str, Any]:
@@ -471,6 +507,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
     out.mkdir(parents=True, exist_ok=True)
     paths = {k: out / v for k, v in LAYOUT.items()}
     logs = paths['logs']
+    logs.mkdir(parents=True, exist_ok=True)  # the emulator writes its trace there
     p = _Progress(log)
     summary: dict[str, Any] = {'settings': asdict(s), 'layout': LAYOUT}
     with _signals_raise(), contextlib.ExitStack() as stack:
@@ -478,9 +515,12 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         # as a real arm does (under the default scheduler, with a load average of 13 on the 2
         # cores, it slipped and the driver saw gaps of up to 2.5 s); where SCHED_FIFO is not
         # permitted the emulator warns once and runs on the default scheduler
+        # the trace gives the true times of the bus's reads and goal writes: the pipeline
+        # latency a servo-bus fit's delay holds (simreal_ros.sysid.pipeline)
         emu = stack.enter_context(EmulatorProcess(robot=s.robot, reality=s.reality,
                                                   seed=s.seed, env=dict(env),
-                                                  rt_priority=EMULATOR_RT_PRIORITY))
+                                                  rt_priority=EMULATOR_RT_PRIORITY,
+                                                  trace=paths['bus_trace']))
         assert emu.proc is not None
         policy, priority, _cpus = read_thread(emu.proc.pid)
         rt = policy == 'SCHED_FIFO'
@@ -493,7 +533,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         summary['recordings'] = {}
         fit_window, summary['recordings']['fit'] = record_undisturbed(
             s, emu.port, s.fit_pattern, s.fit_s, s.seed, paths['fit_bag'], env,
-            logs / 'record_fit.log', p.detail)
+            logs / 'record_fit.log', p.detail, s.fit_f_max_hz)
         summary['injector'] = report.injector_timing(paths['fit_bag'], s.latency)
         p.detail(report.one_line_injector(summary['injector']))
         p.stage(2, f'held-out data: {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
@@ -515,6 +555,8 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         p.detail('median error against the hidden reality: ' + ', '.join(
             f'{k} {v:.0%}' for k, v in summary['against_reality']['median_relative_error']
             .items()))
+        summary['pipeline'] = pipeline_of(paths['bus_trace'], paths['fit_bag'], s, ident)
+        p.detail(report.one_line_pipeline(summary['pipeline']))
         p.stage(4, 'replay the held-out commands on the nominal and the identified sim')
         before = sysid.validate(paths['holdout_bag'], s.robot, None, window_ns=window)
         _write_json(paths['replay_nominal'], before)

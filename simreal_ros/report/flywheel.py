@@ -89,6 +89,20 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
             'median_relative_error': {k: float(np.median(v)) for k, v in kinds.items()}}
 
 
+def one_line_pipeline(pipe: Mapping[str, Any]) -> str:
+    """Return a line: the fitted delay next to the servo's own and the pipeline latency."""
+    s2s = pipe.get('sample_to_stamp', {}).get('median_ms')
+    s2w = pipe.get('stamp_to_write', {}).get('median_ms')
+    if s2s is None or s2w is None or pipe.get('expected_delay_s') is None:
+        return 'pipeline latency: not measured (no reads or writes matched in the bus trace)'
+    fitted = pipe.get('fitted_delay_s')
+    head = (f'command delay fitted {fitted * 1e3:.0f} ms' if fitted is not None
+            else 'command delay not fitted')
+    return (f'{head}; servo {pipe["servo_delay_s"] * 1e3:.0f} ms + measured pipeline '
+            f'{pipe["unmodelled_ms"]:.1f} ms (state sample to stamp {s2s:.1f}, stamp to goal '
+            f'write {s2w:.1f}) = {pipe["expected_delay_s"] * 1e3:.1f} ms')
+
+
 def injector_timing(bag: Path, latency: str) -> dict[str, dict[str, float]]:
     """Return, per route of the bag's injector events, injected latency and own lateness.
 

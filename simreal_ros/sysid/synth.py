@@ -96,3 +96,105 @@ def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
                     sim.apply_torque(np.asarray(extra_torque(q_now, v_now), float))
                 sim.step(1)
     return Path(path)
+
+
+def record_servo_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,
+                     excitation: ExcitationConfig, *, cycle_hz: float = 250.0,
+                     command_rate_hz: float = 100.0, sample_to_stamp_ns: int = 0,
+                     stamp_to_write_ns: int = 0, lead_s: float = 0.5, tail_s: float = 0.5,
+                     seed: int = 0, trace: str | Path | None = None) -> Path:
+    """Write a servo-bus bag: the virtual bus's arm driven as the driver does, in lockstep.
+
+    The arm is the emulator's :class:`~simreal_ros.hardware.emulator.reality.VirtualArm` with
+    ``overlay`` as its hidden reality (its servo law, command delay, encoder ticks and
+    imperfections), its registers written as the driver's configure writes them (current-based
+    position, the spec's gains, no profile). Every ``1 / cycle_hz`` (the driver's bus cycle)
+    the present position and velocity are read; the state is stamped ``sample_to_stamp_ns``
+    after the arm was in it (the read on the wire), and the goal (the last command received
+    by the stamp, moved toward by at most ``velocity limit / cycle_hz`` as the driver's
+    ``goal_rate_limit`` does) reaches the servos ``stamp_to_write_ns`` after the stamp. Commands
+    come at ``command_rate_hz``, received when produced. With both latencies 0 the bag is what
+    a servo-bus replay models exactly (but for the encoder); with the latencies measured on
+    the virtual bus (:mod:`simreal_ros.sysid.pipeline`) it has their timing without any
+    host's jitter. ``custom_data.backend`` is ``real``. ``trace``: also write the reads and
+    goal writes as the emulator's ``--trace`` does (times on the bag's clock). Returns the bag
+    directory.
+    """
+    from simreal_ros.hardware.dynamixel import control_table as ct
+    from simreal_ros.hardware.emulator.reality import VirtualArm
+
+    arm = VirtualArm(robot, overlay, seed=seed)
+    for i, j in enumerate(robot.joints):
+        s = j.servo
+        tpr, kt = s.ticks_per_rev, s.torque_per_amp
+        regs = [('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
+                ('position_p_gain', ct.kp_to_register(j.kp, tpr, kt)),
+                ('position_i_gain', 0),
+                ('position_d_gain', ct.kd_to_register(j.kd, tpr, kt)),
+                ('goal_current', ct.effort_to_current_register(j.limits.effort, kt)),
+                ('profile_velocity', 0), ('profile_acceleration', 0),
+                ('torque_enable', 1)]
+        for name, value in regs:
+            arm.write(i, [(ct.BY_NAME[name], int(value))])
+    exc = Excitation(robot, excitation)
+    dt_ns = int(round(arm.dt * 1e9))
+    cycle_ns = int(round(1e9 / cycle_hz))
+    cmd_ns = int(round(1e9 / command_rate_hz))
+    lead_ns = int(round(lead_s * 1e9))
+    end_ns = lead_ns + int(round(exc.duration_s * 1e9)) + int(round(tail_s * 1e9))
+    max_step = robot.velocity_limit / cycle_hz
+    names = robot.joint_names
+    types = TypeRegistry()
+    custom = {'backend': 'real', 'robot_spec.argument': robot.name,
+              'recorded_topics': '/backend/joint_commands,/backend/joint_states'}
+    goal = arm.sim.joint_positions().copy()
+    last_cmd: np.ndarray | None = None
+    writes: list[tuple[int, np.ndarray]] = []  # (arrival on the arm's clock, goal)
+    cmd_end = lead_ns + int(round(exc.duration_s * 1e9))
+    cmds = [(t, *exc.sample((t - lead_ns) / 1e9)) for t in range(lead_ns, cmd_end + 1, cmd_ns)]
+    c_next = 0  # the next command the driver has not taken
+    next_cycle = 0
+    ids = [j.servo.servo_id for j in robot.joints]
+    lines: list[str] = []
+
+    def trace_line(kind: str, addr: int, t_ns: int, ticks: list[int]) -> None:
+        if trace is not None:
+            lines.append(f'{kind} {addr} 4 {T0_NS + t_ns} ' + ' '.join(
+                f'{sid}:{ct.to_unsigned(v, 4).to_bytes(4, "little").hex()}'
+                for sid, v in zip(ids, ticks, strict=True)))
+
+    with BagWriter(path, custom_data=custom, types=types) as w:
+        h_cmd = w.add_topic('/backend/joint_commands', JOINT_STATE)
+        h_st = w.add_topic('/backend/joint_states', JOINT_STATE)
+        for t_c, q, v in cmds:
+            w.write(h_cmd, T0_NS + t_c, _msg(types, T0_NS + t_c, names, q, v))
+        for k in range(end_ns // dt_ns + 1):
+            t = k * dt_ns  # the arm is in its state after k steps
+            if t >= next_cycle:
+                arm.update_present()
+                ticks = [r.get('present_position') for r in arm.servos]
+                trace_line('sync_read', ct.BY_NAME['present_position'].address, t, ticks)
+                pos = np.array([arm.ticks_to_q(i, v) for i, v in enumerate(ticks)])
+                vel = np.array([arm.direction[i] * r.get('present_velocity')
+                                * ct.VELOCITY_UNIT_RAD_S for i, r in enumerate(arm.servos)])
+                stamp = t + sample_to_stamp_ns
+                w.write(h_st, T0_NS + stamp, _msg(types, T0_NS + stamp, names, pos, vel))
+                while c_next < len(cmds) and cmds[c_next][0] <= stamp:
+                    last_cmd = cmds[c_next][1]
+                    c_next += 1
+                if last_cmd is not None:
+                    goal = goal + np.clip(last_cmd - goal, -max_step, max_step)
+                    writes.append((stamp + stamp_to_write_ns, goal.copy()))
+                next_cycle += cycle_ns
+            # a goal write arriving in [t, t + dt) acts on the arm from this step on (the
+            # emulator applies a write with the steps done so far)
+            while writes and writes[0][0] < t + dt_ns:
+                w_ns, g = writes.pop(0)
+                ticks = [arm.q_to_ticks(i, g[i]) for i in range(robot.n)]
+                trace_line('sync_write', ct.BY_NAME['goal_position'].address, w_ns, ticks)
+                for i in range(robot.n):
+                    arm.write(i, [(ct.BY_NAME['goal_position'], ticks[i])])
+            arm.step(1)
+    if trace is not None:
+        Path(trace).write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    return Path(path)

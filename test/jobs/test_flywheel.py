@@ -256,6 +256,9 @@ def test_the_flywheel_on_a_short_run(ros_env, tmp_path):
                if not line.startswith('run folder: ')) <= WIDTH, table
     for k in range(1, 8):
         assert f'[demo {k}/7' in r.stdout
+    # the pipeline latency, from the emulator's trace: every published state is one of its reads
+    assert s['pipeline']['unmatched_states'] == 0, s['pipeline']
+    assert 'measured pipeline' in r.stdout
 
 
 def test_injector_timing_of_a_bag_with_known_delays(tmp_path):

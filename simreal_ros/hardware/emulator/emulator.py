@@ -21,9 +21,12 @@ until SIGINT/SIGTERM. One event loop does three things:
   ready) remove the pty and the link and bring a new one back, as when a USB adapter is pulled
   and plugged in again; ``seed=N`` seeds the fault draws; ``eeprom_drop=ID``: servo ID
   acknowledges every EEPROM write but does not keep it (reads back the old value);
-* trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN`` then
-  ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a test
-  can compare what the host published with what the servos really measured; and one line per
+* trace (``--trace FILE``): one line per SYNC READ answered, ``sync_read ADDR LEN TIME_NS``
+  then ``ID:HEX`` per servo with the data as read from the registers (before any fault), so a
+  test can compare what the host published with what the servos really measured; ``TIME_NS``
+  is when the arm was in the state read (the physics time of the sample, on the clock of ROS
+  stamps), so a driver's ``joint_states`` stamp can be compared with it (pipeline latency,
+  :mod:`simreal_ros.sysid.pipeline`); and one line per
   SYNC WRITE received, ``sync_write ADDR LEN TIME_NS`` (``time.time_ns()`` on arrival, the
   clock of ROS stamps) then ``ID:HEX`` per servo, so a benchmark can time a goal from its
   source to the bus.
@@ -146,6 +149,10 @@ class BusEmulator:
         self._registered: dict[int, tuple[int, bytes]] = {}
         #: monotonic time each servo (by index) last heard a valid instruction packet for it
         self.heard = [time.monotonic()] * arm.n
+        # the clock of the physics: state after step k is at wall0 + (k - steps0) dt (serve
+        # sets both; steps0 moves when the physics slips), in time.time_ns() (ROS stamps)
+        self._wall0_ns = time.time_ns()
+        self._steps0 = arm.step_count
         self.stats = {'packets': 0, 'rejected_crc': 0, 'rejected_length': 0,
                       'answers': 0, 'corrupted': 0, 'dropped': 0, 'late': 0}
 
@@ -302,7 +309,8 @@ class BusEmulator:
             length = int.from_bytes(prm[2:4], 'little')
             rest = prm[4:]
             if inst == p.INST_SYNC_READ:
-                line = [f'sync_read {addr} {length}'] if self.trace is not None else None
+                line = [f'sync_read {addr} {length} {self.state_time_ns()}'] \
+                    if self.trace is not None else None
                 for sid in rest:
                     if sid in arm.by_id:
                         err, data = arm.servos[arm.by_id[sid]].read(addr, length)
@@ -401,6 +409,15 @@ class BusEmulator:
             self.echo(f'bus watchdog expired: servo IDs {expired}')
         return expired
 
+    def state_time_ns(self) -> int:
+        """Wall-clock time (``time.time_ns()``) of the arm's present physics state.
+
+        The physics advances in whole steps on the emulator's own schedule, so a read answers
+        the state of the last step done, up to one step older than the arrival of the request.
+        """
+        dt_ns = int(round(self.arm.dt * 1e9))
+        return self._wall0_ns + (self.arm.step_count - self._steps0) * dt_ns
+
     # ---- the loop -------------------------------------------------------------------------------
     def stop(self, *_args: object) -> None:
         """Ask :meth:`serve` to return."""
@@ -413,7 +430,8 @@ class BusEmulator:
         arm = self.arm
         dt = arm.dt
         t0 = time.monotonic()
-        steps0 = arm.step_count
+        self._wall0_ns = time.time_ns() - int((time.monotonic() - t0) * 1e9)
+        steps0 = self._steps0 = arm.step_count
         faults = self.faults
         plugged = True
         unplug_at = faults.unplug_at
@@ -440,6 +458,7 @@ class BusEmulator:
                     # (adding them instead doubled the backlog each pass, until the float
                     # conversion below overflowed and the emulator died)
                     steps0 -= due - MAX_CATCH_UP_STEPS
+                    self._steps0 = steps0
                     due = MAX_CATCH_UP_STEPS
                 if due > 0:
                     arm.step(due)

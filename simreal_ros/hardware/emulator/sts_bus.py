@@ -158,7 +158,7 @@ class StsBusEmulator(BusEmulator):
         if inst == p.INST_SYNC_READ:
             if broadcast and len(prm) >= 2:
                 addr, length = prm[0], prm[1]
-                line = [f'sync_read {addr} {length}']
+                line = [f'sync_read {addr} {length} {self.state_time_ns()}']
                 for sid in prm[2:]:
                     if sid in arm.by_id:
                         data = arm.servos[arm.by_id[sid]].read(addr, length)
