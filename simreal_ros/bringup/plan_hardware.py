@@ -4,10 +4,18 @@ The servo-bus driver on ``port:=``, or the external adapter over an existing ROS
 Before anything starts, every joint of the robot spec is mapped to a servo model of its
 ``bus.family`` (:func:`simreal_ros.hardware.family.resolve_servos`): an unknown family or
 model, or a mode the model cannot do, is one PlanError line.
+
+The driver is one node for every family (kind ``dynamixel_driver``), named after the family:
+``/dynamixel_driver`` on a Dynamixel bus, ``/feetech_driver`` on a Feetech STS bus. A Feetech
+robot's plan says in one ``note:`` line on stderr that the STS servos have no Bus Watchdog
+(``bus_watchdog_ms`` does nothing there): if the driver dies, the servos hold their last goal
+with torque on until their power is cut (docs/feetech.md). It is a note, not an error: the
+launch goes on.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from simreal_ros.bringup.arguments import LaunchArgs
@@ -34,7 +42,7 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
                         f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
     require('dynamixel_driver', f'backend:={backend}')
     try:
-        resolve_servos(a.robot)
+        models = resolve_servos(a.robot)
     except ConfigError as exc:
         raise PlanError(f'robot:={a.text["robot"]}: servo models: {exc}') from None
     params = {'robot': a.text['robot'], 'port': a.port, 'baud': a.baud,
@@ -42,4 +50,10 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
               'watchdog': a.watchdog, 'give_up_after_s': a.give_up_after_s,
               'reboot_on_error': a.reboot_on_error}
     prevalidate('dynamixel_driver', params, 'driver')
-    return NodeSpec('dynamixel_driver', 'dynamixel_driver', a.root, params)
+    family = a.robot.bus_family
+    if family == 'feetech':
+        print(f'note: robot:={a.text["robot"]}: the {models[0].name} servos (Feetech STS) have '
+              f'no Bus Watchdog, so bus_watchdog_ms does nothing: if the driver dies they hold '
+              f'their last goal with torque on until their power is cut (docs/feetech.md)',
+              file=sys.stderr, flush=True)
+    return NodeSpec('dynamixel_driver', f'{family}_driver', a.root, params)
