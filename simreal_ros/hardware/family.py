@@ -271,7 +271,7 @@ def get_family(name: str, source: str = 'bus.family') -> ServoFamily:
 
 
 def _no_current(model: ServoModel) -> str:
-    """What a model without current control lacks, for a message."""
+    """Return what a model without current control lacks (for a message)."""
     if model.current_unit_a is None:
         return 'no current sensing'
     return 'no current-control mode'
