@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import cast
 
 from simreal_ros.hardware.family import POSITION, Item, ServoFamily, ServoModel
-from simreal_ros.hardware.feetech import control_table as ct
+# the module itself, not through the package (whose __init__ imports this one)
+import simreal_ros.hardware.feetech.control_table as ct
 
 #: the Operating Mode register's value of each mode name the robot spec may use
 MODE_REGISTER = {POSITION: ct.MODE_POSITION}
