@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import cast
 
 from simreal_ros.hardware.family import POSITION, Item, ServoFamily, ServoModel
+
 # the module itself, not through the package (whose __init__ imports this one)
 import simreal_ros.hardware.feetech.control_table as ct
 
