@@ -7,11 +7,19 @@ model, or a mode the model cannot do, is one PlanError line. ``calibration:=CAL.
 loaded and checked against the robot by the argument parser (robot, family, joint names, servo
 ids, offsets within the family's register, ranges); the driver gets the file's absolute path
 and applies it itself (calibrated spec, Homing Offsets checked and written at connect).
+
+The driver is one node for every family (kind ``dynamixel_driver``), named after the family:
+``/dynamixel_driver`` on a Dynamixel bus, ``/feetech_driver`` on a Feetech STS bus. A Feetech
+robot's plan says in one ``note:`` line on stderr that the STS servos have no Bus Watchdog
+(``bus_watchdog_ms`` does nothing there): if the driver dies, the servos hold their last goal
+with torque on until their power is cut (docs/feetech.md). It is a note, not an error: the
+launch goes on.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+import sys
 from typing import Any
 
 from simreal_ros.bringup.arguments import LaunchArgs
@@ -38,7 +46,7 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
                         f'port:=/dev/ttyUSB0, or the link printed by simreal emulate)')
     require('dynamixel_driver', f'backend:={backend}')
     try:
-        resolve_servos(a.robot)
+        models = resolve_servos(a.robot)
     except ConfigError as exc:
         raise PlanError(f'robot:={a.text["robot"]}: servo models: {exc}') from None
     params = {'robot': a.text['robot'], 'port': a.port, 'baud': a.baud,
@@ -48,4 +56,10 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
     if a.calibration is not None:
         params['calibration'] = str(Path(a.text['calibration']).resolve())
     prevalidate('dynamixel_driver', params, 'driver')
-    return NodeSpec('dynamixel_driver', 'dynamixel_driver', a.root, params)
+    family = a.robot.bus_family
+    if family == 'feetech':
+        print(f'note: robot:={a.text["robot"]}: the {models[0].name} servos (Feetech STS) have '
+              f'no Bus Watchdog, so bus_watchdog_ms does nothing: if the driver dies they hold '
+              f'their last goal with torque on until their power is cut (docs/feetech.md)',
+              file=sys.stderr, flush=True)
+    return NodeSpec('dynamixel_driver', f'{family}_driver', a.root, params)

@@ -76,6 +76,11 @@ def leader_node(a: LaunchArgs) -> NodeSpec:
         **gripper_params(a.leader_gripper),
         **compensation_params(a.leader_compensation)}
     prevalidate('leader', params, 'leader')
+    leader = a.leader_robot if a.leader_robot is not None else a.robot
+    if leader.bus_family == 'feetech':
+        raise PlanError(f'teleop:=leader: the leader arm {leader.name} is on a Feetech STS bus; '
+                        f'the leader role (teleop, gravity compensation) needs a Dynamixel '
+                        f'leader arm (e.g. leader_robot:=koch)')
     try:  # the keys bound to the robots (button servo, gripper joint and its limits)
         leader_mapping(LeaderConfig.from_mapping(params), a.robot,
                        a.leader_robot if a.leader_robot is not None else a.robot)

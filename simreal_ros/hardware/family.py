@@ -101,7 +101,9 @@ class ServoModel:
 
     ``current_unit_a`` is the unit of Present/Goal Current (A); ``None`` for a model without
     current sensing, whose register at the same place is Present Load in units of
-    ``load_unit`` of its stall torque. ``modes`` maps the Operating Mode register values it
+    ``load_unit`` of its stall torque. ``current_control`` False: the model measures its
+    current (effort from Present Current) but has no current-based mode (Feetech STS3215).
+    ``modes`` maps the Operating Mode register values it
     accepts to their names; ``default_mode`` is the mode the driver uses unless the spec says.
     """
 
@@ -118,6 +120,7 @@ class ServoModel:
     default_mode: str
     load_unit: float = 0.001
     e_manual: str = ''
+    current_control: bool = True
     by_name: dict[str, Item] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -126,7 +129,7 @@ class ServoModel:
     @property
     def has_current_control(self) -> bool:
         """Whether the model measures and controls its current (current-based modes)."""
-        return self.current_unit_a is not None
+        return self.current_unit_a is not None and self.current_control
 
     @property
     def table_size(self) -> int:
@@ -232,8 +235,11 @@ class ServoFamily:
     protocol: int = 0
 
     def model(self, name: str) -> ServoModel | None:
-        """Return the model called ``name`` (None if the family has none)."""
-        return self.models.get(name)
+        """Return the model called ``name``, in any case (LeRobot: ``sts3215``); None if none."""
+        model = self.models.get(name)
+        if model is None:
+            model = next((m for k, m in self.models.items() if k.upper() == name.upper()), None)
+        return model
 
     def by_number(self, model_number: int) -> ServoModel | None:
         """Return the model whose Model Number register reads ``model_number``."""
@@ -270,6 +276,13 @@ def get_family(name: str, source: str = 'bus.family') -> ServoFamily:
     return family
 
 
+def _no_current(model: ServoModel) -> str:
+    """Return what a model without current control lacks (for a message)."""
+    if model.current_unit_a is None:
+        return 'no current sensing'
+    return 'no current-control mode'
+
+
 def resolve_servos(robot: RobotSpec) -> tuple[ServoModel, ...]:
     """Map every joint of ``robot`` to its :class:`ServoModel`, in robot order.
 
@@ -293,8 +306,8 @@ def resolve_servos(robot: RobotSpec) -> tuple[ServoModel, ...]:
                               f'(or leave it out)', s.model_number)
         if s.operating_mode == CURRENT_BASED_POSITION and not model.has_current_control:
             raise ConfigError(src, f'joints[{k}].operating_mode ({j.name})',
-                              f"'{POSITION}': the {model.name} has no current sensing, so no "
-                              f'current-based position control (use a model with it, e.g. '
+                              f"'{POSITION}': the {model.name} has {_no_current(model)}, so "
+                              f'no current-based position control (use a model with it, e.g. '
                               f'XM430 or XL330)', s.operating_mode)
         out.append(model)
     return tuple(out)
@@ -306,7 +319,7 @@ def require_current_control(robot: RobotSpec, why: str) -> None:
         if not model.has_current_control:
             raise ConfigError(str(robot.source), f'joints[{k}].model ({j.name})',
                               f'a model with current control for {why} (the {model.name} has '
-                              f'no current sensing)', model.name)
+                              f'{_no_current(model)})', model.name)
 
 
 def resolve_robot(robot: RobotSpec) -> RobotSpec:

@@ -33,6 +33,16 @@ USB adapter's latency timer from sysfs
 (:mod:`simreal_ros.hardware.dynamixel.usb_latency_timer`), warns above 1 ms with the command
 that sets it, and reports the achieved cycle rate against what the timer and the bytes on the
 wire allow.
+
+What differs per family goes through the family (``bus.family``): the names of the hardware
+error bits in ``/diagnostics`` (Dynamixel Hardware Error Status, Feetech Status), the byte-time
+bound on the cycle rate (each family's packet sizes:
+:func:`simreal_ros.hardware.dynamixel.wire.byte_time_limit_hz`,
+:func:`simreal_ros.hardware.feetech.wire.byte_time_limit_hz`) and the Bus Watchdog: a bus
+without one (Feetech STS, ``has_watchdog`` False) is never armed, ``bus_watchdog_ms`` reads 0 in
+``/diagnostics`` and the servos keep their last goal when the driver dies (docs/feetech.md).
+The SO-101's USB boards (CH340-type, driver ``ch341``) have no latency-timer knob in sysfs:
+the driver says so in one INFO line and does not check it.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -77,6 +87,23 @@ FAILED_READS_ERROR = 10
 STALL_S = 1.0
 
 
+def family_error_names(family: str) -> Callable[[int], str]:
+    """Return the function naming the hardware error bits of a family's servos."""
+    if family == 'feetech':
+        from simreal_ros.hardware.feetech.control_table import describe_status
+        return describe_status
+    return ct.describe_hardware_error
+
+
+def family_byte_time_limit_hz(family: str, n_servos: int, baud: int,
+                              return_delay_s: float) -> float:
+    """Cycles/s the bytes of one sync read + sync write allow, in the family's packets."""
+    if family == 'feetech':
+        from simreal_ros.hardware.feetech import wire as sts_wire
+        return sts_wire.byte_time_limit_hz(n_servos, baud, return_delay_s=return_delay_s)
+    return byte_time_limit_hz(n_servos, baud, return_delay_s=return_delay_s)
+
+
 class DynamixelDriver(Node):
     """The servo bus of a robot spec exposed over the topic contract."""
 
@@ -98,13 +125,23 @@ class DynamixelDriver(Node):
             self.robot, cfg.port, self.baud, return_delay_us=cfg.return_delay_us,
             latency_timer_ms=cfg.latency_timer_ms, servo_velocity_limit=not cfg.goal_rate_limit)
         self.robot = self.bus.robot  # with what the spec left to the servo models filled in
+        self.family = self.robot.bus_family
+        self.error_names = family_error_names(self.family)
+        # a bus without a watchdog (STS) is never armed: 0 units everywhere below
+        self.watchdog_units = (cfg.bus_watchdog_units
+                               if getattr(self.bus, 'has_watchdog', True) else 0)
         self.latency_timer_ms = latency_timer.read_latency_timer_ms(cfg.port, cfg.sysfs_root)
         warn = latency_timer.warning(cfg.port, self.latency_timer_ms, cfg.rate_hz, cfg.sysfs_root)
         if warn:
             self.get_logger().warning(warn)
+        elif self.latency_timer_ms is None and self.family == 'feetech':
+            self.get_logger().info(
+                f'{cfg.port}: no latency_timer in sysfs (CH340-type adapters of the SO-101 '
+                f'boards have none, nor does a pty): not checked')
         self.cycle_limit_hz = min(latency_timer.cycle_limit_hz(self.latency_timer_ms),
-                                  byte_time_limit_hz(self.robot.n, self.baud,
-                                                     return_delay_s=cfg.return_delay_us * 1e-6))
+                                  family_byte_time_limit_hz(
+                                      self.family, self.robot.n, self.baud,
+                                      cfg.return_delay_us * 1e-6))
         self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))
         self.rt_state: ThreadRt | None = None
         self.rt_others: ThreadRt | None = None  # set by start_rt
@@ -261,7 +298,7 @@ class DynamixelDriver(Node):
     # ---- the bus thread ----------------------------------------------------------------------
     def _arm_watchdog(self, ids: list[int] | None = None) -> None:
         """Arm the servos' Bus Watchdog (bus_watchdog_ms) where the cycle starts at once."""
-        self.bus.arm_watchdog(self.cfg.bus_watchdog_units, ids)
+        self.bus.arm_watchdog(self.watchdog_units, ids)
 
     def _run(self) -> None:
         self.rt_state = start_rt(self, self.cfg.rt, 'bus')
@@ -373,7 +410,7 @@ class DynamixelDriver(Node):
             self.stats['bus_watchdog_expired'] += 1
         self.get_logger().warning(
             f'bus watchdog expired on servo IDs {ids} (no packet for more than '
-            f'{self.cfg.bus_watchdog_units * 20} ms: a stall of the driver?); they had stopped '
+            f'{self.watchdog_units * 20} ms: a stall of the driver?); they had stopped '
             f'where they were; re-armed, tracking resumes from there')
 
     def _perform(self, cycle: Cycle, state: BusState) -> None:
@@ -468,11 +505,11 @@ class DynamixelDriver(Node):
         if health is not None:
             faults = []
             for j, bits, temp in zip(self.robot.joints, health[0], health[1], strict=True):
-                hw[f'hardware_error.{j.name}'] = ct.describe_hardware_error(bits)
+                hw[f'hardware_error.{j.name}'] = self.error_names(bits)
                 hw[f'temperature_c.{j.name}'] = temp
                 if bits:
                     faults.append(f'servo {j.servo.servo_id} ({j.name}): '
-                                  f'{ct.describe_hardware_error(bits)}')
+                                  f'{self.error_names(bits)}')
             if faults:
                 level, message = 'error', 'hardware error: ' + '; '.join(faults)
         if torque_commanded and torque_read and not all(torque_read) and level != 'error':
@@ -517,7 +554,7 @@ class DynamixelDriver(Node):
             'port_lost': st['port_lost'], 'reconnects': st['reconnects'],
             'last_error': st['last_error'], 'watchdog_trips': watchdog_trips,
             'state_reads_period': reads_period, 'read_failures_period': failures_period,
-            'bus_watchdog_ms': self.cfg.bus_watchdog_units * 20,
+            'bus_watchdog_ms': self.watchdog_units * 20,
             'bus_watchdog_expired': st['bus_watchdog_expired'],
             **intake, 'commands_rejected_period': rejected_window,
             'reboot_on_error': self.cfg.reboot_on_error,
@@ -537,7 +574,7 @@ class DynamixelDriver(Node):
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
         arr.status = [messages.diagnostic_status(
-            f'{self.get_fully_qualified_name()}: dynamixel bus', f'{self.cfg.port}', level,
+            f'{self.get_fully_qualified_name()}: {self.family} bus', f'{self.cfg.port}', level,
             message, values)]
         try:
             self.pub_diag.publish(arr)
@@ -557,9 +594,9 @@ class DynamixelDriver(Node):
         elif not self.torque_left_on:
             why = ('the bus is not answering' if self.bus.is_open
                    else f'the port is lost ({self.stats["last_error"]})')
-            hold = (f'their Bus Watchdog stops them within {self.cfg.bus_watchdog_units * 20} '
+            hold = (f'their Bus Watchdog stops them within {self.watchdog_units * 20} '
                     f'ms of the last packet, holding with torque on'
-                    if self.cfg.bus_watchdog_units else 'they keep their last goal')
+                    if self.watchdog_units else 'they keep their last goal')
             self.torque_left_on = why
             print(f'error: could not disable torque of the servos on {self.cfg.port}: {why}; '
                   f'{hold}: switch off their power', file=sys.stderr, flush=True)

@@ -27,14 +27,6 @@ NODES = {
 }
 
 
-def _has_feetech() -> bool:
-    try:
-        import simreal_ros.hardware.feetech  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def dry_run(simreal_cli, *args: str) -> list[dict]:
     r = simreal_cli('launch', *args, '--dry-run')
     assert r.returncode == 0, r.stderr
@@ -60,15 +52,35 @@ def test_hardware_backends_plan_the_dynamixel_arms(simreal_cli, arm, backend):
     assert specs[0]['parameters']['port'] == '/dev/ttyUSB0'
 
 
-@pytest.mark.skipif(not _has_feetech(), reason='needs simreal_ros.hardware.feetech (the Feetech '
-                    'bus and its driver)')
 @pytest.mark.parametrize('backend', ['real', 'twin'])
 def test_hardware_backends_plan_the_so101_on_its_feetech_bus(simreal_cli, backend):
     specs = dry_run(simreal_cli, f'backend:={backend}', 'robot:=so101', 'port:=/dev/ttyUSB0')
     assert load_robot('so101').bus_family == 'feetech'
     assert {s['parameters']['robot'] for s in specs} == {'so101'}
     # the driver of the Feetech bus, not the Dynamixel one
-    assert '/dynamixel_driver' not in [s['node'] for s in specs]
+    assert [s['node'] for s in specs] == [
+        n.replace('/dynamixel_driver', '/feetech_driver') for n in NODES[backend]]
+    assert specs[0]['parameters']['port'] == '/dev/ttyUSB0'
+    assert r_note(simreal_cli, backend) == 1
+
+
+def r_note(simreal_cli, backend: str) -> int:
+    """How many ``note:`` lines about the missing Bus Watchdog the plan printed."""
+    r = simreal_cli('launch', f'backend:={backend}', 'robot:=so101', 'port:=/dev/ttyUSB0',
+                    '--dry-run')
+    return sum('have no Bus Watchdog' in line and line.startswith('note: ')
+               for line in r.stderr.splitlines())
+
+
+def test_a_feetech_leader_arm_is_one_clear_line(simreal_cli):
+    r = simreal_cli('launch', 'backend:=sim', 'robot:=so101', 'teleop:=leader',
+                    'leader_port:=/dev/ttyUSB1', '--dry-run')
+    assert r.returncode == 2
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    assert errors == ['simreal launch: error: teleop:=leader: the leader arm so101 is on a '
+                      'Feetech STS bus; the leader role (teleop, gravity compensation) needs '
+                      'a Dynamixel leader arm (e.g. leader_robot:=koch)']
+    assert 'Traceback' not in r.stderr
 
 
 @pytest.mark.ros

@@ -96,16 +96,17 @@ def test_the_vendor_sdk_pings_and_reads_the_model_number(tmp_path):
         port.closePort()
 
 
-def test_a_wrong_model_number_names_the_servo(tmp_path):
+def test_a_model_number_other_than_the_models_is_one_config_line_before_the_port_opens(
+        tmp_path):
+    """The family layer checks the spec's model_number against the STS3215's (777)."""
     def edit(data: dict) -> None:
         data['joints'][2]['model_number'] = 2825
 
-    with emulator(tmp_path, sts_spec(tmp_path)) as emu:
-        bus = make_bus(sts_spec(tmp_path, edit), emu.port)
-        with pytest.raises(BusError, match=r'wrong servo at ID 3 \(elbow_pitch\): model '
-                                           r'number 777, expected 2825'):
-            bus.check_servos()
-        bus.close()
+    spec = sts_spec(tmp_path, edit)
+    with pytest.raises(ConfigError) as info:
+        FeetechBus(load_robot(spec), str(tmp_path / 'nothing-here'), 1_000_000)
+    assert str(info.value) == (f'{spec}: joints[2].model_number (elbow_pitch): expected 777, '
+                               f'the model number of the STS3215 (or leave it out), got 2825')
 
 
 def test_configure_writes_the_protections_from_the_spec_and_locks_eeprom(tmp_path):

@@ -57,6 +57,7 @@ from simreal_ros.hardware.dynamixel.bus import (
     ServoHealth,
     open_error_message,
 )
+from simreal_ros.hardware.family import ServoModel, resolve_robot, resolve_servos
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
 
@@ -159,10 +160,14 @@ class FeetechBus:
         request times out after its bytes plus twice this plus 2 ms). ``read_timeout_s``: the
         blocking read of :class:`BufferedPort`; 0 = the SDK's own PortHandler (busy poll).
         ``servo_velocity_limit``: write Goal Velocity (the servo's profile speed) from the
-        spec's velocity limits. Raises ConfigError when the spec names an unknown model or a
-        value derived from it does not fit its register.
+        spec's velocity limits. The spec's servos are resolved through the family layer
+        (:func:`~simreal_ros.hardware.family.resolve_robot`: model number, torque per amp and
+        mode from the model where the spec leaves them out). Raises ConfigError when the spec
+        names an unknown model or a value derived from it does not fit its register.
         """
+        robot = resolve_robot(robot)  # model_number, torque_per_amp, mode from the models
         self.robot = robot
+        self.models: tuple[ServoModel, ...] = resolve_servos(robot)
         self.port_name = port
         self.baud = baud
         self.return_delay_us = return_delay_us
@@ -173,7 +178,6 @@ class FeetechBus:
         sdk_port.LATENCY_TIMER = latency_timer_ms
         self.ids = [j.servo.servo_id for j in robot.joints]
         self.servos = [j.servo for j in robot.joints]
-        self.models = [self._model(k) for k in range(robot.n)]
         self.direction = np.array([s.direction for s in self.servos], dtype=np.float64)
         self.kt = np.array([s.torque_per_amp for s in self.servos])
         self.ph = sdk.PacketHandler(0)  # protocol_end 0: STS, little-endian
@@ -182,15 +186,6 @@ class FeetechBus:
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
-
-    def _model(self, k: int) -> ct.ServoModel:
-        s = self.robot.joints[k].servo
-        model = ct.find_model(s.model)
-        if model is None:
-            raise ConfigError(str(self.robot.source), f'joints[{k}].servo.model '
-                              f'({self.robot.joints[k].name})',
-                              f'a Feetech STS model: one of {sorted(ct.MODELS)}', s.model)
-        return model
 
     # ---- port --------------------------------------------------------------------------------
     @property
