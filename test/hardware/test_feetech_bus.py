@@ -183,6 +183,25 @@ def test_eeprom_written_unlocked_survives_a_power_cycle_and_locked_does_not(tmp_
         bus.close()
 
 
+def test_homing_offsets_are_written_absolute_and_survive_a_power_cycle(tmp_path):
+    """The calibration's offsets (calibration:=): written as given, never added to what the
+    servo holds (LeRobot users' overflow after repeated calibrations), and kept in EEPROM
+    (their lost calibration after a restart)."""
+    with emulator(tmp_path, sts_spec(tmp_path), faults='power_cycle_at=6') as emu:
+        bus = make_bus(sts_spec(tmp_path), emu.port)
+        bus.check_servos()
+        want = tuple(range(-300, -300 + 100 * len(bus.ids), 100))
+        for _ in range(3):  # three calibrations in a row: the same offsets, no accumulation
+            bus.write_homing_offsets(want)
+            assert bus.read_homing_offsets() == want
+        assert 'power off' not in emu.lines, 'set-up took longer than 6 s: test invalid'
+        emu.wait_for_line('power on', 30)
+        bus.check_servos(timeout_s=5)
+        assert bus.read_homing_offsets() == want
+        assert [bus.read_register(sid, 'lock') for sid in bus.ids] == [1] * len(bus.ids)
+        bus.close()
+
+
 def test_a_joint_held_at_its_limit_falls_to_protective_torque(tmp_path):
     """base_yaw pushed past its joint limit: overload after Protection Time, 20 % output."""
     with emulator(tmp_path, sts_spec(tmp_path)) as emu:

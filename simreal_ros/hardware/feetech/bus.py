@@ -374,6 +374,24 @@ class FeetechBus:
         finally:
             self.write_register(sid, 'lock', 1)
 
+    def read_homing_offsets(self) -> tuple[int, ...]:
+        """Homing Offset (address 31, ticks, sign-magnitude) of every servo, robot order."""
+        return tuple(self.read_register(sid, 'homing_offset') for sid in self.ids)
+
+    def write_homing_offsets(self, ticks: tuple[int, ...] | list[int]) -> None:
+        """Write Homing Offset ``ticks`` (robot order, absolute values) to every servo.
+
+        As DynamixelBus's: torque off first, the value written as given (never added to what
+        the register holds), only where it differs; and, the STS's Homing Offset being EEPROM
+        behind the Lock register, unlocked and locked again (:meth:`write_eeprom`) so that it
+        survives a power cycle. The caller reads back to check.
+        """
+        current = self.read_homing_offsets()
+        for sid, want, have in zip(self.ids, ticks, current, strict=True):
+            if int(want) != have:
+                self.write_register(sid, 'torque_enable', 0)
+                self.write_eeprom(sid, {'homing_offset': int(want)})
+
     def gains(self) -> list[dict[str, int]]:
         """Return the register values written at configure, per servo (robot order)."""
         return [dict(regs) for regs in self._registers]
