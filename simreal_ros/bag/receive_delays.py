@@ -34,7 +34,7 @@ def bag_latencies_s(path: Path, topic: str, source: str = '') -> list[float]:
     if stamped.stamp_ns is None or len(stamped.stamp_ns) != len(stamped):
         raise ConfigError(src, 'bag.topic', 'a topic whose messages have a header',
                           stamped.msgtype)
-    out = ((stamped.receive_ns - stamped.stamp_ns) / 1e9).tolist()
+    out: list[float] = ((stamped.receive_ns - stamped.stamp_ns) / 1e9).tolist()
     negative = [v for v in out if v < 0]
     if negative:
         raise ConfigError(src, 'bag.topic',

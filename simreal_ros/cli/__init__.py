@@ -24,8 +24,7 @@ from simreal_ros.errors import (
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``simreal``: one ``add_commands(sub)`` per group."""
     from simreal_ros import __version__
-    from simreal_ros.cli import (calibrate, demo, launch, policy, robot, ros_tools, teleop,
-                                 tools)
+    from simreal_ros.cli import calibrate, demo, launch, policy, robot, ros_tools, teleop, tools
     from simreal_ros.cli.report import add_commands as add_report_commands
     from simreal_ros.cli.sysid import add_commands as add_sysid_commands
     parser = argparse.ArgumentParser(prog='simreal', description=__doc__.splitlines()[0])

@@ -31,7 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
-from simreal_ros.gap.episode import JOINT_STATE, Episode
+from simreal_ros.bag.arrays import JOINT_STATE
+from simreal_ros.gap.episode import Episode
 
 #: A stamp gap or late delivery beyond the median by more than this is a host stall (ns).
 STALL_LIMIT_NS = 40_000_000

@@ -29,7 +29,7 @@ from simreal_ros.hardware.family import ServoBus
 
 
 def sync_homing_offsets(bus: ServoBus, cal: Calibration, source: str,
-                        log: Callable[[str], None]) -> list[int]:
+                        log: Callable[[str], object]) -> list[int]:
     """Make the servos' Homing Offsets those of ``cal``; return the servo IDs written.
 
     ``source`` names the calibration file in the messages; ``log`` gets one line for a match,

@@ -244,7 +244,8 @@ def excitation_window(bag: Path, settle_s: float,
 def load_joint_topics(bag: Path, names: Sequence[str] | None = None) -> Episode:
     """Read every JointState topic of ``bag`` in one pass (``names``: the robot's joints)."""
     from simreal_ros.bag import BagReader
-    from simreal_ros.gap.episode import JOINT_STATE, load_episode
+    from simreal_ros.bag.arrays import JOINT_STATE
+    from simreal_ros.gap.episode import load_episode
     with BagReader(bag) as reader:
         topics = [t for t, (kind, _n) in reader.info.topics.items() if kind == JOINT_STATE]
     return load_episode(str(bag), topics=topics, names=names)

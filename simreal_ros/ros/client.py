@@ -59,7 +59,8 @@ class RosClient:
         """Subscribe; every message lands in the returned list as (receive monotonic ns, msg).
 
         The default QoS is the contract's reliable, volatile profile with a deep history
-        (``COLLECT``), so a collector starved for a while loses nothing."""
+        (``COLLECT``), so a collector starved for a while loses nothing.
+        """
         out: list[tuple[int, Any]] = []
 
         def on_msg(msg: Any) -> None:

@@ -34,7 +34,7 @@ def _msg(types: TypeRegistry, stamp_ns: int, names: list[str], q: np.ndarray,
     msg = st[JOINT_STATE](st['std_msgs/msg/Header'](stamp, ''), list(names),
                           np.asarray(q, float), np.asarray(v, float),
                           np.asarray(e if e is not None else [], float))
-    return types.serialize(msg, JOINT_STATE)
+    return bytes(types.serialize(msg, JOINT_STATE))
 
 
 def record_sim_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None,

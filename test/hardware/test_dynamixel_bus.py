@@ -17,9 +17,10 @@ import yaml
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
-from simreal_ros.hardware.dynamixel.bus import DynamixelBus, open_error_message
+from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.dynamixel.wire import is_stale
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.sdk_bus import open_error_message
 
 ROBOT = load_robot('simreal_arm')
 VELOCITY_LIMIT_REG = math.ceil(4.5 / ct.VELOCITY_UNIT_RAD_S)  # 188: 4.5 rad/s in 0.229 rpm

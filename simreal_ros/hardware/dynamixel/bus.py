@@ -28,12 +28,10 @@ when the port itself fails (adapter unplugged), after which the bus must be reop
 
 from __future__ import annotations
 
-import errno
 import math
 import os
-import termios
 import time
-from typing import Any, Callable
+from typing import Any
 
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
@@ -68,6 +66,13 @@ from simreal_ros.hardware.family import (
     resolve_robot,
     resolve_servos,
 )
+from simreal_ros.hardware.sdk_bus import (  # noqa: F401 - PORT_FAILURES etc. re-exported
+    PERMISSION_HINT,
+    PORT_FAILURES,
+    STALE,
+    SdkBus,
+    open_error_message,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -79,11 +84,7 @@ HEALTH_LEN = HW_ERROR_ADDR + 1 - TORQUE_ADDR           # 64..70: torque enable .
 TEMPERATURE_ADDR = _A['present_temperature'].address
 BUS_WATCHDOG_ADDR = _A['bus_watchdog'].address
 
-#: what pyserial/termios raise when the device is gone (SDK calls on a closed port: Type/Attr)
-PORT_FAILURES = (serial.SerialException, OSError, termios.error, TypeError, AttributeError)
-
-STALE = -9901  # not an SDK code: an answer of the wrong length (late, from another request)
-
+#: the SDK's result codes by name, as counted in comm_errors
 COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUPT: 'corrupt (CRC)',
               sdk.COMM_TX_FAIL: 'tx failed', sdk.COMM_PORT_BUSY: 'port busy',
               sdk.COMM_RX_FAIL: 'rx failed', sdk.COMM_TX_ERROR: 'bad packet',
@@ -94,19 +95,6 @@ COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout', sdk.COMM_RX_CORRUP
 HARDWARE_ERROR_FIX = ('remove the cause (mechanical load or blocked joint, heat, supply voltage), '
                       'then power-cycle the servos, or launch with reboot_on_error:=true '
                       '(REBOOT at start-up and on ~/reset)')
-
-PERMISSION_HINT = ('add your user to the dialout group (sudo usermod -aG dialout $USER, then '
-                   'log out and in again) or give the device a udev rule with MODE="0666"')
-
-
-def open_error_message(port: str, exc: BaseException) -> str:
-    """Return why ``port`` could not be opened, with the fix for a permission problem."""
-    text = f'cannot open {port}: {exc}'
-    if getattr(exc, 'errno', None) in (errno.EACCES, errno.EPERM) or \
-            'Permission denied' in str(exc):
-        text += f'; permission denied: {PERMISSION_HINT}'
-    return text
-
 
 def describe_servo_errors(robot: RobotSpec, errors: dict[int, int]) -> str:
     """``servo ID 2 (shoulder_pitch): overload (0x20)`` for every servo in ``errors``."""
@@ -119,7 +107,7 @@ def describe_servo_errors(robot: RobotSpec, errors: dict[int, int]) -> str:
     return '; '.join(parts)
 
 
-class DynamixelBus:
+class DynamixelBus(SdkBus):
     """The servos of one robot spec on one serial port."""
 
     def __init__(self, robot: RobotSpec, port: str, baud: int, *,
@@ -155,17 +143,13 @@ class DynamixelBus:
         self.ph = sdk.PacketHandler(2.0)
         self.port: sdk.PortHandler | None = None
         self.comm_errors: dict[str, int] = {}
+        self.comm_names = COMM_NAMES
+        self.family = FAMILY
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
         self._last_tick: dict[int, int] = {}  # Realtime Tick of the last accepted state
         self._last_tick_mono = 0.0
-
-    # ---- port --------------------------------------------------------------------------------
-    @property
-    def is_open(self) -> bool:
-        """Whether the port is open."""
-        return self.port is not None
 
     def open(self) -> None:
         """Open the port at the baud rate; BusError naming the port if it cannot be."""
@@ -191,80 +175,14 @@ class DynamixelBus:
             self._sync_read.addParam(sid)
         self._sync_write = sdk.GroupSyncWrite(port, self.ph, GOAL_ADDR, 4)
 
-    def close(self) -> None:
-        """Close the port (errors ignored: it may be gone already)."""
-        if self.port is not None:
-            try:
-                self.port.closePort()
-            except Exception:  # noqa: BLE001 - a vanished port fails to close; that is fine
-                pass
-        self.port = None
-
-    def _port(self) -> sdk.PortHandler:
-        if self.port is None:
-            raise PortLostError(f'{self.port_name} is not open')
-        return self.port
-
-    def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call an SDK function; a failing port becomes PortLostError."""
-        port = self._port()
-        try:
-            return fn(*args)
-        except IndexError:  # the SDK indexes a short (late, foreign) answer as if complete
-            port.is_using = False
-            raise BusError(f'{self.port_name}: {self._count(STALE)} answer') from None
-        except PORT_FAILURES as exc:
-            port.is_using = False
-            self.close()
-            raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None
-
-    def _count(self, result: int) -> str:
-        name = COMM_NAMES.get(result, f'result {result}')
-        self.comm_errors[name] = self.comm_errors.get(name, 0) + 1
-        return name
+    def _drop_input(self) -> None:
+        self._port().clearPort()
 
     def _check(self, sid: int, what: str, result: int, error: int) -> None:
         if result != sdk.COMM_SUCCESS:
             raise BusError(f'servo {sid}: {what}: {self._count(result)}')
         if error & 0x7F:
             raise BusError(f'servo {sid}: {what}: {self.ph.getRxPacketError(error)}')
-
-    # ---- set-up ------------------------------------------------------------------------------
-    def check_servos(self, timeout_s: float = 1.0) -> None:
-        """Ping every servo; BusError naming every missing or wrong-model ID.
-
-        Servos that did not answer are pinged again until ``timeout_s`` (servos boot slowly
-        after power-on; a loaded host can miss an answer).
-        """
-        found: dict[int, int] = {}
-        deadline = time.monotonic() + timeout_s
-        while True:
-            for sid in self.ids:
-                if sid not in found:
-                    model, result, _err = self._guard(self.ph.ping, self._port(), sid)
-                    if result == sdk.COMM_SUCCESS:
-                        found[sid] = model
-            if len(found) == len(self.ids) or time.monotonic() >= deadline:
-                break
-        missing, wrong = [], []
-        for j in self.robot.joints:
-            sid = j.servo.servo_id
-            if sid not in found:
-                missing.append(f'{sid} ({j.name})')
-            elif found[sid] != j.servo.model_number:
-                got = FAMILY.by_number(found[sid])
-                wrong.append(f'{sid} ({j.name}): expected {j.servo.model} (model number '
-                             f'{j.servo.model_number}), got model number {found[sid]} '
-                             f'({got.name if got else "a model this stack does not know"})')
-        problems = []
-        if missing:
-            problems.append(f'no answer from servo ID {", ".join(missing)}')
-        if wrong:
-            problems.append('wrong servo at ID ' + '; '.join(wrong))
-        if problems:
-            raise BusError(f'{self.port_name} at {self.baud} baud: {"; ".join(problems)} '
-                           f'(check wiring, power, IDs and baud rate of the robot spec '
-                           f'{self.robot.source})')
 
     def item(self, sid: int, name: str) -> ct.Item:
         """Control-table item ``name`` of servo ``sid``'s model (KeyError if it has none)."""
@@ -311,33 +229,6 @@ class DynamixelBus:
         raw = ct.to_unsigned(int(value), it.size)
         result, error = self._retried(fn, sid, it.address, raw)
         self._check(sid, f'write {name}={value}', result, error)
-
-    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5,
-                 budget_s: float = 0.5) -> Any:
-        """Run a single-servo transaction, retried on comm errors and stale answers.
-
-        It is tried at least ``attempts`` times and until ``budget_s`` has passed: five quick
-        tries all fell inside one scheduling stall of a loaded host (``write goal_current:
-        timeout`` at driver start-up with both cores busy), while the set-up transactions that
-        use this path can afford to wait. Before a retry the port's input is flushed, so a
-        late answer to the failed request cannot be taken for the answer to the retry.
-        """
-        deadline = time.monotonic() + budget_s
-        attempt = 0
-        while True:
-            attempt += 1
-            last = attempt >= attempts and time.monotonic() >= deadline
-            try:
-                out = self._guard(fn, self._port(), *args)
-            except PortLostError:
-                raise
-            except BusError:
-                if last:
-                    raise
-            else:
-                if out[-2 if len(out) == 3 else 0] == sdk.COMM_SUCCESS or last:
-                    return out
-            self._port().clearPort()
 
     def gains(self) -> list[dict[str, int]]:
         """Return the register values written at configure, per servo (robot order)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from simreal_ros.hardware.family import Item  # re-exported: the item type of every family
+from simreal_ros.hardware.family import Item as Item  # re-exported: every family's item type
 
 MODEL_NUMBER_XM430_W350 = 1020
 FIRMWARE_VERSION = 48

@@ -30,6 +30,7 @@ its own from the spec's kp/kd anyway.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.family import (
@@ -54,11 +55,11 @@ def _table(model_number: int, changes: dict[str, dict[str, int]],
     for it in ct.ITEMS:
         if it.name in drop:
             continue
-        fields = dict(changes.get(it.name, {}))
+        fields: dict[str, Any] = dict(changes.get(it.name, {}))
         if it.name == 'model_number':
             fields['default'] = model_number
         if rename and it.name in rename:
-            fields['name'] = rename[it.name]  # type: ignore[assignment]
+            fields['name'] = rename[it.name]
         out.append(replace(it, **fields) if fields else it)
     return tuple(out)
 

@@ -41,7 +41,7 @@ import os
 import select
 import termios
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,15 +51,17 @@ import serial
 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import BusError, ConfigError, PortLostError
-from simreal_ros.hardware.dynamixel.bus import (
-    PORT_FAILURES,
+from simreal_ros.hardware.family import (
     BusState,
     ServoHealth,
-    open_error_message,
+    ServoModel,
+    resolve_robot,
+    resolve_servos,
 )
-from simreal_ros.hardware.family import ServoModel, resolve_robot, resolve_servos
 from simreal_ros.hardware.feetech import control_table as ct
+from simreal_ros.hardware.feetech.family import FAMILY
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
+from simreal_ros.hardware.sdk_bus import PORT_FAILURES, STALE, SdkBus, open_error_message
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -73,7 +75,6 @@ HEALTH_LEN = _A['status'].address + 1 - HEALTH_ADDR
 _POS, _VEL, _CUR = (_A[n].address - ct.STATE_ADDR
                     for n in ('present_position', 'present_velocity', 'present_current'))
 
-STALE = -9901  # not an SDK code: an answer of the wrong length (late, from another request)
 
 COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout',
               sdk.COMM_RX_CORRUPT: 'corrupt (checksum)', sdk.COMM_TX_FAIL: 'tx failed',
@@ -147,7 +148,7 @@ class BufferedPort(sdk.PortHandler):  # type: ignore[misc]
         termios.tcflush(self.ser.fileno(), termios.TCIFLUSH)
 
 
-class FeetechBus:
+class FeetechBus(SdkBus):
     """The STS servos of one robot spec on one serial port."""
 
     def __init__(self, robot: RobotSpec, port: str, baud: int, *,
@@ -183,15 +184,11 @@ class FeetechBus:
         self.ph = sdk.PacketHandler(0)  # protocol_end 0: STS, little-endian
         self.port: sdk.PortHandler | None = None
         self.comm_errors: dict[str, int] = {}
+        self.comm_names = COMM_NAMES
+        self.family = FAMILY
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
-
-    # ---- port --------------------------------------------------------------------------------
-    @property
-    def is_open(self) -> bool:
-        """Whether the port is open."""
-        return self.port is not None
 
     def open(self) -> None:
         """Open the port at the baud rate; BusError naming the port if it cannot be."""
@@ -215,39 +212,7 @@ class FeetechBus:
             self._sync_read.addParam(sid)
         self._sync_write = sdk.GroupSyncWrite(port, self.ph, GOAL_ADDR, 2)
 
-    def close(self) -> None:
-        """Close the port (errors ignored: it may be gone already)."""
-        if self.port is not None:
-            try:
-                self.port.closePort()
-            except Exception:  # noqa: BLE001 - a vanished port fails to close; that is fine
-                pass
-        self.port = None
-
-    def _port(self) -> sdk.PortHandler:
-        if self.port is None:
-            raise PortLostError(f'{self.port_name} is not open')
-        return self.port
-
-    def _guard(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call an SDK function; a failing port becomes PortLostError."""
-        port = self._port()
-        try:
-            return fn(*args)
-        except IndexError:  # the SDK indexes a short (late, foreign) answer as if complete
-            port.is_using = False
-            raise BusError(f'{self.port_name}: {self._count(STALE)} answer') from None
-        except PORT_FAILURES as exc:
-            port.is_using = False
-            self.close()
-            raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None
-
-    def _count(self, result: int) -> str:
-        name = COMM_NAMES.get(result, f'result {result}')
-        self.comm_errors[name] = self.comm_errors.get(name, 0) + 1
-        return name
-
-    def _flush_input(self) -> None:
+    def _drop_input(self) -> None:
         """Drop what the port has received (a late answer must not answer the next request)."""
         port = self._port()
         try:
@@ -258,63 +223,6 @@ class FeetechBus:
         except PORT_FAILURES as exc:
             self.close()
             raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None
-
-    # ---- set-up ------------------------------------------------------------------------------
-    def check_servos(self, timeout_s: float = 1.0) -> None:
-        """Ping every servo; BusError naming every missing or wrong-model ID.
-
-        The SDK's ping is a PING and a READ of Model Number (address 3). Servos that did not
-        answer are pinged again until ``timeout_s`` (servos boot slowly after power-on).
-        """
-        found: dict[int, int] = {}
-        deadline = time.monotonic() + timeout_s
-        while True:
-            for sid in self.ids:
-                if sid not in found:
-                    model, result, _err = self._guard(self.ph.ping, self._port(), sid)
-                    if result == sdk.COMM_SUCCESS:
-                        found[sid] = model
-                    else:
-                        self._flush_input()
-            if len(found) == len(self.ids) or time.monotonic() >= deadline:
-                break
-        missing, wrong = [], []
-        for j in self.robot.joints:
-            sid = j.servo.servo_id
-            if sid not in found:
-                missing.append(f'{sid} ({j.name})')
-            elif found[sid] != j.servo.model_number:
-                wrong.append(f'{sid} ({j.name}): model number {found[sid]}, expected '
-                             f'{j.servo.model_number} ({j.servo.model})')
-        problems = []
-        if missing:
-            problems.append(f'no answer from servo ID {", ".join(missing)}')
-        if wrong:
-            problems.append('wrong servo at ID ' + '; '.join(wrong))
-        if problems:
-            raise BusError(f'{self.port_name} at {self.baud} baud: {"; ".join(problems)} '
-                           f'(check wiring, power, IDs and baud rate of the robot spec '
-                           f'{self.robot.source})')
-
-    def _retried(self, fn: Callable[..., Any], *args: Any, attempts: int = 5,
-                 budget_s: float = 0.5) -> Any:
-        """Run a single-servo transaction, retried on comm errors (input flushed before each)."""
-        deadline = time.monotonic() + budget_s
-        attempt = 0
-        while True:
-            attempt += 1
-            last = attempt >= attempts and time.monotonic() >= deadline
-            try:
-                out = self._guard(fn, self._port(), *args)
-            except PortLostError:
-                raise
-            except BusError:
-                if last:
-                    raise
-            else:
-                if out[-2 if len(out) == 3 else 0] == sdk.COMM_SUCCESS or last:
-                    return out
-            self._flush_input()
 
     def read_register(self, sid: int, name: str) -> int:
         """Read one memory-table item of servo ``sid`` (sign-magnitude items decoded)."""
@@ -342,7 +250,7 @@ class FeetechBus:
         """Read ``size`` bytes at ``address`` of servo ``sid`` once (not retried), unsigned."""
         data, result, _error = self._guard(self.ph.readTxRx, self._port(), sid, address, size)
         if result != sdk.COMM_SUCCESS:
-            self._flush_input()
+            self._drop_input()
             raise BusError(f'servo {sid}: read address {address}: {self._count(result)}')
         if len(data) != size:
             raise BusError(f'servo {sid}: read address {address}: {self._count(STALE)} answer')
@@ -532,7 +440,7 @@ class FeetechBus:
         assert gsr is not None
         result = self._guard(gsr.txRxPacket)
         if result != sdk.COMM_SUCCESS:
-            self._flush_input()
+            self._drop_input()
             raise BusError(f'sync read: {self._count(result)}')
         n = len(self.ids)
         cur = np.empty(n)
@@ -542,7 +450,7 @@ class FeetechBus:
         for k, (sid, s) in enumerate(zip(self.ids, self.servos, strict=True)):
             d = gsr.data_dict.get(sid)
             if d is None or len(d) != ct.STATE_LEN:
-                self._flush_input()
+                self._drop_input()
                 raise BusError(f'sync read: {self._count(STALE)} answer from servo {sid}')
             t = decode_sm(d[_POS] | (d[_POS + 1] << 8), 15)
             ticks.append(t)
@@ -607,10 +515,10 @@ class FeetechBus:
             gsr.addParam(sid)
         result = self._guard(gsr.txRxPacket)
         if result != sdk.COMM_SUCCESS:
-            self._flush_input()
+            self._drop_input()
             raise BusError(f'sync read of servo status: {self._count(result)}')
         if any(len(gsr.data_dict[sid]) != HEALTH_LEN for sid in self.ids):
-            self._flush_input()
+            self._drop_input()
             raise BusError(f'sync read of servo status: {self._count(STALE)} answer')
         at = {n: _A[n].address - HEALTH_ADDR
               for n in ('status', 'present_temperature', 'torque_enable')}
