@@ -49,7 +49,8 @@ def cmd_eval(ns: argparse.Namespace) -> int:
                                f'--backend/--engine/--policy')
     settings = EvalSettings(backend=ns.backend, engine=ns.engine, policy=ns.policy,
                             episodes=ns.episodes, seed=ns.seed, tolerance_rad=ns.tolerance,
-                            goal_timeout_s=ns.timeout, launch_args=extra)
+                            goal_timeout_s=ns.timeout, reality=ns.reality,
+                            launch_args=extra)
     other = load_result(ns.compare) if ns.compare else None
     env = ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
     os.environ.update(env)
@@ -97,6 +98,9 @@ def add_commands(sub: Any) -> None:
                    help='success: every joint within this many rad for 0.2 s [default: 0.05]')
     p.add_argument('--timeout', type=float, default=5.0,
                    help='seconds (ROS clock) per goal before it counts as missed [default: 5]')
+    p.add_argument('--reality', default='', metavar='OVERLAY',
+                   help='hidden reality of the virtual servo bus that --backend real/twin '
+                   'starts without port:= (overlay name or path) [default: nominal]')
     p.add_argument('--compare', default=None, metavar='RESULT.json',
                    help='a previous --json result of the same episodes: report |J - J_other|')
     p.add_argument('--json', action='store_true', help='print the result as JSON')

@@ -8,6 +8,10 @@ generator (reachable: inside the limits by a margin, contact-free, holdable), so
 policy trained in MuJoCo, evaluated in the other engine), and ``--compare`` turns two runs
 into the performance gap ``|J_a - J_b|`` per metric, in a table next to both runs' figures.
 
+The robot is the policy spec's (``robot:=`` defaults to it). On ``real`` and ``twin`` without
+``port:=``, eval starts the virtual servo bus of that robot, with ``--reality`` (an overlay name
+or path for that robot; '' = nominal) as its hidden reality.
+
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
 so sim-time and lockstep runs report sim seconds.
@@ -51,6 +55,7 @@ class EvalSettings:
     goal_timeout_s: float = 5.0
     goal_margin_rad: float = 0.25
     start_timeout_s: float = 60.0
+    reality: str = ''
     launch_args: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -64,6 +69,11 @@ class EvalSettings:
             raise SimrealError(f'--episodes {self.episodes!r}: expected an integer >= 1')
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SimrealError(f'--seed {self.seed!r}: expected an integer >= 0')
+        if self.reality and (self.backend not in ('real', 'twin')
+                             or 'port' in self.launch_args):
+            # the reality is the emulator's; a sim or a real port has none to set
+            raise SimrealError(f'--reality {self.reality!r}: only for the virtual servo bus '
+                               f'(--backend real or twin, without port:=)')
         for name, flag, positive in _CHECKED:
             v = getattr(self, name)
             ok = not isinstance(v, bool) and isinstance(v, (int, float)) \
@@ -84,6 +94,11 @@ def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
     """Return the planner arguments of an evaluation run."""
     args = {'backend': s.backend, 'engine': s.engine, 'policy': s.policy,
             'policy_autostart': 'true', 'seed': str(s.seed), **s.launch_args}
+    if 'robot' not in args:
+        # the policy's own arm unless robot:= says otherwise (the planner names a mismatch);
+        # a spec that does not load is left to the planner, which names the reason
+        with contextlib.suppress(SimrealError):
+            args['robot'] = load_policy_spec(s.policy).robot
     if s.backend in ('real', 'twin'):
         args.setdefault('port', port or '/dev/null')
     return args
@@ -208,13 +223,14 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
     from simreal_ros.bringup.planner import plan
     from simreal_ros.ros import messages
     nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
+    spec = load_policy_spec(s.policy)
+    robot = load_robot(spec.robot)
     with contextlib.ExitStack() as resources:  # everything started is stopped on any error
         if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
             from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
-            emulator = resources.enter_context(EmulatorProcess())
+            emulator = resources.enter_context(EmulatorProcess(robot=spec.robot,
+                                                               reality=s.reality))
             nodes = plan(plan_args(s, port=emulator.port))
-        spec = load_policy_spec(s.policy)
-        robot = load_robot(spec.robot)
         goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
         state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
         t0 = time.monotonic()

@@ -139,11 +139,11 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
             started.append(self)
             return super().start()
 
-    def broken(_name):
-        raise SimrealError('spec exploded after the emulator started')
+    def broken(*_args):
+        raise SimrealError('goals exploded after the emulator started')
 
     monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
-    monkeypatch.setattr(ev, 'load_policy_spec', broken)
+    monkeypatch.setattr(ev, 'episode_goals', broken)
     with pytest.raises(SimrealError, match='exploded'):
         ev.run_eval(ev.EvalSettings(backend='real', episodes=1), ros_env, log=lambda _l: None)
     assert len(started) == 1
@@ -158,6 +158,7 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
     (['--tolerance', 'nan'], '--tolerance nan'),
     (['--episodes', '0'], '--episodes 0: expected an integer >= 1'),
     (['--seed', '-2'], '--seed -2: expected an integer >= 0'),
+    (['--reality', 'worn_arm'], "--reality 'worn_arm': only for the virtual servo bus"),
 ])
 def test_bad_eval_options_fail_before_anything_starts(simreal_cli, args, reason):
     r = simreal_cli('eval', '--backend', 'sim', *args)  # in-process: nothing starts
@@ -172,3 +173,15 @@ def test_a_bad_eval_option_in_a_real_process_is_one_line(ros_env):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
     assert lines[0].startswith('simreal eval: error: --episodes 0: expected an integer >= 1')
+
+
+def test_eval_runs_the_policys_own_arm_and_its_virtual_bus():
+    import simreal_ros.jobs.eval as ev
+    s = ev.EvalSettings(backend='real', policy='so101_reach', reality='so101_worn')
+    assert ev.plan_args(s, port='/tmp/x')['robot'] == 'so101'
+    assert ev.plan_args(ev.EvalSettings())['robot'] == 'simreal_arm'
+    # an explicit robot:= is passed on as given (the planner names a mismatch)
+    assert ev.plan_args(ev.EvalSettings(policy='so101_reach',
+                                        launch_args={'robot': 'koch'}))['robot'] == 'koch'
+    with pytest.raises(SimrealError, match='without port:='):
+        ev.EvalSettings(backend='real', reality='worn_arm', launch_args={'port': '/dev/x'})

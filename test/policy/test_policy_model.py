@@ -160,3 +160,43 @@ def test_shipped_policy_weights_match_their_spec():
     assert out.shape == (spec.act_dim,) and np.all(np.isfinite(out))
     # at the default pose with the goal there, the policy commands (about) the default pose
     assert np.abs(out * spec.action.scale).max() < 0.1
+
+
+ARM_POLICIES = [('so101_reach', 'so101'), ('koch_reach', 'koch'),
+                ('openmanipulator_x_reach', 'openmanipulator_x')]
+
+
+@pytest.mark.parametrize('name,arm', ARM_POLICIES)
+def test_shipped_arm_policy_loads_for_its_arm_and_steps_toward_the_goal(name, arm):
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.policy.spec import ActionProcessor, ObservationBuilder, ObsInputs
+    spec = load_policy_spec(name)
+    robot = load_robot(arm)
+    assert spec.robot == arm
+    # the reach policy commands every joint of the arm, the gripper (last) included
+    assert spec.joints == tuple(robot.joint_names) and spec.joints[-1] == 'gripper'
+    np.testing.assert_allclose(spec.default, robot.home)
+    assert spec.model.stat().st_size < 2 * 1024 * 1024
+    model = load_model(spec.model, spec.obs_dim, spec.act_dim)
+    obs = ObservationBuilder(spec)
+    act = ActionProcessor(spec)
+    act.reset(spec.default)
+    # a plausible observation: at rest 0.05 rad off home, the goal 0.3 rad from home per
+    # joint, towards the middle of its range (inside every arm's limits by 0.25 rad or more)
+    q = spec.default + 0.05
+    offset = np.where(spec.default < 0.5 * (spec.lower + spec.upper), 0.3, -0.3)
+    goal = spec.default + offset
+    inputs = ObsInputs(position=q, velocity=np.zeros(spec.n), default=spec.default,
+                       last_action=act.neutral_action(), goal=goal)
+    out = model(obs.build(inputs))
+    assert out.shape == (spec.act_dim,) and np.all(np.isfinite(out))
+    assert np.abs(out).max() < spec.action.reject_abs
+    res = act.process(out)
+    assert res.ok
+    assert np.all(res.target >= spec.lower) and np.all(res.target <= spec.upper)
+    # every joint's command moves from home towards its goal: the teacher's label is the
+    # goal plus the gravity term tau/kp, at most ~0.1 rad on these arms (60 % of the effort
+    # limit over kp: Koch wrist_flex 0.6 x 0.5 / 3), so each step is 0.2-0.4 rad
+    step = out * spec.action.scale
+    assert np.all(np.sign(step) == np.sign(offset)), (step, offset)
+    assert np.all(np.abs(step) > 0.1), step
