@@ -230,9 +230,10 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
     """Render the summary for a terminal, no line longer than :data:`WIDTH`."""
     st = s['settings']
     r, e = s['replay'], s['eval']
-    lines = ['', f'simreal demo: real -> bag -> fit -> sim on the virtual servo bus '
-                 f'({st.get("robot", "simreal_arm")}, reality {st["reality"]}), '
-                 f'{s["wall_s"]:.0f} s',
+    robot = st.get('robot', 'simreal_arm')
+    bus = 'servo bus' if robot == 'simreal_arm' else robot
+    lines = ['', f'simreal demo: real -> bag -> fit -> sim on the virtual {bus} '
+                 f'(reality {st["reality"]}), {s["wall_s"]:.0f} s',
              f'held-out {st["holdout_pattern"]}: open-loop replay from the measured state, '
              f'{_window_s(r["window_ns"])} excitation window:',
              f'  {"joint":<20}{"nominal [rad]":>13}{"identified [rad]":>18}{"after/before":>14}']
