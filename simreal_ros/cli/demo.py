@@ -59,8 +59,13 @@ def cmd_demo(ns: argparse.Namespace) -> int:
                            f'demo (simreal demo --live {" ".join(ns.args)}); the flywheel takes '
                            f'the options of simreal demo --help')
     from simreal_ros.core.netenv import ros_env
-    from simreal_ros.jobs.flywheel import (check_inputs, check_out_dir, default_settings,
-                                           describe, run_flywheel)
+    from simreal_ros.jobs.flywheel import (
+        check_inputs,
+        check_out_dir,
+        default_settings,
+        describe,
+        run_flywheel,
+    )
     from simreal_ros.report.flywheel import format_table
     settings = default_settings(robot=ns.robot, reality=ns.reality, fit_s=ns.fit_s,
                                 holdout_s=ns.holdout_s, episodes=ns.episodes, seed=ns.seed,

@@ -450,7 +450,7 @@ def describe(s: FlywheelSettings) -> list[str]:
     lines = [f'robot {s.robot} ({", ".join(spec.joint_names)}), hidden reality {s.reality!r}, '
              f'latency {s.latency!r}',
              f'1 fit data       {s.fit_pattern} excitation, {s.fit_s:g} s, up to '
-             f'{s.fit_f_max_hz:g} Hz, within the spec\'s limits: {band}',
+             f"{s.fit_f_max_hz:g} Hz, within the spec's limits: {band}",
              f'2 held-out data  {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
              f'{s.holdout_s:g} s',
              f'3 identify       {", ".join(s.fit)}'

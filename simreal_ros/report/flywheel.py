@@ -503,12 +503,12 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
                             _pct(_ratio(v))])
     m = e.get('metrics') or {}
     corrected = 'residual_sim' in m
-    eval_rows = [] if skipped else [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d)]
+    eval_rows = [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d)]
                  + ([_f(m['residual_sim'][k] * f, d)] if corrected else [])
                  + [_f(m['virtual_arm'][k] * f, d), _f(e['gap_before'][k] * f, d),
                     _f(e['gap_after'][k] * f, d)]
                  + ([_f(e['gap_residual'][k] * f, d)] if corrected else [])
-                 for k, label, f, d in EVAL_ROWS]
+                 for k, label, f, d in (() if skipped else EVAL_ROWS)]
     ident = s.get('identify') or {}
     win = s.get('windows_ns') or {}
     parts = [

@@ -385,6 +385,25 @@ def test_the_page_shows_the_corrected_sim_when_the_residual_pays_off(tmp_path):
     assert '<td>k-step 0.2 s</td><td>0.0045</td><td>0.0027</td><td>60%</td>' in page
 
 
+def test_the_page_of_a_robot_without_a_policy_says_why_and_has_no_policy_figure(tmp_path):
+    import numpy as np
+
+    from simreal_ros.report.flywheel import write_html
+    s = _summary()
+    s['settings'] = asdict(default_settings(robot='so101'))
+    s['eval'] = {'skipped': 'no reach policy for so101 yet'}
+    t = np.arange(200) * 5_000_000
+    q = np.zeros((200, len(JOINTS)))
+    traces = {'joints': list(JOINTS), 't_ns': t, 'measured': q, 'nominal': q + 0.01,
+              'identified': q + 0.002, 'cmd_ns': t, 'cmd': q}
+    assert write_html(s, traces, tmp_path / 'summary.html') == [
+        'replay_error', 'replay_traces', 'replay_rmse']
+    page = (tmp_path / 'summary.html').read_text()
+    assert '<h2>Policy gap</h2>\n<p>Skipped: no reach policy for so101 yet.</p>' in page
+    assert '<code>so101_reality</code> of so101' in page
+    assert not (tmp_path / 'plots' / 'policy.png').exists()
+
+
 def test_a_residual_that_cannot_be_trained_leaves_the_identified_overlay(tmp_path):
     from simreal_ros.core.excitation import ExcitationConfig
     from simreal_ros.core.robot import load_robot
