@@ -24,6 +24,10 @@ One run, no hardware, no arguments; every output under one run folder::
     7 summary        ``summary.json``, ``summary.html`` (one page, PNGs embedded) and a
                      terminal table of at most 100 columns
 
+Robots (``--robot``, :data:`ROBOT_DEFAULTS`): simreal_arm on the Dynamixel bus (default), and
+so101 on the Feetech STS bus with its own reality (``so101_reality``), kp identified too, no
+tool mass, and stage 5 skipped with its reason (no policy for it yet).
+
 Comparison window. The virtual arm is unpowered until the driver enables torque and sags under
 gravity meanwhile (measured: the shoulder at 1.80 rad against 0.40 rad at home), and the first
 command of an excitation pulls it back to home within ~0.5 s (measured: shoulder error 1.31 rad
