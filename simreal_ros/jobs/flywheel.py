@@ -24,6 +24,10 @@ One run, no hardware, no arguments; every output under one run folder::
     7 summary        ``summary.json``, ``summary.html`` (one page, PNGs embedded) and a
                      terminal table of at most 100 columns
 
+Robots (``--robot``, :data:`ROBOT_DEFAULTS`): simreal_arm on the Dynamixel bus (default), and
+so101 on the Feetech STS bus with its own reality (``so101_reality``), kp identified too, no
+tool mass, and stage 5 skipped with its reason (no policy for it yet).
+
 Comparison window. The virtual arm is unpowered until the driver enables torque and sags under
 gravity meanwhile (measured: the shoulder at 1.80 rad against 0.40 rad at home), and the first
 command of an excitation pulls it back to home within ~0.5 s (measured: shoulder error 1.31 rad
@@ -62,6 +66,19 @@ Log = Callable[[str], None]
 #: bodies whose mass it fits: the tool flange, where a heavier tool is the common real case.
 FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay', 'mass')
 FIT_BODIES = ('wrist_flange_link',)
+
+#: What the demo runs per robot (``simreal demo --robot``): the hidden reality, the parameters
+#: it identifies, the bodies whose mass it fits and the policy of stage 5 ('' = none, the stage
+#: is skipped with the reason). The SO-101's set is MuJoCo Playground's for that arm: damping,
+#: frictionloss, armature and kp per joint plus the command delay (no tool to weigh).
+ROBOT_DEFAULTS: dict[str, dict[str, Any]] = {
+    'simreal_arm': {},
+    'so101': {'reality': 'so101_reality',
+              'fit': ('damping', 'frictionloss', 'armature', 'kp', 'command_delay'),
+              'bodies': (), 'policy': ''},
+}
+#: Why stage 5 is skipped for a robot without a policy.
+NO_POLICY = 'no reach policy for {robot} yet'
 
 #: Layout of a run folder (relative paths), written into summary.json.
 LAYOUT = {
@@ -128,7 +145,7 @@ class FlywheelSettings:
     holdout_s: float = 15.0
     fit: tuple[str, ...] = FIT_PARAMETERS
     bodies: tuple[str, ...] = FIT_BODIES
-    policy: str = 'simreal_arm_reach'
+    policy: str = 'simreal_arm_reach'  # '': no policy, stage 5 is skipped
     episodes: int = 8
     seed: int = 0
     settle_s: float = 1.0
@@ -160,9 +177,17 @@ class FlywheelSettings:
 
 
 def default_settings(**overrides: Any) -> FlywheelSettings:
-    """Return the embedded defaults, with the sysid excitation only if this version has it."""
+    """Return the embedded defaults, with the sysid excitation only if this version has it.
+
+    ``robot`` (default simreal_arm) picks the robot's defaults (:data:`ROBOT_DEFAULTS`); the
+    other overrides win over them.
+    """
     from simreal_ros.bringup.planner import EXCITE_PATTERNS
-    base: dict[str, Any] = {}
+    robot = overrides.get('robot') or 'simreal_arm'
+    if robot not in ROBOT_DEFAULTS:
+        raise SimrealError(f'--robot {robot!r}: expected one of {", ".join(ROBOT_DEFAULTS)} '
+                           f'(the robots the demo has a hidden reality for)')
+    base: dict[str, Any] = {'robot': robot, **ROBOT_DEFAULTS[robot]}
     if 'sysid' not in EXCITE_PATTERNS:  # before the identification excitation existed
         base['fit_pattern'] = 'chirp'
     return FlywheelSettings(**{**base, **{k: v for k, v in overrides.items()
@@ -400,19 +425,48 @@ class _Progress:
         self.log(f'             {text}')
 
 
-def _check_inputs(s: FlywheelSettings) -> None:
+def check_inputs(s: FlywheelSettings) -> None:
     """Load the reality, the robot and the policy once, so a bad name fails before a start."""
     from simreal_ros.core.dynamics import load_overlay
     from simreal_ros.core.robot import load_robot
     from simreal_ros.errors import ConfigError
     from simreal_ros.policy.spec import load_policy_spec
     for flag, load, value in (('--reality', load_overlay, s.reality),
-                              ('robot', load_robot, s.robot),
+                              ('--robot', load_robot, s.robot),
                               ('policy', load_policy_spec, s.policy)):
+        if not value:  # no policy: stage 5 is skipped
+            continue
         try:
             load(value)
         except ConfigError as exc:
             raise SimrealError(f'{flag} {value!r}: {exc}') from None
+    robot = load_overlay(s.reality).robot
+    if robot is not None and robot != s.robot:
+        raise SimrealError(f'--reality {s.reality!r} is a reality of {robot}, not of '
+                           f'{s.robot}; give --robot {robot} or a reality of {s.robot}')
+
+
+def describe(s: FlywheelSettings) -> list[str]:
+    """Return the lines of what :func:`run_flywheel` would do with ``s`` (``--dry-run``)."""
+    from simreal_ros.core.robot import load_robot
+    spec = load_robot(s.robot)
+    band = ', '.join(f'{j.name} [{j.limits.lower:g}, {j.limits.upper:g}] rad, '
+                     f'{j.limits.velocity:g} rad/s' for j in spec.joints)
+    lines = [f'robot {s.robot} ({", ".join(spec.joint_names)}), hidden reality {s.reality!r}, '
+             f'latency {s.latency!r}',
+             f'1 fit data       {s.fit_pattern} excitation, {s.fit_s:g} s, up to '
+             f"{s.fit_f_max_hz:g} Hz, within the spec's limits: {band}",
+             f'2 held-out data  {s.holdout_pattern} excitation (seed {s.holdout_seed}), '
+             f'{s.holdout_s:g} s',
+             f'3 identify       {", ".join(s.fit)}'
+             + (f' (masses of {", ".join(s.bodies)})' if s.bodies else ''),
+             '4 replay gap     the held-out commands on the nominal and the identified sim',
+             (f'5 policy gap     {s.policy}: {s.episodes} episodes on the nominal sim, the '
+              f'identified sim and the virtual arm' if s.policy else
+              f'5 policy gap     skipped: {NO_POLICY.format(robot=s.robot)}'),
+             '6 residual       simreal residual fit on the fit bag, scored on the held-out bag',
+             '7 summary        summary.json, summary.html, the table']
+    return lines
 
 
 def check_out_dir(out: Path) -> None:
@@ -499,7 +553,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
     from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
     from simreal_ros.report import flywheel as report
     check_out_dir(out)
-    _check_inputs(s)
+    check_inputs(s)
     os.environ.update(env)
     try:  # fails here, before anything starts
         from simreal_ros.sysid import api as sysid
@@ -567,11 +621,15 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         summary['replay'] = report.replay_gap(before, after)
         p.detail(report.one_line_replay(summary['replay']))
         runs = {}
-        for key, label, backend, args in (
+        evals = (
                 ('eval_nominal', 'nominal sim', 'sim', {}),
                 ('eval_identified', 'identified sim', 'sim',
                  {'overlay': str(paths['overlay'].resolve())}),
-                ('eval_real', 'virtual arm', 'real', {'port': emu.port})):
+                ('eval_real', 'virtual arm', 'real', {'port': emu.port}))
+        if not s.policy:
+            p.stage(5, f'policy gap skipped: {NO_POLICY.format(robot=s.robot)}')
+            evals = ()
+        for key, label, backend, args in evals:
             p.stage(5, f'policy {s.policy}: {s.episodes} episodes on the {label}')
             runs[key] = _eval(s, env, backend, args, logs / f'{key}.log')
             _write_json(paths[key], runs[key])
@@ -582,15 +640,16 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         p.stage(6, 'learn a residual on the fit bag: what identified.yaml cannot express')
         summary['residual'] = fit_residual_stage(s, paths, (fit_window, window),
                                                  logs / 'residual.log', p)
-        if summary['residual']['pays_off']:
+        if summary['residual']['pays_off'] and s.policy:
             p.stage(6, f'policy {s.policy}: {s.episodes} episodes on the corrected sim '
                        f'(identified + residual)')
             runs['eval_residual'] = _eval(
                 s, env, 'sim', {'overlay': str(paths['residual_overlay'].resolve())},
                 logs / 'eval_residual.log')
             _write_json(paths['eval_residual'], runs['eval_residual'])
-        summary['eval'] = report.eval_gap(runs['eval_nominal'], runs['eval_identified'],
-                                          runs['eval_real'], runs.get('eval_residual'))
+        summary['eval'] = (report.eval_gap(runs['eval_nominal'], runs['eval_identified'],
+                                           runs['eval_real'], runs.get('eval_residual'))
+                           if s.policy else {'skipped': NO_POLICY.format(robot=s.robot)})
     p.stage(7, 'summary')
     summary['wall_s'] = time.monotonic() - p.t0
     traces = report.replay_traces(

@@ -230,7 +230,9 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
     """Render the summary for a terminal, no line longer than :data:`WIDTH`."""
     st = s['settings']
     r, e = s['replay'], s['eval']
-    lines = ['', f'simreal demo: real -> bag -> fit -> sim on the virtual servo bus '
+    robot = st.get('robot', 'simreal_arm')
+    bus = 'servo bus' if robot == 'simreal_arm' else robot
+    lines = ['', f'simreal demo: real -> bag -> fit -> sim on the virtual {bus} '
                  f'(reality {st["reality"]}), {s["wall_s"]:.0f} s',
              f'held-out {st["holdout_pattern"]}: open-loop replay from the measured state, '
              f'{_window_s(r["window_ns"])} excitation window:',
@@ -244,13 +246,16 @@ def format_table(s: Mapping[str, Any], out: Path) -> str:
     for h, v in r['k_step'].items():
         lines.append(f'  {f"k-step {h} s (rms)":<20}{_f(v["nominal_rad"]):>13}'
                      f'{_f(v["identified_rad"]):>18}{_pct(_ratio(v)):>14}')
-    lines += [f'policy {e["policy"]}, {e["episodes"]} episodes (seed {e["seed"]}); '
-              f'gap = |sim - virtual arm|:',
-              f'  {"metric":<27}{"nominal":>9}{"identified":>12}{"virtual":>9}'
-              f'{"gap before":>12}{"gap after":>11}',
-              f'  {"":<27}{"sim":>9}{"sim":>12}{"arm":>9}']
-    m = e['metrics']
-    for key, label, k, d in EVAL_ROWS:
+    m = e.get('metrics') or {}
+    if 'skipped' in e:
+        lines.append(f'policy gap skipped: {e["skipped"]}')
+    else:
+        lines += [f'policy {e["policy"]}, {e["episodes"]} episodes (seed {e["seed"]}); '
+                  f'gap = |sim - virtual arm|:',
+                  f'  {"metric":<27}{"nominal":>9}{"identified":>12}{"virtual":>9}'
+                  f'{"gap before":>12}{"gap after":>11}',
+                  f'  {"":<27}{"sim":>9}{"sim":>12}{"arm":>9}']
+    for key, label, k, d in EVAL_ROWS if m else ():
         lines.append(f'  {label:<27}{_f(m["nominal_sim"][key] * k, d):>9}'
                      f'{_f(m["identified_sim"][key] * k, d):>12}'
                      f'{_f(m["virtual_arm"][key] * k, d):>9}'
@@ -479,8 +484,10 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
     figs: list[tuple[str, str, bytes]] = [
         ('replay_error', 'Held-out replay error: sim - virtual arm', _fig_replay_error(traces)),
         ('replay_traces', 'Held-out replay: measured and simulated', _fig_replay_traces(traces)),
-        ('replay_rmse', 'Held-out replay RMSE per joint', _fig_replay_bars(s['replay'])),
-        ('policy', 'Policy evaluation', _fig_eval(s['eval']))]
+        ('replay_rmse', 'Held-out replay RMSE per joint', _fig_replay_bars(s['replay']))]
+    skipped = s['eval'].get('skipped')
+    if not skipped:
+        figs.append(('policy', 'Policy evaluation', _fig_eval(s['eval'])))
     for name, _title, png in figs:
         (path.parent / 'plots').mkdir(parents=True, exist_ok=True)
         (path.parent / 'plots' / f'{name}.png').write_bytes(png)
@@ -494,14 +501,14 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         replay_rows.append([f'k-step {h} s (rms)', _f(v['nominal_rad']),
                             _f(v['identified_rad']),
                             _pct(_ratio(v))])
-    m = e['metrics']
+    m = e.get('metrics') or {}
     corrected = 'residual_sim' in m
     eval_rows = [[label, _f(m['nominal_sim'][k] * f, d), _f(m['identified_sim'][k] * f, d)]
                  + ([_f(m['residual_sim'][k] * f, d)] if corrected else [])
                  + [_f(m['virtual_arm'][k] * f, d), _f(e['gap_before'][k] * f, d),
                     _f(e['gap_after'][k] * f, d)]
                  + ([_f(e['gap_residual'][k] * f, d)] if corrected else [])
-                 for k, label, f, d in EVAL_ROWS]
+                 for k, label, f, d in (() if skipped else EVAL_ROWS)]
     ident = s.get('identify') or {}
     win = s.get('windows_ns') or {}
     parts = [
@@ -511,7 +518,8 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         'padding:2px 8px;text-align:right}img{max-width:100%}</style></head><body>',
         '<h1>simreal demo: the sim-to-real flywheel</h1>',
         f'<p>Virtual servo bus with the hidden reality <code>{html.escape(st["reality"])}'
-        f'</code>, Dynamixel driver, latency injector <code>{html.escape(st["latency"])}</code>. '
+        f'</code> of {html.escape(st.get("robot", "simreal_arm"))}, the servo driver, '
+        f'latency injector <code>{html.escape(st["latency"])}</code>. '
         f'Fit data: <code>{html.escape(st["fit_pattern"])}</code>, {st["fit_s"]:g} s; held-out '
         f'data: <code>{html.escape(st["holdout_pattern"])}</code>, {st["holdout_s"]:g} s, '
         f'another seed. Wall time {s["wall_s"]:.0f} s.</p>',
@@ -527,12 +535,13 @@ def write_html(s: Mapping[str, Any], traces: Mapping[str, Any], path: Path) -> l
         _table(['joint', 'nominal sim [rad]', 'identified sim [rad]', 'after / before'],
                replay_rows),
         '<h2>Policy gap</h2>',
-        f'<p>{html.escape(e["policy"])}, {e["episodes"]} seeded episodes (seed {e["seed"]}); '
-        f'gap = |J<sub>sim</sub> - J<sub>virtual arm</sub>|.</p>',
-        _table(['metric', 'nominal sim', 'identified sim']
-               + (['identified + residual'] if corrected else [])
-               + ['virtual arm', 'gap before', 'gap after']
-               + (['gap with residual'] if corrected else []), eval_rows),
+        *([f'<p>Skipped: {html.escape(skipped)}.</p>'] if skipped else [
+            f'<p>{html.escape(e["policy"])}, {e["episodes"]} seeded episodes (seed '
+            f'{e["seed"]}); gap = |J<sub>sim</sub> - J<sub>virtual arm</sub>|.</p>',
+            _table(['metric', 'nominal sim', 'identified sim']
+                   + (['identified + residual'] if corrected else [])
+                   + ['virtual arm', 'gap before', 'gap after']
+                   + (['gap with residual'] if corrected else []), eval_rows)]),
         *_residual_html(s.get('residual')),
         '<h2>Identified parameters</h2>',
         f'<p>{html.escape(", ".join(st["fit"]))}; fit wall time '

@@ -45,6 +45,24 @@ IntArray = npt.NDArray[np.int64]
 
 GOAL_ADDR = ct.BY_NAME['goal_position'].address
 PRESENT_ADDR = ct.BY_NAME['present_position'].address
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a servo family keeps Present Position and Goal Position, and how to decode them."""
+
+    present_addr: int
+    goal_addr: int
+    size: int
+    sign_bit: int | None  # sign-magnitude (Feetech STS) or None: two's complement
+
+
+def _layout(robot: RobotSpec) -> _Layout:
+    if robot.bus_family == 'feetech':  # STS: 2-byte items, sign-magnitude (bit 15)
+        from simreal_ros.hardware.feetech import control_table as fct
+        present, goal = fct.BY_NAME['present_position'], fct.BY_NAME['goal_position']
+        return _Layout(present.address, goal.address, present.size, present.sign_bit)
+    return _Layout(PRESENT_ADDR, GOAL_ADDR, 4, None)
 #: a state further than this from its read, or a command from its write, is no match
 MATCH_NS = 100_000_000
 
@@ -62,6 +80,15 @@ class TraceEvents:
 def parse_trace(path: str | Path, robot: RobotSpec) -> TraceEvents:
     """Read the SYNC READs (with Present Position) and Goal Position SYNC WRITEs of a trace."""
     ids = [j.servo.servo_id for j in robot.joints]
+    lay = _layout(robot)
+    size = lay.size
+
+    def value(b: bytes) -> int:
+        raw = int.from_bytes(b, 'little')
+        if lay.sign_bit is None:
+            return ct.to_signed(raw, size)
+        mag = raw & ((1 << lay.sign_bit) - 1)
+        return -mag if raw & (1 << lay.sign_bit) else mag
     reads: list[tuple[int, list[int]]] = []
     writes: list[tuple[int, list[int]]] = []
     for line in Path(path).read_text(encoding='utf-8').splitlines():
@@ -70,11 +97,12 @@ def parse_trace(path: str | Path, robot: RobotSpec) -> TraceEvents:
         data = {int(sid): bytes.fromhex(h) for sid, h in (a.split(':') for a in answers)}
         if any(s not in data for s in ids):
             continue
-        if kind == 'sync_read' and addr <= PRESENT_ADDR and addr + length >= PRESENT_ADDR + 4:
-            off = PRESENT_ADDR - addr
-            reads.append((int(time_s), [_signed(data[s][off:off + 4]) for s in ids]))
-        elif kind == 'sync_write' and addr == GOAL_ADDR and length == 4:
-            writes.append((int(time_s), [_signed(data[s]) for s in ids]))
+        present = lay.present_addr
+        if kind == 'sync_read' and addr <= present and addr + length >= present + size:
+            off = present - addr
+            reads.append((int(time_s), [value(data[s][off:off + size]) for s in ids]))
+        elif kind == 'sync_write' and addr == lay.goal_addr and length == size:
+            writes.append((int(time_s), [value(data[s]) for s in ids]))
     n = robot.n
 
     def arrays(rows: list[tuple[int, list[int]]]) -> tuple[IntArray, IntArray]:

@@ -169,6 +169,54 @@ def test_bad_options_give_one_error_line_and_write_nothing(simreal_cli, tmp_path
     assert not out.exists()
 
 
+@pytest.mark.parametrize('args, message', [
+    (['--robot', 'no_such_arm'], "--robot 'no_such_arm': expected one of simreal_arm, so101"),
+    (['--robot', 'so101', '--reality', 'sysid_reality'],
+     "--reality 'sysid_reality' is a reality of simreal_arm, not of so101"),
+])
+def test_a_robot_the_demo_cannot_run_is_one_error_line(simreal_cli, tmp_path, args, message):
+    out = tmp_path / 'run'
+    for dry in ([], ['--dry-run']):
+        r = simreal_cli('demo', '--out', str(out), *args, *dry)
+        assert message in cli_error_line(r)
+        assert r.stderr.strip().splitlines() == [cli_error_line(r)], r.stderr
+        assert r.stdout == ''
+    assert not out.exists()
+
+
+def test_the_so101_dry_run_names_its_reality_fit_and_skipped_policy(simreal_cli, tmp_path):
+    out = tmp_path / 'run'
+    r = simreal_cli('demo', '--robot', 'so101', '--dry-run', '--out', str(out))
+    assert (r.returncode, r.stderr) == (0, '')
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("robot so101 (shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, "
+                        "wrist_roll, gripper), hidden reality 'so101_reality', latency "
+                        "'usb_serial'")
+    assert '3 identify       damping, frictionloss, armature, kp, command_delay' in lines
+    assert '5 policy gap     skipped: no reach policy for so101 yet' in lines
+    assert 'gripper [-0.15, 1.7] rad, 4.5 rad/s' in lines[1]
+    assert not out.exists()  # a dry run starts and writes nothing
+
+
+def test_the_default_robot_keeps_the_simreal_arm_demo():
+    assert default_settings() == FlywheelSettings()
+    s = default_settings(robot='so101')
+    assert (s.robot, s.reality, s.policy, s.bodies) == ('so101', 'so101_reality', '', ())
+    assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay')
+    # an option given wins over the robot's default
+    assert default_settings(robot='so101', seed=3, fit_s=12.0).fit_s == 12.0
+
+
+def test_the_table_says_why_the_policy_stage_was_skipped():
+    s = _summary()
+    s['settings'] = asdict(default_settings(robot='so101'))
+    s['eval'] = {'skipped': 'no reach policy for so101 yet'}
+    text = format_table(s, Path('simreal_demo/20261203_120000'))
+    assert max(len(line) for line in text.splitlines()) <= WIDTH, text
+    assert 'policy gap skipped: no reach policy for so101 yet' in text.splitlines()
+    assert 'episodes' not in text
+
+
 @pytest.mark.ros
 def test_the_demo_never_overwrites_a_run_folder(ros_env, tmp_path):
     (tmp_path / 'keep.txt').write_text('mine')
@@ -335,6 +383,25 @@ def test_the_page_shows_the_corrected_sim_when_the_residual_pays_off(tmp_path):
         in page
     assert 'It pays off: <code>identified_residual.yaml</code>' in page
     assert '<td>k-step 0.2 s</td><td>0.0045</td><td>0.0027</td><td>60%</td>' in page
+
+
+def test_the_page_of_a_robot_without_a_policy_says_why_and_has_no_policy_figure(tmp_path):
+    import numpy as np
+
+    from simreal_ros.report.flywheel import write_html
+    s = _summary()
+    s['settings'] = asdict(default_settings(robot='so101'))
+    s['eval'] = {'skipped': 'no reach policy for so101 yet'}
+    t = np.arange(200) * 5_000_000
+    q = np.zeros((200, len(JOINTS)))
+    traces = {'joints': list(JOINTS), 't_ns': t, 'measured': q, 'nominal': q + 0.01,
+              'identified': q + 0.002, 'cmd_ns': t, 'cmd': q}
+    assert write_html(s, traces, tmp_path / 'summary.html') == [
+        'replay_error', 'replay_traces', 'replay_rmse']
+    page = (tmp_path / 'summary.html').read_text()
+    assert '<h2>Policy gap</h2>\n<p>Skipped: no reach policy for so101 yet.</p>' in page
+    assert '<code>so101_reality</code> of so101' in page
+    assert not (tmp_path / 'plots' / 'policy.png').exists()
 
 
 def test_a_residual_that_cannot_be_trained_leaves_the_identified_overlay(tmp_path):

@@ -74,3 +74,26 @@ def test_the_fitted_delay_is_the_servos_plus_the_pipeline(tmp_path: Path,
     for joint, want in (('base_yaw', 0.16), ('elbow_pitch', 0.09)):
         got = rows[f'joints.{joint}.damping']
         assert abs(got - want) / want <= 0.10, (joint, got, want)
+
+
+def test_the_feetech_trace_is_read_at_its_own_addresses(tmp_path: Path) -> None:
+    # the virtual STS bus's trace (simreal emulate --robot so101 --trace): Present Position
+    # is the first 2 bytes of a state block at 56, Goal Position a 2-byte write at 42, both
+    # sign-magnitude with the sign in bit 15 (0x8005 is -5, not 32773 or -32763)
+    rest = '00' * 13
+    ids = range(1, 7)
+    trace = tmp_path / 'trace.txt'
+    trace.write_text(
+        'sync_read 56 15 1000 ' + ' '.join(f'{i}:0008{rest}' for i in ids) + '\n'
+        + 'sync_write 42 2 2000 ' + ' '.join(f'{i}:{"0580" if i == 2 else "ff07"}'
+                                            for i in ids) + '\n'
+        # a wider read holds Present Position 16 bytes in; a read of other items does not
+        + 'sync_read 40 26 3000 ' + ' '.join(f'{i}:{"00" * 16}0a00{"00" * 8}' for i in ids)
+        + '\nsync_read 3 2 4000 ' + ' '.join(f'{i}:0903' for i in ids) + '\n',
+        encoding='utf-8')
+    from simreal_ros.sysid.pipeline import parse_trace
+    ev = parse_trace(trace, load_robot('so101'))
+    assert ev.read_ns.tolist() == [1000, 3000]
+    assert ev.read_ticks.tolist() == [[2048] * 6, [10] * 6]
+    assert ev.write_ns.tolist() == [2000]
+    assert ev.write_ticks.tolist() == [[2047, -5, 2047, 2047, 2047, 2047]]
