@@ -75,7 +75,7 @@ ROBOT_DEFAULTS: dict[str, dict[str, Any]] = {
     'simreal_arm': {},
     'so101': {'reality': 'so101_reality',
               'fit': ('damping', 'frictionloss', 'armature', 'kp', 'command_delay'),
-              'bodies': (), 'policy': ''},
+              'bodies': (), 'policy': 'so101_reach'},
 }
 #: Why stage 5 is skipped for a robot without a policy.
 NO_POLICY = 'no reach policy for {robot} yet'

@@ -184,7 +184,7 @@ def test_a_robot_the_demo_cannot_run_is_one_error_line(simreal_cli, tmp_path, ar
     assert not out.exists()
 
 
-def test_the_so101_dry_run_names_its_reality_fit_and_skipped_policy(simreal_cli, tmp_path):
+def test_the_so101_dry_run_names_its_reality_fit_and_policy(simreal_cli, tmp_path):
     out = tmp_path / 'run'
     r = simreal_cli('demo', '--robot', 'so101', '--dry-run', '--out', str(out))
     assert (r.returncode, r.stderr) == (0, '')
@@ -193,7 +193,8 @@ def test_the_so101_dry_run_names_its_reality_fit_and_skipped_policy(simreal_cli,
                         "wrist_roll, gripper), hidden reality 'so101_reality', latency "
                         "'usb_serial'")
     assert '3 identify       damping, frictionloss, armature, kp, command_delay' in lines
-    assert '5 policy gap     skipped: no reach policy for so101 yet' in lines
+    assert ('5 policy gap     so101_reach: 8 episodes on the nominal sim, the identified sim '
+            'and the virtual arm') in lines
     assert 'gripper [-0.15, 1.7] rad, 4.5 rad/s' in lines[1]
     assert not out.exists()  # a dry run starts and writes nothing
 
@@ -201,7 +202,7 @@ def test_the_so101_dry_run_names_its_reality_fit_and_skipped_policy(simreal_cli,
 def test_the_default_robot_keeps_the_simreal_arm_demo():
     assert default_settings() == FlywheelSettings()
     s = default_settings(robot='so101')
-    assert (s.robot, s.reality, s.policy, s.bodies) == ('so101', 'so101_reality', '', ())
+    assert (s.robot, s.reality, s.policy, s.bodies) == ('so101', 'so101_reality', 'so101_reach', ())
     assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay')
     # an option given wins over the robot's default
     assert default_settings(robot='so101', seed=3, fit_s=12.0).fit_s == 12.0
