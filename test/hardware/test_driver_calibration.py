@@ -45,8 +45,16 @@ def calibrated_state(states: list, since: int) -> dict[str, float]:
 
 
 def assert_calibrated_angles(q: dict[str, float]) -> None:
-    for joint in STILL:  # the joints whose encoder stays at 2048: a known servo pose
-        assert abs(q[joint] - expected_angle(joint)) < 0.5 * RAD_PER_TICK, (joint, q[joint])
+    """Each STILL joint (its encoder at 2048: a known servo pose) at its calibrated angle.
+
+    Within 3 ticks, not half a tick: with half a tick this test failed once at load 8 and
+    passed alone (the arm sags with torque off until the driver configures, longer on a loaded
+    host, and a still joint may move by a tick meanwhile); a wrong offset, drive mode or zero is
+    hundreds of ticks off, and the half-tick exactness of the mapping is
+    test/core/test_calibration.py's.
+    """
+    for joint in STILL:
+        assert abs(q[joint] - expected_angle(joint)) < 3 * RAD_PER_TICK, (joint, q[joint])
 
 
 def written_lines(out: str) -> list[str]:
