@@ -14,11 +14,14 @@ with ``COMM_SUCCESS == 0``, and ``ping`` returning ``(model_number, result, erro
 * :meth:`check_servos`: ping every servo of the spec until a deadline and name every missing
   ID and every wrong model in one BusError;
 * :meth:`_retried`: a single-servo set-up transaction tried at least 5 times and for 0.5 s,
-  the input dropped before each retry.
+  the input dropped before each retry;
+* :meth:`hardware_errors`: the latched error bits of every servo (:attr:`error_register`);
+* :func:`check_spec_registers`: a spec value that does not fit its register is one
+  ConfigError naming the spec key, the joint and the range in SI units.
 
 A family bus sets :attr:`ph`, :attr:`port`, :attr:`port_name`, :attr:`baud`, :attr:`robot`,
-:attr:`ids`, :attr:`family` and :attr:`comm_names`, and says how its port drops received
-bytes (:meth:`_drop_input`).
+:attr:`ids`, :attr:`family`, :attr:`comm_names` and :attr:`error_register`, says how its port
+drops received bytes (:meth:`_drop_input`) and reads a register (:meth:`read_register`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from typing import Any, Callable
 
 import serial
 
-from simreal_ros.core.robot import RobotSpec
-from simreal_ros.errors import BusError, PortLostError
+from simreal_ros.core.robot import JointSpec, RobotSpec
+from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.family import ServoFamily
 
 #: what an SDK call raises when the port went away under it
@@ -53,6 +56,29 @@ def open_error_message(port: str, exc: BaseException) -> str:
     return text
 
 
+def check_spec_registers(src: str, joint: JointSpec, model_name: str, regs: dict[str, int],
+                         per_unit: dict[str, tuple[str, float, float, str]],
+                         item: Callable[[str], Any]) -> None:
+    """Check the register values ``regs`` computed from ``joint``'s spec against their items.
+
+    ``per_unit`` maps a register to (spec key, spec value, SI value of one register unit, SI
+    unit); ``item(name)`` is the register's item (its ``minimum``/``maximum``). A value outside
+    the register is a ConfigError naming the spec key, the joint, its servo ID and the range the
+    spec value must lie in.
+    """
+    for name, (key, got, unit, si) in per_unit.items():
+        it = item(name)
+        lo = 0 if it.minimum is None else max(0, it.minimum)
+        hi = it.maximum
+        value = regs[name]
+        if hi is not None and not lo <= value <= hi:
+            raise ConfigError(
+                src, f'{key} ({joint.name}, servo ID {joint.servo.servo_id})',
+                f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '
+                f'{name} register ({lo}..{hi}) of the {model_name}, which would be '
+                f'{value}; change it in the robot spec', got)
+
+
 class SdkBus:
     """The family-independent part of a servo bus over a vendor SDK (module docstring)."""
 
@@ -65,6 +91,8 @@ class SdkBus:
     family: ServoFamily
     comm_names: dict[int, str]
     comm_errors: dict[str, int]
+    #: the register whose bits are a servo's latched errors
+    error_register: str
 
     # ---- port --------------------------------------------------------------------------------
     @property
@@ -107,6 +135,19 @@ class SdkBus:
     def _drop_input(self) -> None:
         """Drop what the port has received (a late answer must not answer the next request)."""
         raise NotImplementedError
+
+    def read_register(self, sid: int, name: str) -> int:
+        """Read one register of servo ``sid`` (the family's encoding decoded)."""
+        raise NotImplementedError
+
+    def hardware_errors(self) -> dict[int, int]:
+        """:attr:`error_register` of every servo: ``{servo ID: bits}`` of those with bits set."""
+        out = {}
+        for sid in self.ids:
+            bits = self.read_register(sid, self.error_register)
+            if bits:
+                out[sid] = bits
+        return out
 
     # ---- set-up ------------------------------------------------------------------------------
     def check_servos(self, timeout_s: float = 1.0) -> None:

@@ -621,7 +621,7 @@ def run_flywheel(s: FlywheelSettings, out: Path, env: Mapping[str, str],
         summary['replay'] = report.replay_gap(before, after)
         p.detail(report.one_line_replay(summary['replay']))
         runs = {}
-        evals = (
+        evals: tuple[tuple[str, str, str, dict[str, str]], ...] = (
                 ('eval_nominal', 'nominal sim', 'sim', {}),
                 ('eval_identified', 'identified sim', 'sim',
                  {'overlay': str(paths['overlay'].resolve())}),

@@ -202,7 +202,8 @@ def test_the_so101_dry_run_names_its_reality_fit_and_policy(simreal_cli, tmp_pat
 def test_the_default_robot_keeps_the_simreal_arm_demo():
     assert default_settings() == FlywheelSettings()
     s = default_settings(robot='so101')
-    assert (s.robot, s.reality, s.policy, s.bodies) == ('so101', 'so101_reality', 'so101_reach', ())
+    assert (s.robot, s.reality, s.policy, s.bodies) == (
+        'so101', 'so101_reality', 'so101_reach', ())
     assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay')
     # an option given wins over the robot's default
     assert default_settings(robot='so101', seed=3, fit_s=12.0).fit_s == 12.0

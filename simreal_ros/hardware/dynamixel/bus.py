@@ -41,7 +41,7 @@ import numpy.typing as npt
 import serial
 
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.errors import BusError, ConfigError, PortLostError
+from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel.family import (
     FAMILY,
@@ -71,6 +71,7 @@ from simreal_ros.hardware.sdk_bus import (  # noqa: F401 - PORT_FAILURES etc. re
     PORT_FAILURES,
     STALE,
     SdkBus,
+    check_spec_registers,
     open_error_message,
 )
 
@@ -145,6 +146,7 @@ class DynamixelBus(SdkBus):
         self.comm_errors: dict[str, int] = {}
         self.comm_names = COMM_NAMES
         self.family = FAMILY
+        self.error_register = 'hardware_error_status'
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
@@ -274,27 +276,8 @@ class DynamixelBus(SdkBus):
                 'profile_velocity': (f'joints[{k}].limits.velocity', j.limits.velocity,
                                      model.velocity_unit_rad_s, 'rad/s'),
             }
-            for name, (key, got, unit, si) in per_unit.items():
-                it = model.item(name)
-                lo = 0 if it.minimum is None else max(0, it.minimum)
-                hi = it.maximum
-                value = regs[name]
-                if hi is not None and not lo <= value <= hi:
-                    raise ConfigError(
-                        src, f'{key} ({j.name}, servo ID {s.servo_id})',
-                        f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '
-                        f'{name} register ({lo}..{hi}) of the {model.name}, which would be '
-                        f'{value}; change it in the robot spec', got)
+            check_spec_registers(src, j, model.name, regs, per_unit, model.item)
             out.append(regs)
-        return out
-
-    def hardware_errors(self) -> dict[int, int]:
-        """Hardware Error Status of every servo: ``{servo ID: bits}`` of those with bits set."""
-        out = {}
-        for sid in self.ids:
-            bits = self.read_register(sid, 'hardware_error_status')
-            if bits:
-                out[sid] = bits
         return out
 
     def reboot(self, ids: list[int], timeout_s: float = 2.0) -> None:

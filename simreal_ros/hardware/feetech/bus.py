@@ -50,7 +50,7 @@ import scservo_sdk.port_handler as sdk_port
 import serial
 
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.errors import BusError, ConfigError, PortLostError
+from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.family import (
     BusState,
     ServoHealth,
@@ -61,7 +61,13 @@ from simreal_ros.hardware.family import (
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.family import FAMILY
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
-from simreal_ros.hardware.sdk_bus import PORT_FAILURES, STALE, SdkBus, open_error_message
+from simreal_ros.hardware.sdk_bus import (
+    PORT_FAILURES,
+    STALE,
+    SdkBus,
+    check_spec_registers,
+    open_error_message,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -186,6 +192,7 @@ class FeetechBus(SdkBus):
         self.comm_errors: dict[str, int] = {}
         self.comm_names = COMM_NAMES
         self.family = FAMILY
+        self.error_register = 'status'  # Status (65): the STS's latched protection bits
         self._sync_read: sdk.GroupSyncRead | None = None
         self._sync_write: sdk.GroupSyncWrite | None = None
         self._registers = self._spec_registers()
@@ -351,26 +358,8 @@ class FeetechBus(SdkBus):
                 'protective_torque': ('protective_torque_pct', self.protective_torque_pct,
                                       1, '%'),
             }
-            for name, (key, got, unit, si) in per_unit.items():
-                it = _A[name]
-                lo, hi = max(0, it.minimum or 0), it.maximum
-                value = regs[name]
-                if hi is not None and not lo <= value <= hi:
-                    raise ConfigError(
-                        src, f'{key} ({j.name}, servo ID {s.servo_id})',
-                        f'a value in [{lo * unit:.4g}, {hi * unit:.4g}] {si}: it becomes the '
-                        f'{name} register ({lo}..{hi}) of the {m.name}, which would be '
-                        f'{value}; change it in the robot spec', got)
+            check_spec_registers(src, j, m.name, regs, per_unit, _A.__getitem__)
             out.append(regs)
-        return out
-
-    def hardware_errors(self) -> dict[int, int]:
-        """Status (65) of every servo: ``{servo ID: bits}`` of those with bits set."""
-        out = {}
-        for sid in self.ids:
-            bits = self.read_register(sid, 'status')
-            if bits:
-                out[sid] = bits
         return out
 
     def reboot(self, ids: list[int], timeout_s: float = 2.0) -> None:
