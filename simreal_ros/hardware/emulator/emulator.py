@@ -550,10 +550,23 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
     emu = BusEmulator(arm, link_path, baud, fault_cfg,
                       trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
+    return serve_until_stopped(emu, reality, rt, duration_s, trace_file,
+                               (camera_port, camera_faults) if camera else None)
+
+
+def serve_until_stopped(emu: BusEmulator, reality: Any, rt: Any, duration_s: float | None,
+                        trace_file: Any, camera: tuple[int, str] | None) -> int:
+    """Serve ``emu`` (and the virtual cameras, ``camera`` = (port, faults)) until stopped.
+
+    What every family's ``simreal emulate`` does once its bus emulator is built: SIGTERM and
+    SIGINT stop it, the loop runs with the real-time settings ``rt``, and the cameras and the
+    trace file are closed however it ends. Returns the exit code (0).
+    """
+    from simreal_ros.core import realtime
     cameras: list[Any] = []
-    if camera:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
+    if camera is not None:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
         from simreal_ros.hardware.emulator.virtual_camera import start_cameras
-        cameras = start_cameras(arm, reality, camera_port, camera_faults, emu.echo)
+        cameras = start_cameras(emu.arm, reality, camera[0], camera[1], emu.echo)
     signal.signal(signal.SIGTERM, emu.stop)
     signal.signal(signal.SIGINT, emu.stop)
     sys.setswitchinterval(0.0002)

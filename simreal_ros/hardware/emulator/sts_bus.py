@@ -27,13 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-import signal
-import sys
 import time
 from typing import Any, Callable
 
 from simreal_ros.errors import ConfigError, SimrealError
-from simreal_ros.hardware.emulator.emulator import BusEmulator, Faults
+from simreal_ros.hardware.emulator.emulator import BusEmulator, Faults, serve_until_stopped
 from simreal_ros.hardware.emulator.sts_servo import StsArm
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech import protocol as p
@@ -269,24 +267,6 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     emu = StsBusEmulator(arm, link_path, baud, fault_cfg,
                          trace=(lambda line: print(line, file=trace_file)) if trace_file
                          else None)
-    cameras: list[Any] = []
-    if camera:
-        from simreal_ros.hardware.emulator.virtual_camera import start_cameras
-        cameras = start_cameras(arm, reality, camera_port, camera_faults, emu.echo)
     _tight_timer_slack()
-    signal.signal(signal.SIGTERM, emu.stop)
-    signal.signal(signal.SIGINT, emu.stop)
-    sys.setswitchinterval(0.0002)
-    applied = realtime.apply_to_current_thread(rt, 'emulator')
-    if applied.warning:
-        print(f'warning: {applied.warning}', file=sys.stderr, flush=True)
-    elif rt.enabled:
-        print(f'emulator loop: {applied.policy} priority {applied.priority}', flush=True)
-    try:
-        emu.serve(duration_s)
-    finally:
-        for cam in cameras:
-            cam.close()
-        if trace_file is not None:
-            trace_file.close()
-    return 0
+    return serve_until_stopped(emu, reality, rt, duration_s, trace_file,
+                               (camera_port, camera_faults) if camera else None)
