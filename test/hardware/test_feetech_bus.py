@@ -18,6 +18,7 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import BusError, ConfigError, PortLostError
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.hardware.feetech import control_table as ct
+from simreal_ros.hardware.feetech import protocol
 from simreal_ros.hardware.feetech.bus import FeetechBus
 from simreal_ros.hardware.feetech.protocol import encode_sm
 
@@ -243,6 +244,30 @@ def test_bus_faults_are_bus_errors(tmp_path, faults, message):
         bus = make_bus(sts_spec(tmp_path), emu.port)
         with pytest.raises(BusError, match=message):
             bus.read_state()
+        bus.close()
+
+
+def test_a_late_answer_of_a_longer_read_is_stale_not_a_state(tmp_path):
+    """The health read's late 26-byte answer (Torque Enable 1 first) arriving during the next
+    state read: the SDK keeps its first 15 bytes, which read as tick 1 (-3.14 rad) on every
+    joint; the bus checks each answer's length and refuses it."""
+    with emulator(tmp_path, sts_spec(tmp_path)) as emu:
+        bus = make_bus(sts_spec(tmp_path), emu.port)
+        port = bus.port
+        health = bytes([1]) + bytes(25)  # Torque Enable (40) .. Status (65)
+        late = protocol.status(1, 0, health)
+        clear = port.clearPort
+
+        def clear_then_the_late_answer() -> None:  # what the SDK calls right before sending
+            clear()
+            port._rx += late
+            port.clearPort = clear
+
+        port.clearPort = clear_then_the_late_answer
+        with pytest.raises(BusError, match='sync read: stale'):
+            bus.read_state()
+        state = poll('a state read', bus.read_state)  # the next request is answered
+        assert min(state.ticks) > 1000  # simreal_arm's home, not tick 1
         bus.close()
 
 

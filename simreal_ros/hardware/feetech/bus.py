@@ -82,6 +82,8 @@ _POS, _VEL, _CUR = (_A[n].address - ct.STATE_ADDR
                     for n in ('present_position', 'present_velocity', 'present_current'))
 
 
+#: status packet layout (the SDK's protocol_packet_handler): FF FF ID LEN ERROR PARAMS.. SUM
+_PKT_ID, _PKT_LENGTH, _PKT_PARAMETER0 = 2, 3, 5
 COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout',
               sdk.COMM_RX_CORRUPT: 'corrupt (checksum)', sdk.COMM_TX_FAIL: 'tx failed',
               sdk.COMM_PORT_BUSY: 'port busy', sdk.COMM_RX_FAIL: 'rx failed',
@@ -427,7 +429,7 @@ class FeetechBus(SdkBus):
         """One SYNC READ of position, speed, load .. current; BusError if any servo failed."""
         gsr = self._sync_read
         assert gsr is not None
-        result = self._guard(gsr.txRxPacket)
+        result = self._guard(self._sync_txrx, gsr)
         if result != sdk.COMM_SUCCESS:
             self._drop_input()
             raise BusError(f'sync read: {self._count(result)}')
@@ -449,6 +451,32 @@ class FeetechBus(SdkBus):
         vel *= self.direction * ct.VELOCITY_UNIT_RAD_S
         eff = cur * self.direction * ct.CURRENT_UNIT_A * self.kt
         return BusState(pos, vel, eff, tuple(ticks))
+
+    def _sync_txrx(self, gsr: Any) -> int:
+        """The SDK's ``GroupSyncRead.txRxPacket``, each answer's LENGTH checked (STALE if not).
+
+        The SDK keeps the first ``data_length`` bytes of the first status packet that carries
+        the servo's ID, whatever its length: after the 26-byte health read timed out, its late
+        answer passed as the next cycle's 15-byte state, Torque Enable (1) read as the position
+        (tick 1: -3.14 rad published on every joint). Seen in a teleop run on a loaded host
+        (16 states in 20 s, each right after a health read) and reproduced with
+        ``--faults late=0.05``.
+        """
+        result = gsr.txPacket()
+        if result != sdk.COMM_SUCCESS:
+            return int(result)
+        port, size = gsr.port, gsr.data_length
+        for sid in gsr.data_dict:
+            while True:  # as the SDK's readRx: skip the status packets of other IDs
+                packet, result = self.ph.rxPacket(port)
+                if result != sdk.COMM_SUCCESS:
+                    return int(result)
+                if packet[_PKT_ID] == sid:
+                    break
+            if packet[_PKT_LENGTH] != size + 2:  # parameters + ERROR + CHECKSUM
+                return STALE
+            gsr.data_dict[sid] = packet[_PKT_PARAMETER0:_PKT_PARAMETER0 + size]
+        return int(sdk.COMM_SUCCESS)
 
     def write_goal(self, position: FloatArray) -> tuple[int, ...]:
         """SYNC WRITE of goal positions (rad, robot order); return the ticks sent."""
@@ -502,7 +530,7 @@ class FeetechBus(SdkBus):
         gsr = sdk.GroupSyncRead(self._port(), self.ph, HEALTH_ADDR, HEALTH_LEN)
         for sid in self.ids:
             gsr.addParam(sid)
-        result = self._guard(gsr.txRxPacket)
+        result = self._guard(self._sync_txrx, gsr)
         if result != sdk.COMM_SUCCESS:
             self._drop_input()
             raise BusError(f'sync read of servo status: {self._count(result)}')
