@@ -453,7 +453,7 @@ class FeetechBus(SdkBus):
         return BusState(pos, vel, eff, tuple(ticks))
 
     def _sync_txrx(self, gsr: Any) -> int:
-        """The SDK's ``GroupSyncRead.txRxPacket``, each answer's LENGTH checked (STALE if not).
+        """Run the SDK's ``GroupSyncRead.txRxPacket``, checking each answer's LENGTH (or STALE).
 
         The SDK keeps the first ``data_length`` bytes of the first status packet that carries
         the servo's ID, whatever its length: after the 26-byte health read timed out, its late
