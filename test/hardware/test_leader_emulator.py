@@ -12,8 +12,10 @@ import pytest
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
-from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig
+from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig, StsLeaderArm
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.feetech import control_table as sts_ct
+from simreal_ros.hardware.feetech.bus import FeetechBus
 from simreal_ros.teleop.control import load_calibration
 
 ROBOT = load_robot('simreal_arm')
@@ -126,3 +128,39 @@ def test_emulate_operator_button_on_a_missing_servo_is_one_error_line(tmp_path) 
         'simreal emulate: error: --operator: button_id: expected a servo ID of simreal_arm '
         '[1, 2, 3, 4, 5, 6], got 9']
     assert 'Traceback' not in r.stderr
+
+
+def test_the_sts_leader_bus_reads_the_operator_pose_through_the_sdk(tmp_path) -> None:
+    """LeRobot's SO-101 leader on the virtual STS bus: the vendor's scservo_sdk reads the
+    scripted operator's pose, every joint (the gripper too) within a tick, no load."""
+    so101 = load_robot('so101')
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', robot='so101', role='leader',
+                         operator='waypoints,offset_rad=0.2,start_s=1000') as emu:
+        bus = FeetechBus(so101, emu.port, so101.bus_baud, latency_timer_ms=100.0)
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            bus.set_torque(False)  # what the leader node does; the hand moves the arm
+            state = bus.read_state()
+        finally:
+            bus.close()
+    want = np.clip(so101.home + 0.2, so101.lower, so101.upper)
+    assert np.abs(state.position - want).max() <= TICK
+    assert np.all(state.effort == 0.0)
+
+
+def test_an_sts_leader_sags_in_a_soft_hand_and_has_no_button() -> None:
+    """Nothing but the hand holds an STS leader up (no current mode): a 10 N*m/rad hand lets
+    it sag by its holding torque / 10 whatever the servos are told."""
+    so101 = load_robot('so101')
+    arm = StsLeaderArm(so101, Operator(so101, OperatorConfig.parse(
+        'waypoints,start_s=1000,hand_stiffness_nm_rad=10')))
+    arm.write(1, [(sts_ct.BY_NAME['torque_enable'], 1)])  # accepted; the hand still wins
+    arm.step(5)
+    gravity = arm.sim.probe(so101.home).gravity
+    assert abs(gravity[1]) > 0.5  # shoulder_lift holds the arm: a visible sag
+    sag = arm.true_position() - so101.home
+    assert np.abs(sag + gravity / 10).max() < 0.05 * np.abs(gravity).max() / 10
+    with pytest.raises(ConfigError, match=r'--operator: button_id: expected 0: the so101 '
+                                          r'leader has STS servos'):
+        StsLeaderArm(so101, Operator(so101, OperatorConfig.parse('chirp,button_id=6')))

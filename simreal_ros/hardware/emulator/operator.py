@@ -36,6 +36,14 @@ current mode (Operating Mode 0) with torque on, a servo adds ``goal_current`` (l
 The joints rest where the spring balances them, ``q = q_script + (tau_motor - tau_hold) /
 stiffness`` (quasi-static, evaluated at the scripted pose): the observable of a leader's
 gravity compensation is how far it drifts from where the hand holds it.
+
+A **Feetech STS leader** (:class:`StsLeaderArm`, a spec whose ``bus.family`` is ``feetech``:
+LeRobot's SO-101 leader, STS3215 servos read with torque off) is the STS bus's arm
+(:class:`~simreal_ros.hardware.emulator.sts_servo.StsArm`: its memory table, Homing Offset,
+Lock and flash) with the same operators. The STS has no current-control mode, so its motors
+never push: with ``hand_stiffness_nm_rad`` the arm sags by its holding torque over the
+stiffness, whatever the servos are told; Torque Enable is accepted and the hand still wins.
+It has no Indirect Data register to wire a button to: ``button_id`` is refused.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.emulator.reality import VirtualArm
+from simreal_ros.hardware.emulator.sts_servo import StsArm
 
 FloatArray = npt.NDArray[np.float64]
 OPERATORS = ('chirp', 'waypoints')
@@ -215,6 +224,48 @@ class LeaderArm(VirtualArm):
         if self._button is not None:
             pressed = self.operator.button_pressed(self.step_count * self.dt)
             self.servos[self._button].set('indirect_data_1', int(pressed))
+
+    def true_position(self) -> FloatArray:
+        """Return the operator's pose (ground truth)."""
+        out: FloatArray = self._q.copy()
+        return out
+
+
+class StsLeaderArm(StsArm):
+    """An STS :class:`StsArm` whose joints follow an :class:`Operator` (see the module).
+
+    No motor acts (the STS3215 has no current mode); Present Load and Present Current read 0,
+    as a servo with torque off does.
+    """
+
+    def __init__(self, robot: RobotSpec, operator: Operator, overlay: Overlay | None = None,
+                 seed: int = 0) -> None:
+        if operator.cfg.button_id:
+            raise ConfigError('--operator', 'button_id', f'0: the {robot.name} leader has '
+                              f'STS servos, which have no Indirect Data register to wire a '
+                              f'button to (leave out button_id)', int(operator.cfg.button_id))
+        self.operator = operator
+        self._q = operator.position(0.0)
+        self._qd = np.zeros(robot.n)
+        super().__init__(robot, overlay, seed)
+        self.update_present()
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` steps: the joints are where the operator's hand is."""
+        self.step_count += n
+        q = self.operator.position(self.step_count * self.dt)
+        k = self.operator.cfg.hand_stiffness_nm_rad
+        if k > 0:  # nothing holds the arm up but the hand
+            q = np.clip(q - self.sim.probe(q).gravity / k, self.operator.lower,
+                        self.operator.upper)
+        self._qd = (q - self._q) / (n * self.dt)
+        self._q = q
+
+    def update_present(self) -> None:
+        """Write the present-value registers from the operator's pose (no load, no current)."""
+        if not hasattr(self, '_q'):
+            return  # the base class's constructor, before the operator is set
+        self._write_present(self._q, self._qd, np.zeros(self.n))
 
     def true_position(self) -> FloatArray:
         """Return the operator's pose (ground truth)."""

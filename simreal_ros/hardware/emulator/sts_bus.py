@@ -21,6 +21,11 @@ Faults (``--faults``): those of the Dynamixel bus (``crc=P`` corrupts a status p
 ``power_off_s`` (default 0.5 s; no answers meanwhile, prints ``power off``), then boots with
 its flash contents (what was written while locked is gone) and torque off (prints
 ``power on``). There is no Bus Watchdog to expire.
+
+``--role leader --operator chirp|waypoints`` serves a leader arm instead (LeRobot's SO-101
+leader: STS3215 servos read with torque off): the same servos and memory table, the joints
+where the scripted operator's hand puts them
+(:class:`~simreal_ros.hardware.emulator.operator.StsLeaderArm`).
 """
 
 from __future__ import annotations
@@ -230,9 +235,10 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          eeprom: str = '') -> int:
     """Run the virtual STS bus in this process (``simreal emulate`` of a feetech spec).
 
-    The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``,
-    ``operator`` and ``eeprom`` (a file keeping the EEPROM across restarts) are not offered for
-    STS servos yet.
+    The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``:
+    the servos are a leader arm (torque off) moved by the scripted ``operator``
+    (:class:`~simreal_ros.hardware.emulator.operator.StsLeaderArm`); ``eeprom`` (a file keeping
+    the EEPROM across restarts) is not offered for STS servos yet.
     """
     from simreal_ros.core import realtime
     from simreal_ros.core.dynamics import load_overlay
@@ -242,9 +248,14 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
                              realtime.parse_cpus(cpu_affinity, 'simreal emulate',
                                                  '--cpu-affinity'))
     spec = load_robot(robot)
-    if role != 'follower' or operator:
-        raise SimrealError('--role leader / --operator: the virtual STS bus serves a follower '
-                           'arm only (a leader arm emulator is Dynamixel-only so far)')
+    from simreal_ros.hardware.emulator import operator as op
+    if role not in op.ROLES:
+        raise SimrealError(f'--role {role}: expected one of {list(op.ROLES)}')
+    if operator and role != 'leader':
+        raise SimrealError('--operator moves a leader arm: use it with --role leader')
+    if role == 'leader' and camera:
+        raise SimrealError("--camera serves the follower robot's cameras; a leader arm has "
+                           'none (leave out --camera with --role leader)')
     if eeprom:
         raise SimrealError('--eeprom: the virtual STS bus keeps its EEPROM only within one run '
                            '(its power_cycle_at fault keeps it); a file is Dynamixel-only so far')
@@ -259,7 +270,9 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--link {link}: the directory {link_path.parent} does not exist')
     if link_path.exists() and not link_path.is_symlink():
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
-    arm = StsArm(spec, overlay, seed=seed)
+    arm = op.StsLeaderArm(spec, op.Operator(spec, op.OperatorConfig.parse(
+        operator or 'chirp')), overlay, seed=seed) if role == 'leader' \
+        else StsArm(spec, overlay, seed=seed)
     try:
         trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None
     except OSError as exc:

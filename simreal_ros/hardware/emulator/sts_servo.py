@@ -37,7 +37,7 @@ import numpy as np
 
 from simreal_ros.core.dynamics import Overlay
 from simreal_ros.core.robot import RobotSpec
-from simreal_ros.hardware.emulator.reality import VirtualArm
+from simreal_ros.hardware.emulator.reality import FloatArray, VirtualArm
 from simreal_ros.hardware.family import ServoModel
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
@@ -187,7 +187,7 @@ class StsArm(VirtualArm):
                 reg.set('status', 0)
                 if raw == ct.TORQUE_CALIBRATE:
                     enc = self.q_to_ticks(i, float(self._measure(
-                        self.sim.joint_positions(), noise=False)[i]))
+                        self.true_position(), noise=False)[i]))
                     offset = enc - 2048
                     if abs(offset) <= 2047:
                         reg.set('homing_offset', offset)
@@ -287,6 +287,10 @@ class StsArm(VirtualArm):
         156 us, this one about 60 us.
         """
         q, qd, tau = self.sim.joint_state()
+        self._write_present(q, qd, tau)
+
+    def _write_present(self, q: FloatArray, qd: FloatArray, tau: FloatArray) -> None:
+        """Pack the present values of link angles ``q``, speeds ``qd``, torques ``tau``."""
         meas = self._measure(q, noise=True)
         d = self.direction
         enc = (self.zero + d * (meas - self.offset) * self.tpr / (2 * np.pi)).tolist()
