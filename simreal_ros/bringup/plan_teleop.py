@@ -1,6 +1,10 @@
 """The teleop part of the plan (``teleop:=leader``): the leader node and the episode recorder.
 
-The leader arm node reads ``leader_port:=``; the episode recorder (``episodes:=true``, the
+The leader arm node reads ``leader_port:=`` on the leader robot's servo family (its bus class
+from :func:`simreal_ros.hardware.family.bus_class`, as the driver's): a Dynamixel leader, or
+LeRobot's SO-101 leader on a Feetech STS bus, read with torque off. ``leader_compensation:=``
+(current mode) needs current control on every leader servo: on a leader without it (STS3215,
+XL430) it is one PlanError naming the argument. The episode recorder (``episodes:=true``, the
 default) serves ``~/episode/start|stop|discard``.
 
 The leader node publishes the graph's ``joint_commands`` (through the latency injector when
@@ -15,8 +19,10 @@ from typing import Any
 
 from simreal_ros.bringup.arguments import LaunchArgs
 from simreal_ros.bringup.spec import NodeSpec, prevalidate, require
+from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, PlanError
+from simreal_ros.hardware.family import resolve_servos
 from simreal_ros.teleop.control import LeaderConfig, leader_mapping
 
 GRIPPER_KEYS = ('trigger_open', 'trigger_closed', 'open', 'closed')
@@ -56,6 +62,22 @@ def compensation_params(text: str) -> dict[str, Any]:
     return {'compensation': True, **values}
 
 
+def _require_current_control(leader: RobotSpec, text: str) -> None:
+    """PlanError (one line) when a leader servo cannot run the compensation's current mode.
+
+    LeRobot's SO-101 leader (STS3215, no current-control mode) is read with torque off: the
+    leader node's default, ``compensation`` false.
+    """
+    for j, model in zip(leader.joints, resolve_servos(leader), strict=True):
+        if not model.has_current_control:
+            raise PlanError(
+                f'leader_compensation:={text}: the leader arm {leader.name} has {model.name} '
+                f'servos ({j.name}), which have no current-control mode for gravity '
+                f'compensation; leave out leader_compensation:= (the leader is then read with '
+                f'torque off, as LeRobot reads its SO-101 leader), or use a leader arm whose '
+                f'servos all have current control (XM430, XL330)')
+
+
 def leader_node(a: LaunchArgs) -> NodeSpec:
     """Return the leader node of ``teleop:=leader``."""
     require('leader', 'teleop:=leader')
@@ -77,13 +99,10 @@ def leader_node(a: LaunchArgs) -> NodeSpec:
         **compensation_params(a.leader_compensation)}
     prevalidate('leader', params, 'leader')
     leader = a.leader_robot if a.leader_robot is not None else a.robot
-    if leader.bus_family == 'feetech':
-        raise PlanError(f'teleop:=leader: the leader arm {leader.name} is on a Feetech STS bus; '
-                        f'the leader role (teleop, gravity compensation) needs a Dynamixel '
-                        f'leader arm (e.g. leader_robot:=koch)')
+    if params.get('compensation'):
+        _require_current_control(leader, a.leader_compensation)
     try:  # the keys bound to the robots (button servo, gripper joint and its limits)
-        leader_mapping(LeaderConfig.from_mapping(params), a.robot,
-                       a.leader_robot if a.leader_robot is not None else a.robot)
+        leader_mapping(LeaderConfig.from_mapping(params), a.robot, leader)
     except ConfigError as exc:
         raise PlanError(f'leader settings: {exc}') from None
     return NodeSpec('leader', 'leader', a.root, params)

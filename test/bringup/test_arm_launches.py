@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.core.robot import load_robot
 
@@ -72,15 +73,22 @@ def r_note(simreal_cli, backend: str) -> int:
                for line in r.stderr.splitlines())
 
 
-def test_a_feetech_leader_arm_is_one_clear_line(simreal_cli):
-    r = simreal_cli('launch', 'backend:=sim', 'robot:=so101', 'teleop:=leader',
-                    'leader_port:=/dev/ttyUSB1', '--dry-run')
-    assert r.returncode == 2
-    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
-    assert errors == ['simreal launch: error: teleop:=leader: the leader arm so101 is on a '
-                      'Feetech STS bus; the leader role (teleop, gravity compensation) needs '
-                      'a Dynamixel leader arm (e.g. leader_robot:=koch)']
-    assert 'Traceback' not in r.stderr
+def test_the_so101_leader_is_planned_and_compensation_on_it_is_one_clear_line(simreal_cli):
+    """LeRobot's SO-101 leader (STS3215) is read with torque off; the STS has no current mode,
+    so leader_compensation:= on it is refused before anything starts."""
+    args = ('backend:=real', 'robot:=so101', 'port:=/dev/ttyUSB0', 'teleop:=leader',
+            'leader_robot:=so101', 'leader_port:=/dev/ttyUSB1')
+    leader = next(s for s in dry_run(simreal_cli, *args) if s['node'] == '/leader')
+    assert (leader['parameters']['robot'], leader['parameters']['leader_robot'],
+            leader['parameters']['port']) == ('so101', 'so101', '/dev/ttyUSB1')
+    assert leader['parameters'].get('compensation', False) is False
+    r = simreal_cli('launch', *args, 'leader_compensation:=on', '--dry-run')
+    assert cli_error_line(r) == (
+        'simreal launch: error: leader_compensation:=on: the leader arm so101 has STS3215 '
+        'servos (shoulder_pan), which have no current-control mode for gravity compensation; '
+        'leave out leader_compensation:= (the leader is then read with torque off, as LeRobot '
+        'reads its SO-101 leader), or use a leader arm whose servos all have current control '
+        '(XM430, XL330)')
 
 
 @pytest.mark.ros

@@ -6,6 +6,7 @@ import pytest
 
 from simreal_ros.bringup.planner import plan
 from simreal_ros.errors import PlanError
+from simreal_ros.teleop.control import LeaderConfig
 
 
 @pytest.mark.parametrize('backend, extra', [('sim', {}), ('real', {'port': '/dev/ttyUSB0'}),
@@ -92,3 +93,25 @@ def test_leader_compensation_argument() -> None:
     with pytest.raises(PlanError, match=r'leader_compensation:=: strong: expected key=value with '
                                         r"a key among \['gravity_fraction'"):
         params('strong')
+
+
+def test_an_sts_leader_is_planned_torque_off_and_compensation_on_it_is_refused() -> None:
+    """LeRobot's SO-101 leader: STS3215 servos, no current mode, read with torque off."""
+    base = {'backend': 'real', 'robot': 'so101', 'port': '/dev/ttyUSB0', 'teleop': 'leader',
+            'leader_robot': 'so101', 'leader_port': '/dev/ttyUSB1'}
+    leader = next(n for n in plan(base) if n.kind == 'leader')
+    p = leader.parameters
+    assert (p['robot'], p['leader_robot'], p['port']) == ('so101', 'so101', '/dev/ttyUSB1')
+    assert LeaderConfig.from_mapping(p).compensation is False  # what the node will run
+    for text in ('on', 'gravity_fraction=0.5'):
+        with pytest.raises(PlanError) as exc:
+            plan({**base, 'leader_compensation': text})
+        message = str(exc.value)
+        assert message.startswith(f'leader_compensation:={text}: the leader arm so101 has '
+                                  f'STS3215 servos (shoulder_pan), which have no '
+                                  f'current-control mode')
+        assert 'leave out leader_compensation:=' in message and '\n' not in message
+    # a Dynamixel leader without current control everywhere (the Koch's XL430s) likewise
+    with pytest.raises(PlanError, match=r'leader_compensation:=on: the leader arm koch has '
+                                        r'XL430-W250 servos \(shoulder_pan\)'):
+        plan({**base, 'leader_robot': 'koch', 'leader_compensation': 'on'})
