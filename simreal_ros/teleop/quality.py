@@ -130,6 +130,25 @@ def rms_jerk(t_ns: npt.NDArray[np.int64], q: FloatArray, bin_ns: int = JERK_BIN_
     return np.asarray(out, dtype=np.float64)
 
 
+def lag_and_tracking(commands: Series, follower: Series, max_lag_s: float = 0.25
+                     ) -> tuple[float, FloatArray]:
+    """Return the follower's lag (ns; NaN without motion) and per-joint RMS after removing it.
+
+    The lag is the cross-correlation peak of the commands and the follower's positions
+    (:func:`~simreal_ros.gap.metrics.estimate_lag_ns`, searched up to twice ``max_lag_s``, at
+    least 0.5 s); the RMS is of follower minus command, the follower's stamps moved back by the
+    lag (by none when it is NaN), per joint in the commands' order (NaN where nothing paired).
+    """
+    lag_ns = estimate_lag_ns(commands, follower, max_lag_ns=int(max(2 * max_lag_s, 0.5) * 1e9))
+    shift = int(lag_ns) if math.isfinite(lag_ns) else 0
+    aligned = Series(follower.names, follower.stamps - shift, follower.position,
+                     follower.velocity)
+    err = pair(commands, aligned).position_error
+    rms: FloatArray = np.sqrt(np.nanmean(err ** 2, axis=0)) if len(err) else \
+        np.full(len(commands.names), np.nan)
+    return float(lag_ns), rms
+
+
 def check_teleop(ep: Episode, robot: RobotSpec, th: TeleopThresholds, commands: str,
                  states: str, v: Verdict) -> None:
     """Add the teleop findings of ``ep`` to ``v`` (``commands``/``states``: topic names)."""
@@ -159,7 +178,7 @@ def check_teleop(ep: Episode, robot: RobotSpec, th: TeleopThresholds, commands: 
         v.findings.append(Finding('lag', states, math.nan, th.max_lag_s, False,
                                   f'no follower {states} in the episode'))
         return
-    lag_ns = estimate_lag_ns(cmd, follower, max_lag_ns=int(max(2 * th.max_lag_s, 0.5) * 1e9))
+    lag_ns, rms = lag_and_tracking(cmd, follower, th.max_lag_s)
     lag = lag_ns / 1e9
     if math.isfinite(lag):
         v.findings.append(Finding('lag', states, lag, th.max_lag_s, abs(lag) <= th.max_lag_s,
@@ -167,11 +186,6 @@ def check_teleop(ep: Episode, robot: RobotSpec, th: TeleopThresholds, commands: 
                                   f'correlation)'))
     else:  # commands without motion correlate with nothing: the idle check speaks for them
         v.skipped.append(f'lag: {states}: no motion to correlate')
-    shift = int(lag_ns) if math.isfinite(lag) else 0
-    aligned = Series(follower.names, follower.stamps - shift, follower.position,
-                     follower.velocity)
-    err = pair(cmd, aligned).position_error
-    rms = np.sqrt(np.nanmean(err ** 2, axis=0)) if len(err) else np.full(len(names), np.nan)
     for name, r in zip(names, rms, strict=True):
         v.findings.append(Finding('tracking', name, float(r), th.max_tracking_rms_rad,
                                   bool(r <= th.max_tracking_rms_rad),

@@ -21,3 +21,9 @@ def test_teleop_benchmark_reports_its_figures(ros_env):
     assert 0 < figures['matched_fraction'] <= 1.0
     lat = figures['latency_ms']
     assert 0 < lat['p50'] <= lat['p99'] <= lat['max']  # a goal is written after its read
+    so101 = figures['so101']  # the SO-101 leader -> a worn SO-101 follower
+    assert so101['commands'] > 0 and so101['reality'] == 'so101_worn'
+    assert set(so101['tracking_rms_rad']) == {'shoulder_pan', 'shoulder_lift', 'elbow_flex',
+                                              'wrist_flex', 'wrist_roll', 'gripper'}
+    assert all(r > 0 for r in so101['tracking_rms_rad'].values())
+    assert so101['lag_ms'] > 0  # the follower behind the leader

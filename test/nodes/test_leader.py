@@ -8,7 +8,9 @@ Dynamixel driver. Everything between them is DDS.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -29,9 +31,10 @@ from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
 from simreal_ros.ros import messages
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.teleop.control import LeaderConfig, leader_mapping
-from simreal_ros.teleop.quality import read_meta
+from simreal_ros.teleop.quality import TeleopThresholds, lag_and_tracking, read_meta
 
 pytestmark = pytest.mark.ros
+REPO = Path(__file__).resolve().parents[2]
 ROBOT = load_robot('simreal_arm')
 
 
@@ -149,6 +152,69 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
     tracked = [m for _t, m in g.commands if stamp(m) > t_track and stamp(m) in by_stamp]
     assert len(tracked) > 100
     assert all(np.array_equal(m.position, by_stamp[stamp(m)]) for m in tracked)
+
+
+class LaunchLog:
+    """A ``simreal launch`` whose output goes to a file (``output()`` as NodeProcess has)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def output(self) -> str:
+        return self.path.read_text(errors='replace')
+
+
+#: a chirp whose phase wraps at 10 * 2 pi (0.3 -> 0.7 Hz over 10 s): the leader never jumps
+SO101_OPERATOR = 'chirp,amplitude=0.25,f_min_hz=0.3,f_max_hz=0.7,start_s=15'
+
+
+def test_so101_leader_drives_a_worn_so101_follower_through_the_launch(ros_env, ros_client,
+                                                                       tmp_path) -> None:
+    """LeRobot's SO-101 leader (STS3215, torque off) on the virtual STS bus drives an SO-101
+    whose hidden reality is so101_worn, through ``simreal launch backend:=real robot:=so101
+    teleop:=leader leader_robot:=so101``: every joint, the gripper too, follows the leader."""
+    so101 = load_robot('so101')
+    g = Graph(ros_client)
+    log = LaunchLog(tmp_path / 'launch.log')
+    with EmulatorProcess(link=tmp_path / 'ttyFollower', robot='so101', reality='so101_worn',
+                         env=ros_env) as fol, \
+            EmulatorProcess(link=tmp_path / 'ttyLeader', robot='so101', role='leader',
+                            operator=SO101_OPERATOR, env=ros_env) as lead, \
+            log.path.open('w') as out:
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'simreal_ros', 'launch', 'backend:=real', 'robot:=so101',
+             f'port:={fol.port}', 'teleop:=leader', 'leader_robot:=so101',
+             f'leader_port:={lead.port}', 'episodes:=false'],
+            env=ros_env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            t_track = g.wait_state('tracking', log, timeout=90)
+            # the leader holds still for 15 s (start_s), then the chirp ramps in over 1 s
+            t0 = max(t_track, lead.line_time_ns('ready') + int(16e9)) + int(1e9)
+            t1 = t0 + int(6e9)
+            ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t1, 60,
+                                '6 s of leader motion while tracking')
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(60)
+    assert proc.returncode == 0, log.output()[-3000:]
+    assert '[leader' in log.output() and 'leader so101 on' in log.output()
+
+    def window(samples: list) -> Series:
+        picked = [m for _t, m in list(samples) if t0 <= stamp(m) <= t1]
+        return Series.from_samples(so101.joint_names, [stamp(m) for m in picked],
+                                   [list(m.position) for m in picked])
+
+    leader, states = window(g.leader), window(g.states)
+    assert np.ptp(leader.position, axis=0).min() > 0.2  # every joint moved, the gripper too
+    lag_ns, rms = lag_and_tracking(leader, states)
+    print(f'so101 teleop: lag {lag_ns / 1e6:.1f} ms, rms after alignment {np.round(rms, 4)}')
+    th = TeleopThresholds()
+    assert 0 < lag_ns < th.max_lag_s * 1e9, f'lag {lag_ns / 1e6:.1f} ms'
+    # the episode check's tracking limit (0.1 rad, twice the issue's 0.05 target, so a loaded
+    # host's stalls do not fail it): measured 0.005-0.053 rad per joint with a quiet leader,
+    # the largest shoulder_lift's gravity droop (docs/teleop.md); a follower that did not
+    # follow this chirp (0.5 rad peak to peak) would be near 0.2
+    assert rms.max() < th.max_tracking_rms_rad, f'rms after lag alignment {np.round(rms, 4)}'
 
 
 def test_deadman_stops_streaming_at_once_and_the_follower_holds(
