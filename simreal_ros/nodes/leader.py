@@ -1,7 +1,10 @@
 """``simreal_leader``: a leader arm on its own servo bus drives the robot over ``joint_commands``.
 
 Reads the leader's servos (torque off: the operator's hand moves them) on ``port`` at
-``rate_hz`` with one group sync read per cycle, publishes what it read as
+``rate_hz`` with one group sync read per cycle, over the bus of the leader spec's servo family
+(:func:`~simreal_ros.hardware.family.bus_class`, as the driver: a Dynamixel leader, or an STS
+one such as LeRobot's SO-101 leader, which is only read: it has no current mode for
+``compensation``), publishes what it read as
 ``leader/joint_states`` (stamped when the read completed), maps it onto the follower's joints
 (:class:`simreal_ros.teleop.control.LeaderMapping`: calibration offsets, signs, scales, limit
 clamping) and publishes ``joint_commands`` (stamped with the same time) whenever
