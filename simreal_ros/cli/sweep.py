@@ -63,7 +63,7 @@ def add_commands(sub: Any) -> None:
                    help='local worker processes, or CPUs of a local Ray instance [default: 1]')
     p.add_argument('--ray', default=None, metavar='auto|local|ADDRESS',
                    help='run the cells as Ray tasks: local = a private instance on 127.0.0.1, '
-                   "auto = the cluster Ray finds on this machine, else local; ADDRESS = a "
+                   'auto = the cluster Ray finds on this machine, else local; ADDRESS = a '
                    'cluster (HOST:PORT)')
     p.add_argument('--dry-run', action='store_true', help='print the cells and stop')
     p.set_defaults(func=cmd_sweep)

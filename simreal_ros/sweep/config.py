@@ -134,7 +134,7 @@ class Cell:
         return _seed_of(self.config)
 
     def label(self) -> str:
-        """A short human label (the axes that are set)."""
+        """Return a short human label (the axes that are set)."""
         parts = [Path(self.policy).stem, self.engine]
         for axis in ('overlay', 'latency', 'randomization'):
             v = getattr(self, axis)
@@ -162,12 +162,12 @@ def _digest(value: Any) -> str:
 
 
 def _seed_of(value: Any) -> int:
-    """A seed in [0, 2**31): the first 4 bytes of the configuration's SHA-256."""
+    """Return a seed in [0, 2**31): the first 4 bytes of the configuration's SHA-256."""
     return int(_digest(value)[:8], 16) & 0x7FFFFFFF
 
 
 def _resolve(value: str, base: Path) -> str:
-    """A path relative to the sweep file becomes absolute; a shipped name stays a name."""
+    """Make a path relative to the sweep file absolute; a shipped name stays a name."""
     p = Path(value).expanduser()
     if p.is_absolute() or (os.sep not in value and not p.suffix):
         return value
@@ -269,8 +269,9 @@ def _eval_settings(sec: Section) -> EvalSettings:
         noise_vel_rad_s=sec.number('noise_vel_rad_s', d.noise_vel_rad_s, minimum=0.0))
     sec.reject_unknown()
     # integers written as 4.0 stay floats in the configuration (the cell id hashes them)
-    return EvalSettings(**{f.name: (float(getattr(ev, f.name)) if f.type == 'float'
-                                    else getattr(ev, f.name)) for f in fields(ev)})
+    values: dict[str, Any] = {f.name: (float(getattr(ev, f.name)) if f.type == 'float'
+                                       else getattr(ev, f.name)) for f in fields(ev)}
+    return EvalSettings(**values)
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -311,25 +312,26 @@ def load_sweep(path: str | Path) -> Sweep:
             raise ConfigError(src, 'grid', f'at most {MAX_CELLS} cells', size)
         names = list(axes)
         for combo in itertools.product(*(enumerate(axes[n]) for n in names)):
-            values = {**AXES, **{n: v for n, (_i, v) in zip(names, combo, strict=True)}}
+            cell_values: dict[str, Any] = {
+                **AXES, **{n: v for n, (_i, v) in zip(names, combo, strict=True)}}
             keys = {n: f'grid.{n}[{i}]' for n, (i, _v) in zip(names, combo, strict=True)}
-            cells.append(check.cell(values, keys, ev, seed))
+            cells.append(check.cell(cell_values, keys, ev, seed))
     for i, raw in enumerate(top.items('cells', [])):
         sec = Section(raw, src, f'cells[{i}]')
-        values = dict(AXES)
+        cell_values = dict(AXES)
         keys = {}
         for axis in AXES:
             if sec.has(axis) or axis == 'policy':
                 keys[axis] = sec.path(axis)
-                values[axis] = check.axis(axis, sec.raw(axis), keys[axis])
+                cell_values[axis] = check.axis(axis, sec.raw(axis), keys[axis])
         sec.reject_unknown()
-        cells.append(check.cell(values, keys, ev, seed))
+        cells.append(check.cell(cell_values, keys, ev, seed))
     top.reject_unknown()
     if not cells:
         raise ConfigError(src, 'grid', 'a grid or a list of cells (the sweep has no cell)',
                           'none')
     seen: dict[str, int] = {}
-    unique = []
+    unique: list[Cell] = []
     for c in cells:  # a cell listed twice (grid and cells) runs once
         if c.cell_id not in seen:
             seen[c.cell_id] = len(unique)

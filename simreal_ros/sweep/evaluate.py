@@ -54,7 +54,7 @@ class _WorldSettings:
 
 
 def cell_goals(cell: Cell) -> np.ndarray:
-    """The goals (robot joint order) of the cell's episodes, as ``simreal eval`` draws them."""
+    """Return the goals (robot joint order) of the cell's episodes, drawn as eval's are."""
     sampler = GoalSampler(load_robot(cell.robot), margin_rad=cell.goal_margin_rad)
     return sampler.sample(np.random.default_rng(cell.goal_seed), cell.episodes)
 

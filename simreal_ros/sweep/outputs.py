@@ -3,8 +3,9 @@
 Built from ``results.jsonl`` (see :mod:`simreal_ros.sweep.runner`): for every cell of the sweep
 its newest ``ok`` line, else its newest ``failed`` line; cells never run have no row. Columns:
 ``cell_id``, ``status``, ``label``, the configuration (every axis and shared setting, the
-sweep seed), ``goal_seed`` and ``cell_seed``, the metrics of ``simreal eval`` (successes, success_rate, time_to_goal_mean_s, time_to_goal_p90_s, final_error_median_rad,
-final_error_max_rad, tracking_rmse_mean_rad), ``stale_holds`` and ``control_periods``, the
+sweep seed), ``goal_seed`` and ``cell_seed``, the metrics of ``simreal eval`` (successes,
+success_rate, time_to_goal_mean_s, time_to_goal_p90_s, final_error_median_rad, final_error_max_rad,
+tracking_rmse_mean_rad), ``stale_holds`` and ``control_periods``, the
 provenance (git_commit, package_version, sweep, sweep_file, policy_spec_sha256,
 policy_model_sha256, host, worker, start_utc, end_utc, wall_time_s, attempt) and ``error``.
 The episodes stay in ``results.jsonl``.
@@ -42,15 +43,16 @@ def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
     """One flat row per cell with a result line, in the sweep's cell order."""
     newest: dict[str, dict[str, Any]] = {}
     for line in read_results(out_dir):
-        cid = line.get('cell_id')
+        cid = str(line.get('cell_id'))
         old = newest.get(cid)
         if old is None or line.get('status') == 'ok' or old.get('status') != 'ok':
             newest[cid] = line
     rows = []
     for cell in sweep.cells:
-        line = newest.get(cell.cell_id)
-        if line is None:
+        found = newest.get(cell.cell_id)
+        if found is None:
             continue
+        line = found
         metrics = line.get('metrics') or {}
         row: dict[str, Any] = {}
         for col in COLUMNS:
@@ -68,7 +70,7 @@ def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    """The table as CSV (a header row of :data:`COLUMNS`)."""
+    """Write the table as CSV (a header row of :data:`COLUMNS`)."""
     with open(path, 'w', encoding='utf-8', newline='') as f:
         w = csv.DictWriter(f, fieldnames=list(COLUMNS))
         w.writeheader()
@@ -76,7 +78,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
-    """The table as Parquet, through pyarrow (types inferred per column)."""
+    """Write the table as Parquet, through pyarrow (types inferred per column)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     table = pa.Table.from_pylist(rows) if rows else pa.table({c: [] for c in COLUMNS})
@@ -103,7 +105,7 @@ def _figure_svg(rows: list[dict[str, Any]], column: str, title: str) -> str:
 
 
 def write_html(sweep: Sweep, rows: list[dict[str, Any]], path: Path) -> None:
-    """The page: the sweep's name, two figures and the table."""
+    """Write the page: the sweep's name, two figures and the table."""
     shown = ('label', 'status', *METRICS[1:], 'wall_time_s', 'worker', 'cell_id', 'error')
 
     def cell_text(v: Any) -> str:

@@ -41,6 +41,7 @@ import sys
 import time
 from typing import IO, Any, Callable
 
+from simreal_ros.errors import SimrealError
 from simreal_ros.sweep.config import Cell, Sweep
 
 RESULTS = 'results.jsonl'
@@ -55,7 +56,7 @@ RAY_LOCAL_ENV = {'RAY_USAGE_STATS_ENABLED': '0', 'RAY_ENABLE_WINDOWS_OR_OSX_CLUS
 
 
 def worker_env() -> dict[str, str]:
-    """The ROS variables of this process (their defaults when unset) for the workers."""
+    """Return the ROS variables of this process (their defaults when unset) for the workers."""
     return {k: os.environ.get(k) or v for k, v in ROS_VARS.items()}
 
 
@@ -68,7 +69,7 @@ def _sha256(path: str | Path) -> str:
 
 
 def git_commit() -> str:
-    """The commit of the source checkout this package runs from ('' when not a checkout)."""
+    """Return the commit of the source checkout this package runs from ('' when not a checkout)."""
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(['git', '-C', str(here), 'rev-parse', 'HEAD'], capture_output=True,
@@ -130,7 +131,7 @@ def read_results(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def finished_ids(out_dir: Path) -> set[str]:
-    """The cells with an ``ok`` line in ``results.jsonl``."""
+    """Return the cells with an ``ok`` line in ``results.jsonl``."""
     return {r['cell_id'] for r in read_results(out_dir) if r.get('status') == 'ok'}
 
 
@@ -144,7 +145,7 @@ class Progress:
         self.t0 = time.monotonic()
 
     def line(self) -> str:
-        """The current progress line."""
+        """Return the current progress line."""
         el = time.monotonic() - self.t0
         eta = f'{el / self.done * (self.total - self.done):.0f} s' if self.done else '?'
         extra = f', {self.failed} failed' if self.failed else ''
@@ -164,7 +165,7 @@ class Progress:
         self.stream.flush()
 
     def note(self, text: str) -> None:
-        """A message of its own line (a retry)."""
+        """Write a message on a line of its own (a retry)."""
         self.stream.write(('\n' if self.tty else '') + text + '\n')
         self.stream.flush()
 
@@ -254,38 +255,56 @@ def _lost(cell: Cell, provenance: dict[str, str], retries: int) -> dict[str, Any
 def start_local_ray(num_cpus: int) -> None:
     """Start a private Ray instance whose every socket is on 127.0.0.1; no usage stats.
 
-    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when ``ray`` is first imported, so the
-    environment is set before the import (a process that imported ``ray`` before must have set
-    it itself; the test fixture does).
+    Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when ``ray`` is first imported: the
+    environment is set before the import (Ray's own processes inherit it) and, where this
+    process imported ``ray`` before, the constant read from it is set too. Refuses (stops the
+    instance, raises) when Ray chose any node address but 127.0.0.1.
     """
     os.environ.update(RAY_LOCAL_ENV)
     import ray
+    from ray._private import ray_constants
+    ray_constants.ENABLE_RAY_CLUSTER = False  # what the variable gives at import
     ray.init(address='local', include_dashboard=False, _node_ip_address='127.0.0.1',
              num_cpus=num_cpus, log_to_driver=False, configure_logging=False,
              object_store_memory=100 * 1024 * 1024)
+    ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+    if ip != '127.0.0.1':
+        ray.shutdown()
+        raise SimrealError(f'the local Ray instance took node address {ip}, not 127.0.0.1: '
+                           f'stopped (it would listen on the network)')
+
+
+def _cluster_here() -> bool:
+    """Whether Ray's ``address='auto'`` would find a cluster: ``RAY_ADDRESS`` or ``ray start``.
+
+    Read without importing ``ray`` (the import fixes Ray's network settings, see
+    :func:`start_local_ray`): ``ray start`` writes ``<temp dir>/ray_current_cluster``.
+    """
+    if os.environ.get('RAY_ADDRESS'):
+        return True
+    import tempfile
+    tmp = Path(os.environ.get('RAY_TMPDIR') or ('/tmp' if os.name == 'posix'
+                                                 else tempfile.gettempdir()))
+    return (tmp / 'ray' / 'ray_current_cluster').is_file()
 
 
 def _connect_ray(address: str, workers: int) -> bool:
-    """Join or start Ray; return whether this call started it (and so must shut it down)."""
+    """Join or start Ray; return whether this call did (and so must shut it down)."""
     os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
-    if address in ('local', 'auto'):
+    if address == 'auto' and _cluster_here():
+        address = 'auto-found'
+    elif address == 'auto':
+        address = 'local'
+    if address == 'local':
         os.environ.update(RAY_LOCAL_ENV)
     import ray
     if ray.is_initialized():
         return False
-    if address == 'auto':
-        from ray._private.services import canonicalize_bootstrap_address
-        try:
-            found = canonicalize_bootstrap_address('auto')
-        except ConnectionError:
-            found = None
-        if found:
-            ray.init(address=found, log_to_driver=False, configure_logging=False)
-            return True
-    if address in ('local', 'auto'):
+    if address == 'local':
         start_local_ray(workers)
-        return True
-    ray.init(address=address, log_to_driver=False, configure_logging=False)
+    else:
+        ray.init(address='auto' if address == 'auto-found' else address,
+                 log_to_driver=False, configure_logging=False)
     return True
 
 
@@ -303,7 +322,7 @@ def _run_ray(cells: list[Cell], address: str, workers: int, retries: int, sink: 
                 cell = refs.pop(ref)
                 try:
                     row = ray.get(ref)
-                except ray.exceptions.WorkerCrashedError:
+                except ray.exceptions.RayError:  # its worker died on every attempt
                     row = _lost(cell, provenance, retries)
                 sink.add(row, 0)  # Ray counts its own retries; 0: not known here
     finally:
