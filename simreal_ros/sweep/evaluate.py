@@ -94,5 +94,5 @@ def run_eval_cell(cell: Cell) -> dict[str, Any]:
                          'success': reached is not None, 'time_to_goal_s': reached,
                          'final_error_rad': world.goal_error(),
                          'tracking_rmse_rad': float(np.sqrt(np.mean(sq)))})
-    return {'metrics': summarize(episodes), 'episodes': episodes,
+    return {'metrics': summarize(episodes), 'episode_results': episodes,
             'stale_holds': world.holds, 'control_periods': world.ticks}

@@ -8,7 +8,7 @@ success_rate, time_to_goal_mean_s, time_to_goal_p90_s, final_error_median_rad, f
 tracking_rmse_mean_rad), ``stale_holds`` and ``control_periods``, the
 provenance (git_commit, package_version, sweep, sweep_file, policy_spec_sha256,
 policy_model_sha256, host, worker, start_utc, end_utc, wall_time_s, attempt) and ``error``.
-The episodes stay in ``results.jsonl``.
+The per-episode results (``episode_results``) stay in ``results.jsonl``.
 
 The HTML page has the table and two figures (success rate and median final error per cell),
 drawn with matplotlib as inline SVG.

@@ -3,9 +3,10 @@
 Results: ``OUT/results.jsonl``, one JSON line per finished run of a cell, appended (and flushed
 to disk) by the driving process the moment the cell's result arrives, so a killed sweep loses
 at most the cells still running. A line holds the cell's full configuration, its seeds, its
-metrics, its episodes and the provenance (git commit, package version, policy spec and model
-SHA-256, host, worker, UTC start and end, wall time, attempt). A rerun with the same ``OUT``
-skips every cell whose ``cell_id`` has an ``ok`` line (resume) and runs the rest.
+metrics, its episodes (``episode_results``) and the provenance (git commit, package version,
+policy spec and model SHA-256, host, worker, UTC start and end, wall time, attempt). A rerun
+with the same ``OUT`` skips every cell whose ``cell_id`` has an ``ok`` line (resume) and runs
+the rest.
 
 Local (the default): ``workers`` processes started with ``spawn`` (a fork of a process that
 has loaded MuJoCo or torch is not safe), at most ``workers`` cells in flight. When a worker

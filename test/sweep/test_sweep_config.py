@@ -152,8 +152,8 @@ def test_one_cell_in_process_and_its_table(tmp_path):
     row = run_cell(cell, {'ROS_DOMAIN_ID': '51'}, {'git_commit': 'abc', 'package_version': 'x',
                                                    'sweep': 'sweep', 'sweep_file': 'f'})
     assert row['status'] == 'ok', row['error']
-    assert row['metrics']['episodes'] == 1 and len(row['episodes']) == 1
-    assert row['episodes'][0]['goal'] == pytest.approx(cell_goals(cell)[0], abs=1e-6)
+    assert row['episodes'] == row['metrics']['episodes'] == len(row['episode_results']) == 1
+    assert row['episode_results'][0]['goal'] == pytest.approx(cell_goals(cell)[0], abs=1e-6)
     assert len(row['policy_model_sha256']) == 64
     out = tmp_path / 'out'
     out.mkdir()
