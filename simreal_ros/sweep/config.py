@@ -275,11 +275,13 @@ def _eval_settings(sec: Section) -> EvalSettings:
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    """Read, check and expand a sweep file; raise ConfigError naming the key on any problem.
+    """Read, check and expand a sweep file (a path, or a name in ``config/sweeps/``).
+
+    Raises ConfigError naming the file and the key on any problem.
 
     Every file any cell names is loaded here, so a sweep that starts has no bad cell.
     """
-    p = Path(path)
+    p = resolve_named('sweeps', str(path))
     src = str(p)
     top = Section(load_yaml_mapping(p), src)
     name = top.string('name', p.stem)
