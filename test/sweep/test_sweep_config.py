@@ -29,12 +29,12 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_smoke_sweep_is_the_grid_of_its_axes():
     sweep = load_sweep(SMOKE)
-    assert len(sweep.cells) == 8
-    combos = {(c.policy, c.engine, c.seed) for c in sweep.cells}
-    assert combos == {(p, e, s) for p in ('simreal_arm_reach', 'so101_reach')
-                      for e in ('mujoco', 'pybullet') for s in (0, 1)}
+    assert len(sweep.cells) == 16
+    combos = {(c.policy, c.engine, c.latency, c.seed) for c in sweep.cells}
+    assert combos == {(p, e, lat, s) for p in ('simreal_arm_reach', 'so101_reach')
+                      for e in ('mujoco', 'pybullet') for lat in ('', 'wifi') for s in (0, 1)}
     assert {c.robot for c in sweep.cells} == {'simreal_arm', 'so101'}
-    assert len({c.cell_id for c in sweep.cells}) == 8
+    assert len({c.cell_id for c in sweep.cells}) == 16
 
 
 def test_seeds_follow_the_configuration_not_the_position(tmp_path):
@@ -126,7 +126,7 @@ def test_dry_run_prints_every_cell_and_runs_none(simreal_cli, tmp_path):
     r = simreal_cli('sweep', 'smoke', '--dry-run')  # a shipped sweep by name
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[-1] == '8 cells'
+    assert lines[-1] == '16 cells'
     ids = [c.cell_id for c in load_sweep(SMOKE).cells]
     assert [ln.split()[0] for ln in lines[:-1]] == ids
 
