@@ -187,7 +187,15 @@ class _Sink:
     """Appends result lines to ``results.jsonl``, each on disk before the next is taken."""
 
     def __init__(self, out_dir: Path, progress: Progress, outcome: Outcome) -> None:
-        self.f = open(out_dir / RESULTS, 'a', encoding='utf-8')  # noqa: SIM115 - closed below
+        path = out_dir / RESULTS
+        torn = False
+        if path.is_file() and path.stat().st_size:
+            with open(path, 'rb') as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b'\n'
+        self.f = open(path, 'a', encoding='utf-8')  # noqa: SIM115 - closed below
+        if torn:  # a line cut by a kill: end it, so the next line is whole (it is skipped)
+            self.f.write('\n')
         self.progress, self.outcome = progress, outcome
 
     def add(self, row: dict[str, Any], attempt: int) -> None:

@@ -15,7 +15,7 @@ from simreal_ros.errors import ConfigError
 from simreal_ros.sweep.config import load_sweep
 from simreal_ros.sweep.evaluate import cell_goals
 from simreal_ros.sweep.outputs import COLUMNS, write_outputs
-from simreal_ros.sweep.runner import RESULTS, Progress, run_cell
+from simreal_ros.sweep.runner import RESULTS, Progress, read_results, run_cell
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / 'config' / 'sweeps' / 'smoke.yaml'
@@ -164,6 +164,12 @@ def test_one_cell_in_process_and_its_table(tmp_path):
             f.write(line + '\n')
     rows = write_outputs(sweep, out)
     assert [r['cell_id'] for r in rows] == [cell.cell_id]  # the other cell never ran
+    # a line appended after the torn one is whole: the sink ends the torn line first
+    from simreal_ros.sweep.runner import Outcome, _Sink
+    sink = _Sink(out, Progress(1, io.StringIO()), Outcome())
+    sink.add({**row, 'cell_id': 'appended'}, 1)
+    sink.close()
+    assert [r['cell_id'] for r in read_results(out)] == [cell.cell_id] * 2 + ['appended']
     with open(out / 'results.csv', encoding='utf-8') as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == list(COLUMNS)
@@ -186,3 +192,17 @@ def test_a_config_error_names_the_sweep_file_not_the_policy_file(tmp_path):
     assert e.value.source == str(tmp_path / 'sweep.yaml')
     assert e.value.key == 'cells[0].policy'
     assert 'a policy spec that loads' in e.value.expected
+
+
+def test_a_cell_that_raises_is_a_failed_line_with_the_reason(tmp_path):
+    """Checked up front: the spec and that its model file exists; a model that does not load
+    fails in the worker, as a ``failed`` line (the sweep goes on, the exit code says so)."""
+    spec = (REPO / 'config/policies/simreal_arm_reach.yaml').read_text(encoding='utf-8')
+    (tmp_path / 'junk.pt').write_bytes(b'not a TorchScript archive')
+    (tmp_path / 'junk.yaml').write_text(
+        spec.replace('model: simreal_arm_reach.pt', 'model: junk.pt'), encoding='utf-8')
+    sweep = load_sweep(write(tmp_path, 'cells: [{policy: junk.yaml}]\n'))
+    row = run_cell(sweep.cells[0], {}, {})
+    assert row['status'] == 'failed'
+    assert 'junk.pt' in row['error']
+    assert 'metrics' not in row and row['wall_time_s'] >= 0

@@ -6,7 +6,6 @@ import MuJoCo and torch: ~5 s each on the 2-core machine) on a sweep of small ce
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 import signal
@@ -18,7 +17,7 @@ import psutil
 import pytest
 
 from simreal_ros.sweep.config import load_sweep
-from simreal_ros.sweep.runner import RESULTS
+from simreal_ros.sweep.runner import read_results
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -46,10 +45,8 @@ def start(sweep: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 def lines(out: Path) -> list[dict]:
-    path = out / RESULTS
-    if not path.is_file():
-        return []
-    return [json.loads(x) for x in path.read_text(encoding='utf-8').splitlines() if x]
+    """The whole lines of ``results.jsonl`` (one torn by the kill is no finished cell)."""
+    return read_results(out)
 
 
 def wait_for(pred, what: str, timeout: float = 180.0) -> None:
@@ -74,6 +71,10 @@ def test_two_workers_a_killed_worker_and_the_table(tmp_path):
         wait_for(lambda: len(lines(out)) >= 1, 'the first finished cell')
         victims = workers_of(p)
         assert len(victims) == 2
+        for w in victims:  # the network rule reaches the workers
+            env = w.environ()
+            assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
+            assert env['ROS_DOMAIN_ID'] == os.environ['ROS_DOMAIN_ID']
         victims[0].send_signal(signal.SIGKILL)
         stdout, stderr = p.communicate(timeout=300)
     finally:
