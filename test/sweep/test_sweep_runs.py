@@ -15,6 +15,7 @@ import time
 
 import psutil
 import pytest
+from startup import cli_error_line
 
 from simreal_ros.sweep.config import load_sweep
 from simreal_ros.sweep.runner import read_results
@@ -124,3 +125,15 @@ def test_a_killed_sweep_resumes_without_redoing_finished_cells(tmp_path):
     assert len(after) == 6  # every cell ran exactly once over both runs
     assert sorted(x['cell_id'] for x in after) == sorted(c.cell_id
                                                          for c in load_sweep(sweep).cells)
+
+
+def test_a_bad_sweep_file_in_a_real_process(tmp_path):
+    """The one bad-input case outside the in-process ``simreal_cli`` fixture."""
+    p = tmp_path / 'sweep.yaml'
+    p.write_text('grid: {policy: [simreal_arm_reach], engine: [mujoco, gazebo]}\n',
+                 encoding='utf-8')
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'sweep', str(p), '--out',
+                        str(tmp_path / 'out')], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert f'{p}: grid.engine[1]: ' in cli_error_line(r)
+    assert not (tmp_path / 'out').exists()
