@@ -52,8 +52,9 @@ def test_ray_gives_the_results_of_local_workers(ray_local, tmp_path: Path):
             {k: v for k, v in b[cid].items() if k not in WHERE_WHEN}
 
 
-def test_local_ray_listens_on_loopback_only(ray_local):
-    ray_local.get(ray_local.remote(lambda: 1).remote())  # a worker process up too
+def test_local_ray_listens_on_loopback_only_at_our_priority(ray_local):
+    # a worker process up too, at the caller's priority (Ray's default is nice 15)
+    assert ray_local.get(ray_local.remote(lambda: os.nice(0)).remote()) == os.nice(0)
     procs = [p for p in psutil.Process().children(recursive=True)
              if 'spawn_main' not in ' '.join(p.cmdline())]
     names = {p.pid: p.name() for p in procs}
