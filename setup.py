@@ -73,9 +73,12 @@ setup(
         'pybullet': ['pybullet>=3.2.6'],
         # simreal export --format lerobot (parquet files)
         'lerobot': ['pyarrow>=14', 'pandas>=2'],
+        # simreal sweep: the Parquet table, and --ray (the loopback-only local instance is
+        # measured on Ray 2.58, see docs/sweeps.md)
+        'sweep': ['pyarrow>=14', 'ray>=2.58'],
         'test': ['pytest>=7', 'hypothesis>=6', 'scipy>=1.10', 'yourdfpy>=0.0.56', 'colcon-core',
                  'colcon-ros', 'ruff', 'mypy', 'types-PyYAML', 'onnx', 'mcap>=1.1',
-                 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2'],
+                 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2', 'ray>=2.58'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',

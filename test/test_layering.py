@@ -19,6 +19,8 @@ sysid      policy, hardware, sim, core (fits replay the simulation)
 ros        core; shared ROS glue (messages, QoS, clients), never the planner or nodes
 nodes      ros and everything below: one thin Node per module
 report     nodes and below (``simreal record`` starts the recorder node)
+sweep      report and below, but never rclpy, ``ros`` or ``nodes``: a sweep's cells run the
+           policy in-process (``policy.env``), on worker processes or Ray, without ROS
 bringup    report and below: the planner and the launcher, nothing else
 jobs       bringup and below: the flywheel, eval and the demo (whole launches)
 cli        everything
@@ -42,7 +44,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / 'simreal_ros'
 ORDER = ['errors', 'core', 'bag', 'gap', 'latency', 'teleop', 'sim', 'hardware', 'policy',
-         'sysid', 'ros', 'nodes', 'report', 'bringup', 'jobs', 'cli']
+         'sysid', 'ros', 'nodes', 'report', 'sweep', 'bringup', 'jobs', 'cli']
 # same-rank layers that must not import each other
 PEERS = {frozenset({'hardware', 'policy'}), frozenset({'gap', 'latency'}),
          frozenset({'latency', 'teleop'})}
@@ -60,6 +62,8 @@ MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')
 FORBIDDEN_WITHIN = {'hardware.dynamixel': ('hardware.emulator',),
                     'hardware.feetech': ('hardware.emulator',)}
 PYBULLET_ALLOWED = ('sim/bullet/',)
+#: layer -> what it must not import although it ranks above: ROS-free layers above ``ros``
+NO_ROS = {'sweep': ('rclpy', 'simreal_ros.ros', 'simreal_ros.nodes')}
 
 
 def layer_of(path: Path, root: Path) -> str:
@@ -96,6 +100,11 @@ def violations(root: Path = PKG) -> list[str]:
                     PYBULLET_ALLOWED):
                 bad.append(f'{where}: imports {mod} outside sim/bullet/ (use the engine '
                            f'protocol, sim/backend.py)')
+            for banned in NO_ROS.get(src, ()):
+                if f'{mod}.'.startswith(f'{banned}.') or any(
+                        f'{mod}.{n}.'.startswith(f'{banned}.') for n in names):
+                    bad.append(f'{where}: {src} imports {mod} ({src} runs without ROS)')
+                    break
             if top != 'simreal_ros' or mod == 'simreal_ros':
                 continue
             sub = '.'.join(path.relative_to(root).parts[:2])
@@ -210,6 +219,11 @@ def test_every_package_has_a_layer():
      'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
     ('sim/goals.py', 'from mujoco import MjData\n',
      'imports mujoco outside sim/mujoco/ (use the engine protocol, sim/backend.py)'),
+    ('sweep/x.py', 'def f():\n    import rclpy\n', 'sweep imports rclpy (sweep runs without ROS)'),
+    ('sweep/x.py', 'from simreal_ros import ros\n',
+     'sweep imports simreal_ros (sweep runs without ROS)'),
+    ('sweep/x.py', 'from simreal_ros.nodes.policy import PolicyNode\n',
+     'sweep imports simreal_ros.nodes.policy (sweep runs without ROS)'),
     ('hardware/dynamixel/x.py', 'def f():\n    from simreal_ros.hardware.emulator import e\n',
      'hardware.dynamixel imports simreal_ros.hardware.emulator '
      '(hardware.emulator is not below hardware.dynamixel)'),

@@ -24,7 +24,17 @@ from simreal_ros.errors import (
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``simreal``: one ``add_commands(sub)`` per group."""
     from simreal_ros import __version__
-    from simreal_ros.cli import calibrate, demo, launch, policy, robot, ros_tools, teleop, tools
+    from simreal_ros.cli import (
+        calibrate,
+        demo,
+        launch,
+        policy,
+        robot,
+        ros_tools,
+        sweep,
+        teleop,
+        tools,
+    )
     from simreal_ros.cli.report import add_commands as add_report_commands
     from simreal_ros.cli.sysid import add_commands as add_sysid_commands
     parser = argparse.ArgumentParser(prog='simreal', description=__doc__.splitlines()[0])
@@ -32,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     for add in (launch.add_commands, demo.add_commands, policy.add_commands, tools.add_commands,
                 ros_tools.add_commands, teleop.add_commands, calibrate.add_commands,
-                robot.add_commands,
+                robot.add_commands, sweep.add_commands,
                 add_report_commands, add_sysid_commands):
         add(sub)
     return parser

@@ -1,0 +1,143 @@
+"""The sweep's table, one row per cell: ``results.csv``, ``results.parquet`` and ``report.html``.
+
+Built from ``results.jsonl`` (see :mod:`simreal_ros.sweep.runner`): for every cell of the sweep
+its newest ``ok`` line, else its newest ``failed`` line; cells never run have no row. Columns:
+``cell_id``, ``status``, ``label``, the configuration (every axis and shared setting, the
+sweep seed), ``goal_seed`` and ``cell_seed``, the metrics of ``simreal eval`` (successes,
+success_rate, time_to_goal_mean_s, time_to_goal_p90_s, final_error_median_rad, final_error_max_rad,
+tracking_rmse_mean_rad), ``stale_holds`` and ``control_periods``, the
+provenance (git_commit, package_version, sweep, sweep_file, policy_spec_sha256,
+policy_model_sha256, host, worker, start_utc, end_utc, wall_time_s, attempt) and ``error``.
+The per-episode results (``episode_results``) stay in ``results.jsonl``.
+
+The HTML page has the table and two figures (success rate and median final error per cell),
+drawn with matplotlib as inline SVG.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import fields
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from simreal_ros.sweep.config import Cell, Sweep
+from simreal_ros.sweep.runner import read_results
+
+METRICS = ('successes', 'success_rate', 'time_to_goal_mean_s', 'time_to_goal_p90_s',
+           'final_error_median_rad', 'final_error_max_rad', 'tracking_rmse_mean_rad')
+PROVENANCE = ('git_commit', 'package_version', 'sweep', 'sweep_file', 'policy_spec_sha256',
+              'policy_model_sha256', 'host', 'worker', 'start_utc', 'end_utc', 'wall_time_s',
+              'attempt')
+COLUMNS = ('cell_id', 'status', 'label', *(f.name for f in fields(Cell)), 'goal_seed',
+           'cell_seed', *METRICS, 'stale_holds', 'control_periods', *PROVENANCE, 'error')
+#: Columns that are numbers (float; NaN when missing) or integers in every row.
+_INTS = {'seed', 'episodes', 'sweep_seed', 'goal_seed', 'cell_seed', 'successes',
+         'stale_holds', 'control_periods', 'attempt'}
+
+
+def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
+    """One flat row per cell with a result line, in the sweep's cell order."""
+    newest: dict[str, dict[str, Any]] = {}
+    for line in read_results(out_dir):
+        cid = str(line.get('cell_id'))
+        old = newest.get(cid)
+        if old is None or line.get('status') == 'ok' or old.get('status') != 'ok':
+            newest[cid] = line
+    rows = []
+    for cell in sweep.cells:
+        found = newest.get(cell.cell_id)
+        if found is None:
+            continue
+        line = found
+        metrics = line.get('metrics') or {}
+        row: dict[str, Any] = {}
+        for col in COLUMNS:
+            if col == 'label':
+                row[col] = cell.label()
+            elif col in METRICS:
+                row[col] = metrics.get(col)
+            else:
+                row[col] = line.get(col)
+        for col in COLUMNS:
+            if row[col] is None:
+                row[col] = None if col in _INTS or col not in METRICS else math.nan
+        rows.append(row)
+    return rows
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write the table as CSV (a header row of :data:`COLUMNS`)."""
+    with open(path, 'w', encoding='utf-8', newline='') as f:
+        w = csv.DictWriter(f, fieldnames=list(COLUMNS))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write the table as Parquet, through pyarrow (types inferred per column)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pylist(rows) if rows else pa.table({c: [] for c in COLUMNS})
+    pq.write_table(table, str(path))
+
+
+def _figure_svg(rows: list[dict[str, Any]], column: str, title: str) -> str:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    ok = [r for r in rows if r['status'] == 'ok']
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(ok) + 1.2))
+    ax.barh([r['label'] for r in ok], [float(r[column]) for r in ok], color='#4878a8')
+    ax.invert_yaxis()
+    ax.set_xlabel(column)
+    ax.set_title(title)
+    ax.tick_params(axis='y', labelsize=7)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format='svg')
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index('<svg'):]
+
+
+def write_html(sweep: Sweep, rows: list[dict[str, Any]], path: Path) -> None:
+    """Write the page: the sweep's name, two figures and the table."""
+    shown = ('label', 'status', *METRICS[1:], 'wall_time_s', 'worker', 'cell_id', 'error')
+
+    def cell_text(v: Any) -> str:
+        if isinstance(v, float):
+            return 'nan' if math.isnan(v) else f'{v:.4g}'
+        return html.escape('' if v is None else str(v))
+
+    head = ''.join(f'<th>{html.escape(c)}</th>' for c in shown)
+    body = ''.join('<tr>' + ''.join(f'<td>{cell_text(r[c])}</td>' for c in shown) + '</tr>'
+                   for r in rows)
+    figures = ''
+    if any(r['status'] == 'ok' for r in rows):
+        figures = (_figure_svg(rows, 'success_rate', 'success rate per cell')
+                   + _figure_svg(rows, 'final_error_median_rad', 'median final error (rad)'))
+    n_ok = sum(r['status'] == 'ok' for r in rows)
+    page = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>sweep {html.escape(sweep.name)}</title>
+<style>body{{font-family:sans-serif}} table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ccc;padding:2px 6px}}</style></head><body>
+<h1>sweep {html.escape(sweep.name)}</h1>
+<p>{html.escape(sweep.source)}: {len(sweep.cells)} cells, {n_ok} ok, {len(rows) - n_ok} failed,
+{len(sweep.cells) - len(rows)} not run. Every column: results.csv / results.parquet.</p>
+{figures}
+<table><tr>{head}</tr>{body}</table></body></html>
+"""
+    path.write_text(page, encoding='utf-8')
+
+
+def write_outputs(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
+    """Write ``results.csv``, ``results.parquet`` and ``report.html``; return the rows."""
+    rows = table_rows(sweep, out_dir)
+    write_csv(rows, out_dir / 'results.csv')
+    write_parquet(rows, out_dir / 'results.parquet')
+    write_html(sweep, rows, out_dir / 'report.html')
+    return rows
