@@ -54,7 +54,7 @@ RUNTIME_DEPS = ['rosidl_runtime_c', 'rosidl_runtime_cpp', 'rosidl_typesupport_in
 
 
 def messages(package: str) -> list[Path]:
-    """The package's ``.msg`` files, sorted."""
+    """Return the package's ``.msg`` files, sorted."""
     return sorted((INTERFACES / package / 'msg').glob('*.msg'))
 
 

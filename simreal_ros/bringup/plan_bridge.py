@@ -7,7 +7,7 @@ from simreal_ros.bringup.plan_camera import sim_renders_cameras
 from simreal_ros.bringup.spec import NodeSpec, prevalidate
 from simreal_ros.core.model_files import pybullet_mjcf_refusal
 from simreal_ros.errors import PlanError
-from simreal_ros.sim.bridge_config import RENDERING_ENGINES
+from simreal_ros.sim.bridge_config import RENDERING_ENGINES, check_floating_base
 
 
 def engine_of(a: LaunchArgs, role: str) -> str:
@@ -25,6 +25,7 @@ def bridge(a: LaunchArgs, name: str, namespace: str, overlay_arg: str,
     engine = engine or a.engine
     if engine == 'pybullet' and a.robot.model_format == 'mjcf':
         raise PlanError(pybullet_mjcf_refusal(a.robot.source, a.robot.urdf))
+    check_floating_base(a.robot, engine)
     params = {
         'robot': a.text['robot'], 'engine': engine, 'scene': a.text['scene'],
         'overlay': a.text[overlay_arg],

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import math
 
 from simreal_ros.core.realtime import RtSettings, settings_from
+from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError
 
@@ -14,6 +15,17 @@ TIMING_MODES = ('realtime', 'lockstep', 'free')
 ENGINES = ('mujoco', 'pybullet')
 #: the engines that render the robot spec's cameras (their ``capabilities.cameras``)
 RENDERING_ENGINES = ('mujoco',)
+#: the engines that simulate a floating base (``base.type: floating``, docs/legged.md)
+FLOATING_BASE_ENGINES = ('mujoco',)
+
+
+def check_floating_base(robot: RobotSpec, engine: str) -> None:
+    """Refuse a floating-base robot on an engine without one: one ConfigError line."""
+    if robot.floating and engine not in FLOATING_BASE_ENGINES:
+        raise ConfigError(str(robot.source), 'base.type',
+                          f"'fixed' for engine:={engine}: the {engine} engine does not "
+                          f"simulate a floating base yet (engines that do: "
+                          f"{', '.join(FLOATING_BASE_ENGINES)}; docs/legged.md)", 'floating')
 
 
 @dataclass(frozen=True)
