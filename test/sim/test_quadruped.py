@@ -14,6 +14,7 @@ from transforms3d import euler, quaternions
 
 from simreal_ros.bringup.planner import plan
 from simreal_ros.core.robot import load_robot
+from simreal_ros.core.tf_tree import ODOM, TfTree, Transform, compose, parse_urdf
 from simreal_ros.errors import ConfigError
 from simreal_ros.sim.backend import Observation
 from simreal_ros.sim.engines import make_sim
@@ -112,6 +113,30 @@ def test_the_imu_of_a_rotated_base_exactly() -> None:
     expected = G * up_in(quat)
     np.testing.assert_allclose(d.sensordata[adr:adr + 3], expected, atol=1e-9)
     assert expected[2] > 0 and not np.allclose(expected, [0.0, 0.0, G], atol=0.1)
+
+
+def test_the_tf_tree_odom_to_base_and_the_joints_is_where_mujoco_has_every_link() -> None:
+    sim = quad()
+    _rotated_in_the_air(sim, euler.euler2quat(0.3, 0.2, -0.8, 'sxyz'), np.zeros(3), np.zeros(3))
+    q = np.random.default_rng(1).uniform(ROBOT.lower, ROBOT.upper)
+    sim.data.qpos[sim.built.qpos_adr] = q
+    o = sim.observe()
+    tree = TfTree(parse_urdf(ROBOT.urdf.read_text(), ROBOT.urdf), ROBOT.base_frame,
+                  floating=True)
+    assert [(t.parent, t.child) for t in tree.static()][0] == ('world', ODOM)
+    # what the bridge publishes on /tf: odom -> base from the ground truth
+    base = Transform(ODOM, ROBOT.base_frame, tuple(o.base.position),
+                     tuple(o.base.orientation_wxyz))
+    poses = compose([*tree.static(), base,
+                     *tree.moving(dict(zip(ROBOT.joint_names, q, strict=True)))])
+    m, d = sim.model, sim.data
+    links = [m.body(b).name for b in range(1, m.nbody)]
+    assert len(links) == 1 + 4 * 4  # body, and hip, thigh, shank, foot per leg
+    for name in links:
+        b = m.body(name).id
+        np.testing.assert_allclose(poses[name][:3, 3], d.xpos[b], atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(poses[name][:3, :3], quaternions.quat2mat(d.xquat[b]),
+                                   atol=1e-9, err_msg=name)
 
 
 def test_reset_puts_it_back_on_its_feet() -> None:
