@@ -17,10 +17,13 @@ def engine_of(a: LaunchArgs, role: str) -> str:
 
 def bridge(a: LaunchArgs, name: str, namespace: str, overlay_arg: str,
            commands_from: str | None, publish_clock: bool,
-           remaps: tuple[tuple[str, str], ...] = (), engine: str = '') -> NodeSpec:
+           remaps: tuple[tuple[str, str], ...] = (), engine: str = '',
+           frame_prefix: str = '') -> NodeSpec:
     """Return a sim bridge (its settings pre-validated with the node's own config class).
 
-    ``overlay_arg`` names the argument of its overlay (``overlay`` or ``overlay_b``).
+    ``overlay_arg`` names the argument of its overlay (``overlay`` or ``overlay_b``);
+    ``frame_prefix`` that of a second robot's frames (``twin/``), which a floating base's
+    ``odom`` and ``/tf`` use as its state publisher does.
     """
     engine = engine or a.engine
     if engine == 'pybullet' and a.robot.model_format == 'mjcf':
@@ -39,6 +42,8 @@ def bridge(a: LaunchArgs, name: str, namespace: str, overlay_arg: str,
         'cameras': sim_renders_cameras(a) and (engine in RENDERING_ENGINES
                                                or a.cameras == 'true'),
     }
+    if a.robot.floating:
+        params['frame_prefix'] = frame_prefix
     prevalidate('sim_bridge', params, 'sim bridge')
     if commands_from is not None:
         remaps = tuple(r for r in remaps if r[0] != 'joint_commands') + (

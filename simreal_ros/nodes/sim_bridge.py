@@ -16,7 +16,8 @@ A floating-base robot (``base.type: floating``, docs/legged.md) also gets, with 
 ``odom`` (nav_msgs/Odometry, the base's ground truth: pose in ``odom``, twist in the base
 frame), ``foot_contacts`` (sensor_msgs/JointState: ``name`` the spec's feet in order,
 ``effort`` each foot's contact normal force in N, 0 in the air; no positions) and, at most
-``TF_RATE_HZ`` by stamp, ``/tf`` ``odom`` -> base link; it subscribes ``cmd_vel``
+``TF_RATE_HZ`` by stamp, ``/tf`` ``odom`` -> base link (both with ``frame_prefix``, a second
+robot's ``twin/`` or ``sim_b/``); it subscribes ``cmd_vel``
 (geometry_msgs/Twist) and keeps the latest as ``cmd_vel`` (:class:`VelocityCommand`) for the
 policies to come. ``~/reset`` puts it back on its feet at the home pose, ``base.height_m`` up.
 """
@@ -157,9 +158,11 @@ class SimBridge(Node):
         self.pub_odom = self.create_publisher(Odometry, 'odom', qos.STATE)
         self.pub_feet = self.create_publisher(JointState, 'foot_contacts', qos.STATE)
         self.pub_tf = self.create_publisher(TFMessage, '/tf', qos.TF)
+        prefix = self.cfg.frame_prefix
+        self.odom_frame, self.base_frame = f'{prefix}{ODOM}', f'{prefix}{self.robot.base_frame}'
         self._odom_msg = Odometry()
-        self._odom_msg.header.frame_id = ODOM
-        self._odom_msg.child_frame_id = self.robot.base_frame
+        self._odom_msg.header.frame_id = self.odom_frame
+        self._odom_msg.child_frame_id = self.base_frame
         self._feet_msg = JointState()
         self._feet_msg.name = list(base.feet)
         self._tf_period_ns = int(1e9 / TF_RATE_HZ)
@@ -451,7 +454,8 @@ class SimBridge(Node):
         last = self._tf_last_ns
         if last is None or not 0 <= stamp - last < self._tf_period_ns:
             self._tf_last_ns = stamp
-            t = Transform(ODOM, self.robot.base_frame, (float(p[0]), float(p[1]), float(p[2])),
+            t = Transform(self.odom_frame, self.base_frame,
+                          (float(p[0]), float(p[1]), float(p[2])),
                           (float(q[0]), float(q[1]), float(q[2]), float(q[3])))
             self.pub_tf.publish(tf_message([t], stamp))
 

@@ -166,3 +166,14 @@ def test_pybullet_refuses_a_floating_base_in_one_line() -> None:
     with pytest.raises(ConfigError) as plan_info:
         plan({'backend': 'sim', 'engine': 'pybullet', 'robot': 'simreal_quad'})
     assert str(plan_info.value) == line
+
+
+def test_a_second_quadruped_names_its_frames_with_its_prefix() -> None:
+    """sim2sim's sim_b and the twin publish sim_b/odom -> sim_b/base_link (twin/...)."""
+    prefixes = {(n.kind, n.namespace): n.parameters.get('frame_prefix')
+                for n in plan({'backend': 'sim2sim', 'robot': 'simreal_quad'})}
+    assert prefixes == {('sim_bridge', '/sim_a'): '', ('sim_bridge', '/sim_b'): 'sim_b/',
+                        ('state_publisher', ''): '', ('state_publisher', '/sim_b'): 'sim_b/'}
+    twin = [n for n in plan({'backend': 'twin', 'robot': 'simreal_quad', 'port': '/tmp/q'})
+            if n.kind == 'sim_bridge']
+    assert [n.parameters['frame_prefix'] for n in twin] == ['twin/']
