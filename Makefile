@@ -35,15 +35,16 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: venv venvs test test-pure test-ros test-e2e test-distros demo bench bench-quick lint clean
 
-# tf2_msgs is not on PyPI: tools/build_tf2_msgs.py generates it with the rosidl generators the
-# ROS wheels bring (about 5 s on 2 cores).
-STAMP_DEPS := setup.py setup.cfg package.xml tools/build_tf2_msgs.py \
-	tools/interfaces/tf2_msgs/msg/TFMessage.msg
+# tf2_msgs and nav_msgs are not on PyPI: tools/build_msgs.py generates them with the rosidl
+# generators the ROS wheels bring (about 5 s per package on 2 cores).
+STAMP_DEPS := setup.py setup.cfg package.xml tools/build_msgs.py \
+	tools/interfaces/tf2_msgs/msg/TFMessage.msg tools/interfaces/tf2_msgs/package.xml \
+	tools/interfaces/nav_msgs/msg/Odometry.msg tools/interfaces/nav_msgs/package.xml
 $(STAMP): $(STAMP_DEPS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[ros-$(ROS_DISTRO),test,pybullet]'
-	AMENT_PREFIX_PATH=$(abspath $(VENV)) $(BIN)/python tools/build_tf2_msgs.py
+	AMENT_PREFIX_PATH=$(abspath $(VENV)) $(BIN)/python tools/build_msgs.py
 	@touch $@
 
 venv: $(STAMP)

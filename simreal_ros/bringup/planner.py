@@ -73,7 +73,7 @@ def plan_args(a: LaunchArgs) -> list[NodeSpec]:
         nodes.append(bridge(a, 'sim_bridge', ns(root, 'sim_a'), 'overlay', commands,
                             True, moved, engine_of(a, 'a')))
         nodes.append(bridge(a, 'sim_bridge', ns(root, 'sim_b'), 'overlay_b', commands,
-                            False, engine=engine_of(a, 'b')))
+                            False, engine=engine_of(a, 'b'), frame_prefix='sim_b/'))
         if profile is not None:
             nodes.append(injector(a, 'sim_a', with_imu, cams))
     elif backend in ('real', 'twin'):
@@ -90,7 +90,8 @@ def plan_args(a: LaunchArgs) -> list[NodeSpec]:
             require('sim_bridge', 'backend:=twin')
             # the twin gets the commands the hardware gets (after the injector, if any)
             commands = ns(root, 'backend') if profile is not None else root or ''
-            twin = bridge(a, 'sim_bridge', ns(root, 'twin'), 'overlay', commands, False)
+            twin = bridge(a, 'sim_bridge', ns(root, 'twin'), 'overlay', commands, False,
+                          frame_prefix='twin/')
             if a.twin_resync_s > 0:  # to the undelayed real state
                 source = ns(root, 'backend/joint_states' if profile is not None
                             else 'joint_states')

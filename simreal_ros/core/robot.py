@@ -10,6 +10,23 @@ a path relative to the spec file, or one relative to the package's share directo
 (simreal_ros/core/model_files.py resolves it and the meshes it names). ``RobotSpec.urdf`` holds
 the model file whatever its format, ``RobotSpec.model_format`` says which.
 
+``base:`` says what the robot stands on. Absent (or ``type: fixed``), the model's root link is
+welded to the world: the arms. ``type: floating`` makes the root link (``base_frame``) a free
+body (a legged robot, docs/legged.md):
+
+* ``height_m``: the height of ``base_frame``'s origin above the ground at the home pose, level;
+  the robot starts and is reset there (> 0, <= 5);
+* ``imu``: the base's IMU (required): ``link``, ``frame_id``, ``position`` and the noise and
+  bias settings below;
+* ``feet``: the links that touch the ground, in the order of every per-foot quantity
+  (``foot_contacts``); non-empty, unique, links of the model.
+
+A floating base takes its IMU in ``base.imu``; a top-level ``imu:`` next to it is refused. An
+IMU (either place) may give ``gyro_noise_std_rad_s`` and ``accel_noise_std_m_s2`` (white noise
+per sample, standard deviation per axis), ``gyro_bias_rad_s`` and ``accel_bias_m_s2`` (a
+constant offset per axis, ``[x, y, z]`` in the IMU frame) and ``orientation_noise_std_rad``;
+all default to 0 (a perfect IMU).
+
 ``load_robot(path, problems)`` collects the problems of the joints (limits, home, servo IDs,
 ...) into ``problems`` and goes on, so that ``simreal robot check`` reports all of them; without
 ``problems`` the first one raises.
@@ -102,11 +119,36 @@ class JointSpec:
 
 @dataclass(frozen=True)
 class ImuSpec:
-    """An IMU rigidly mounted on ``link`` at ``position`` (link frame)."""
+    """An IMU rigidly mounted on ``link`` at ``position`` (link frame, axes the link's).
+
+    Noise is white, per sample and axis (standard deviations); biases are constant offsets in
+    the IMU frame. All zero: a perfect IMU.
+    """
 
     link: str
     frame_id: str
     position: tuple[float, float, float]
+    gyro_noise_std_rad_s: float = 0.0
+    accel_noise_std_m_s2: float = 0.0
+    orientation_noise_std_rad: float = 0.0
+    gyro_bias_rad_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    accel_bias_m_s2: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+#: ``base.type`` values: ``fixed`` (root link welded to the world, the default) or ``floating``
+BASE_TYPES = ('fixed', 'floating')
+
+
+@dataclass(frozen=True)
+class BaseSpec:
+    """A floating base: the root link ``base_frame`` is a free body standing on ``feet``.
+
+    ``height_m`` is ``base_frame``'s origin above the ground at the home pose (level, at the
+    origin); ``feet`` are links of the model, in the order of every per-foot quantity.
+    """
+
+    height_m: float
+    feet: tuple[str, ...]
 
 
 #: image encodings a camera of the spec may publish (sensor_msgs/Image ``encoding``)
@@ -174,6 +216,12 @@ class RobotSpec:
     cameras: tuple[CameraSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
     model_format: str = 'urdf'
+    base: BaseSpec | None = None
+
+    @property
+    def floating(self) -> bool:
+        """Whether the base is free (``base.type: floating``), not welded to the world."""
+        return self.base is not None
 
     @property
     def model(self) -> Path:
@@ -299,14 +347,13 @@ def load_robot(name_or_path: str | Path,
 
     imu = None
     if top.has('imu') and top.raw('imu') is not None:
-        isec = top.section('imu')
-        pos = isec.raw('position', [0.0, 0.0, 0.0])
-        if not isinstance(pos, list) or len(pos) != 3:
-            raise ConfigError(src, isec.path('position'), 'a list of 3 numbers [x, y, z]', pos)
-        xyz = [check_number(v, src, f'{isec.path("position")}[{k}]') for k, v in enumerate(pos)]
-        imu = ImuSpec(isec.string('link'), isec.string('frame_id', 'imu_link'),
-                      (xyz[0], xyz[1], xyz[2]))
-        isec.reject_unknown()
+        imu = _imu(top.section('imu'))
+    base, base_imu = _base(top, src, urdf, fmt)
+    if base_imu is not None:
+        if imu is not None:
+            raise ConfigError(src, 'imu', 'no top-level imu with a floating base (its IMU is '
+                              'base.imu)', 'both imu and base.imu')
+        imu = base_imu
     bus = top.section('bus', {})
     family = bus.string('family', 'dynamixel')
     if family not in SERVO_FAMILIES:
@@ -324,7 +371,7 @@ def load_robot(name_or_path: str | Path,
                      tool_frame=top.string('tool_frame', 'tool0'), timestep_s=timestep,
                      joints=tuple(joints), imu=imu, bus_protocol=protocol, bus_baud=baud,
                      bus_family=family,
-                     cameras=cameras)
+                     cameras=cameras, base=base)
     top.reject_unknown()
     return spec
 
@@ -376,6 +423,67 @@ def _joint(js: Section, seen_names: set[str], seen_ids: set[int],
                       servo)
     js.reject_unknown()
     return joint
+
+
+def _imu(isec: Section) -> ImuSpec:
+    """Read an IMU section (top-level ``imu:`` or ``base.imu``)."""
+    src = isec.source
+    pos = isec.raw('position', [0.0, 0.0, 0.0])
+    if not isinstance(pos, list) or len(pos) != 3:
+        raise ConfigError(src, isec.path('position'), 'a list of 3 numbers [x, y, z]', pos)
+    xyz = [check_number(v, src, f'{isec.path("position")}[{k}]') for k, v in enumerate(pos)]
+    biases = {}
+    for key in ('gyro_bias_rad_s', 'accel_bias_m_s2'):
+        biases[key] = (_triple(isec, key, '[x, y, z] in the IMU frame')
+                       if isec.has(key) else (0.0, 0.0, 0.0))
+    imu = ImuSpec(isec.string('link'), isec.string('frame_id', 'imu_link'),
+                  (xyz[0], xyz[1], xyz[2]),
+                  gyro_noise_std_rad_s=isec.number('gyro_noise_std_rad_s', 0.0, minimum=0.0),
+                  accel_noise_std_m_s2=isec.number('accel_noise_std_m_s2', 0.0, minimum=0.0),
+                  orientation_noise_std_rad=isec.number('orientation_noise_std_rad', 0.0,
+                                                        minimum=0.0, maximum=math.pi),
+                  gyro_bias_rad_s=biases['gyro_bias_rad_s'],
+                  accel_bias_m_s2=biases['accel_bias_m_s2'])
+    isec.reject_unknown()
+    return imu
+
+
+def _base(top: Section, src: str, urdf: Path, fmt: str
+          ) -> tuple[BaseSpec | None, ImuSpec | None]:
+    """Read the optional ``base:`` section: (None, None) for a fixed base."""
+    if not top.has('base') or top.raw('base') is None:
+        return None, None
+    bsec = top.section('base')
+    btype = bsec.string('type')
+    if btype not in BASE_TYPES:
+        raise ConfigError(src, bsec.path('type'), f'one of {", ".join(BASE_TYPES)}', btype)
+    if btype == 'fixed':
+        bsec.reject_unknown()  # a fixed base has nothing else to say
+        return None, None
+    height = bsec.number('height_m', positive=True, maximum=5.0)
+    if not bsec.has('imu') or not isinstance(bsec.raw('imu'), dict):
+        raise ConfigError(src, bsec.path('imu'), 'the base IMU: a mapping with link, and '
+                          'optionally frame_id, position, noise and bias', bsec.raw('imu', None))
+    imu = _imu(bsec.section('imu'))
+    raw_feet = bsec.raw('feet')
+    if (not isinstance(raw_feet, list) or not raw_feet
+            or not all(isinstance(f, str) and f for f in raw_feet)):
+        raise ConfigError(src, bsec.path('feet'), 'a non-empty list of foot link names',
+                          raw_feet)
+    for k, foot in enumerate(raw_feet):
+        if foot in raw_feet[:k]:
+            raise ConfigError(src, f'{bsec.path("feet")}[{k}]', 'a foot link not listed '
+                              'before', foot)
+    links = model_links(urdf, fmt)
+    for k, foot in enumerate(raw_feet):
+        if links and foot not in links:
+            raise ConfigError(src, f'{bsec.path("feet")}[{k}]', f'a link of {urdf.name} '
+                              f'({", ".join(sorted(links))})', foot)
+    if links and imu.link not in links:
+        raise ConfigError(src, bsec.path('imu.link'), f'a link of {urdf.name} '
+                          f'({", ".join(sorted(links))})', imu.link)
+    bsec.reject_unknown()
+    return BaseSpec(height, tuple(raw_feet)), imu
 
 
 def _operating_mode(sec: Section, default: str) -> str:

@@ -7,7 +7,9 @@ What ``robot_state_publisher`` computes, for the state publisher node:
   two parents) with one :class:`~simreal_ros.errors.ConfigError`;
 * :meth:`TfTree.static` gives the transforms that never change: ``world`` -> the robot's base
   link (identity, where MuJoCo's URDF import puts the base), every fixed joint, and each
-  camera's ``<parent>`` -> ``<name>_optical_frame``;
+  camera's ``<parent>`` -> ``<name>_optical_frame``; for a floating base ``world`` -> ``odom``
+  (identity) instead, and the base's pose ``odom`` -> base link comes from the backend (the
+  sim bridge's ground truth, docs/legged.md);
 * :meth:`TfTree.moving` gives parent -> child of every revolute, continuous and prismatic joint
   at the given positions: ``origin * rot(axis, q)`` or ``origin * trans(axis * q)``;
 * a joint with ``<mimic joint="J" multiplier="m" offset="c"/>`` (a gripper's fingers, which no
@@ -36,6 +38,8 @@ from simreal_ros.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
 WORLD = 'world'
+#: the frame a floating base's odometry is in (REP 105's ``odom``)
+ODOM = 'odom'
 MOVING_TYPES = ('revolute', 'continuous', 'prismatic')
 SUPPORTED_TYPES = MOVING_TYPES + ('fixed',)
 
@@ -164,15 +168,20 @@ class TfTree:
     """Transforms of one robot: static ones once, moving ones per joint state."""
 
     def __init__(self, joints: tuple[UrdfJoint, ...], base_frame: str,
-                 cameras: Iterable[Any] = (), frame_prefix: str = '') -> None:
-        """Build the static part; ``cameras`` have ``name``, ``parent``, ``xyz``, ``rpy``."""
+                 cameras: Iterable[Any] = (), frame_prefix: str = '',
+                 floating: bool = False) -> None:
+        """Build the static part; ``cameras`` have ``name``, ``parent``, ``xyz``, ``rpy``.
+
+        ``floating``: the base is free; ``world`` -> ``odom`` is static, not ``world`` -> base.
+        """
         self.prefix = frame_prefix
         self.joints = joints
         self.moving_joints = {j.name: j for j in joints if j.type in MOVING_TYPES}
         self.mimics = {j.name: j.mimic for j in joints
                        if j.type in MOVING_TYPES and j.mimic is not None}
         links = {j.parent for j in joints} | {j.child for j in joints} | {base_frame}
-        static = [_transform(WORLD, self.frame(base_frame), (0, 0, 0), (1, 0, 0, 0))]
+        root = self.frame(ODOM) if floating else self.frame(base_frame)
+        static = [_transform(WORLD, root, (0, 0, 0), (1, 0, 0, 0))]
         for j in joints:
             if j.type == 'fixed':
                 static.append(_transform(self.frame(j.parent), self.frame(j.child), j.xyz,
@@ -191,7 +200,7 @@ class TfTree:
         return name if name == WORLD else f'{self.prefix}{name}'
 
     def static(self) -> tuple[Transform, ...]:
-        """Return world -> base, the fixed joints and the camera mounts."""
+        """Return world -> base (world -> odom), the fixed joints and the camera mounts."""
         return self._static
 
     def with_mimics(self, positions: Mapping[str, float]) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """``simreal_sim_bridge``: the simulation (MuJoCo or PyBullet) as a robot on the topic contract.
 
-Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU), ``/clock`` (sim time),
+Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU: the engine's reading with
+the spec's noise and bias, :class:`simreal_ros.core.legged.ImuNoise`), ``/clock`` (sim time),
 ``NAME/image_raw`` and ``NAME/camera_info`` per camera of the robot spec (``cameras``; rendered
 on their own thread, :mod:`simreal_ros.sim.render_thread`) and ``/diagnostics``; subscribes
 ``joint_commands`` and ``forward_position_controller/commands``;
@@ -10,6 +11,15 @@ under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stop
 heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics name the
 engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's armature),
 which the bridge also warns about once at start.
+
+A floating-base robot (``base.type: floating``, docs/legged.md) also gets, with every state:
+``odom`` (nav_msgs/Odometry, the base's ground truth: pose in ``odom``, twist in the base
+frame), ``foot_contacts`` (sensor_msgs/JointState: ``name`` the spec's feet in order,
+``effort`` each foot's contact normal force in N, 0 in the air; no positions) and, at most
+``TF_RATE_HZ`` by stamp, ``/tf`` ``odom`` -> base link (both with ``frame_prefix``, a second
+robot's ``twin/`` or ``sim_b/``); it subscribes ``cmd_vel``
+(geometry_msgs/Twist) and keeps the latest as ``cmd_vel`` (:class:`VelocityCommand`) for the
+policies to come. ``~/reset`` puts it back on its feet at the home pose, ``base.height_m`` up.
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
@@ -26,16 +38,20 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
+from tf2_msgs.msg import TFMessage
 
 from simreal_ros.core.commands import CommandIntake, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
+from simreal_ros.core.legged import ImuNoise, VelocityCommand, velocity_command
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
+from simreal_ros.core.tf_tree import ODOM, Transform
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.image_publisher import SimCameras
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
+from simreal_ros.ros.tf import tf_message
 from simreal_ros.sim.backend import Observation
 from simreal_ros.sim.bridge_config import SimBridgeConfig
 from simreal_ros.sim.engines import make_sim
@@ -44,6 +60,9 @@ from simreal_ros.sim.scene import load_scene
 LOCKSTEP_RESEND_S = 0.5
 #: the physics thread beats at least every LOCKSTEP_RESEND_S (lockstep) or 0.05 s (paused)
 STALL_S = 1.0
+#: the most often (by stamp) a floating base's odom -> base transform goes on /tf, the state
+#: publisher's default rate for the joints' transforms
+TF_RATE_HZ = 50.0
 RCLError = rclpy_implementation.RCLError
 
 
@@ -93,8 +112,15 @@ class SimBridge(Node):
         self._state_msg = messages.joint_state(self.names, 0, self.robot.home)
         self._clock_msg = Clock()
         self._imu_msg = Imu()
+        self.imu_noise: ImuNoise | None = None
         if self.robot.imu is not None:
             self._imu_msg.header.frame_id = self.robot.imu.frame_id
+            self.imu_noise = ImuNoise(self.robot.imu, cfg.seed)
+            (self._imu_msg.orientation_covariance, self._imu_msg.angular_velocity_covariance,
+             self._imu_msg.linear_acceleration_covariance) = self.imu_noise.covariances()
+        self.cmd_vel = VelocityCommand.zero()
+        self.cmd_vel_stats = {'received': 0, 'rejected': 0}
+        self._init_floating_base()
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
         self.create_subscription(Float64MultiArray, 'forward_position_controller/commands',
@@ -123,6 +149,39 @@ class SimBridge(Node):
             f'{cfg.timing_mode} mode, joint_states every {self.steps_per_publish} steps '
             f'({1e9 / self.period_ns:g} Hz), command delay {self.sim.delay_steps} steps'
             + (', paused' if self.paused else ''))
+
+    def _init_floating_base(self) -> None:
+        """Create the publishers of odom, foot_contacts and /tf and subscribe cmd_vel."""
+        base = self.robot.base
+        if base is None:
+            return
+        self.pub_odom = self.create_publisher(Odometry, 'odom', qos.STATE)
+        self.pub_feet = self.create_publisher(JointState, 'foot_contacts', qos.STATE)
+        self.pub_tf = self.create_publisher(TFMessage, '/tf', qos.TF)
+        prefix = self.cfg.frame_prefix
+        self.odom_frame, self.base_frame = f'{prefix}{ODOM}', f'{prefix}{self.robot.base_frame}'
+        self._odom_msg = Odometry()
+        self._odom_msg.header.frame_id = self.odom_frame
+        self._odom_msg.child_frame_id = self.base_frame
+        self._feet_msg = JointState()
+        self._feet_msg.name = list(base.feet)
+        self._tf_period_ns = int(1e9 / TF_RATE_HZ)
+        self._tf_last_ns: int | None = None
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, qos.COMMAND)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        lin, ang = msg.linear, msg.angular
+        try:
+            cmd = velocity_command((lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z),
+                                   self.get_clock().now().nanoseconds)
+        except ValueError as exc:
+            self.cmd_vel_stats['rejected'] += 1
+            self.get_logger().warning(f'rejected cmd_vel, keeping the last one: {exc}',
+                                      throttle_duration_sec=1.0)
+            return
+        with self.lock:
+            self.cmd_vel = cmd
+        self.cmd_vel_stats['received'] += 1
 
     # ---- commands ------------------------------------------------------------------------
     def _accept(self, names: list[str], position: Any, velocity: Any, effort: Any,
@@ -359,7 +418,8 @@ class SimBridge(Node):
             assert obs.imu_gyro is not None and obs.imu_acc is not None
             imu = self._imu_msg
             imu.header.stamp.sec, imu.header.stamp.nanosec = sec, nanosec
-            q, g, a = obs.imu_quat_wxyz, obs.imu_gyro, obs.imu_acc
+            assert self.imu_noise is not None
+            q, g, a = self.imu_noise.apply(obs.imu_quat_wxyz, obs.imu_gyro, obs.imu_acc)
             o = imu.orientation
             o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
             w = imu.angular_velocity
@@ -367,6 +427,37 @@ class SimBridge(Node):
             acc = imu.linear_acceleration
             acc.x, acc.y, acc.z = float(a[0]), float(a[1]), float(a[2])
             self.pub_imu.publish(imu)
+        if obs.base is not None:
+            self._publish_base(obs, sec, nanosec)
+
+    def _publish_base(self, obs: Observation, sec: int, nanosec: int) -> None:
+        """odom, foot_contacts and (at most TF_RATE_HZ) odom -> base on /tf."""
+        base, forces = obs.base, obs.foot_force
+        assert base is not None and forces is not None
+        od = self._odom_msg
+        od.header.stamp.sec, od.header.stamp.nanosec = sec, nanosec
+        p, q = base.position, base.orientation_wxyz
+        pose = od.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = float(p[0]), float(p[1]), float(p[2])
+        o = pose.orientation
+        o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
+        v, w = base.linear_velocity_in_base(), base.angular_velocity
+        tw = od.twist.twist
+        tw.linear.x, tw.linear.y, tw.linear.z = float(v[0]), float(v[1]), float(v[2])
+        tw.angular.x, tw.angular.y, tw.angular.z = float(w[0]), float(w[1]), float(w[2])
+        self.pub_odom.publish(od)
+        feet = self._feet_msg
+        feet.header.stamp.sec, feet.header.stamp.nanosec = sec, nanosec
+        feet.effort = forces.tolist()
+        self.pub_feet.publish(feet)
+        stamp = sec * 1_000_000_000 + nanosec
+        last = self._tf_last_ns
+        if last is None or not 0 <= stamp - last < self._tf_period_ns:
+            self._tf_last_ns = stamp
+            t = Transform(self.odom_frame, self.base_frame,
+                          (float(p[0]), float(p[1]), float(p[2])),
+                          (float(q[0]), float(q[1]), float(q[2]), float(q[3])))
+            self.pub_tf.publish(tf_message([t], stamp))
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _residual_values(self) -> dict[str, object]:
@@ -433,6 +524,12 @@ class SimBridge(Node):
             **(self.rt_others.values() if self.rt_others is not None else {}),
             **{f'dynamics.{k}': v for k, v in params.items()},
             **residual,
+            **({'cmd_vel_received': self.cmd_vel_stats['received'],
+                'cmd_vel_rejected': self.cmd_vel_stats['rejected'],
+                'cmd_vel_linear_x': self.cmd_vel.linear_m_s[0],
+                'cmd_vel_linear_y': self.cmd_vel.linear_m_s[1],
+                'cmd_vel_angular_z': self.cmd_vel.angular_rad_s[2]}
+               if self.robot.floating else {}),
         }
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()

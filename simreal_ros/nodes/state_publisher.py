@@ -5,8 +5,9 @@ every node that publishes ``joint_states``):
 
 * ``robot_description`` (std_msgs/String, latched): the robot's URDF text, read from the robot
   spec's ``urdf`` file;
-* ``/tf_static`` (latched, one message): ``world`` -> base link, every fixed joint, and each
-  camera of the spec (``cameras:``) as ``<parent>`` -> ``<name>_optical_frame``;
+* ``/tf_static`` (latched, one message): ``world`` -> base link (a floating base: ``world`` ->
+  ``odom``, the bridge publishing ``odom`` -> base link), every fixed joint, and each camera of
+  the spec (``cameras:``) as ``<parent>`` -> ``<name>_optical_frame``;
 * ``/tf``: parent -> child of every moving joint for a ``joint_states`` message, stamped with
   that message's stamp (the time of measurement), at most ``max_rate_hz`` by stamp.
 
@@ -50,7 +51,8 @@ class StatePublisher(Node):
             raise ConfigError(str(self.robot.source), 'urdf', 'a readable URDF file',
                               f'{self.robot.urdf} ({exc.strerror})') from None
         self.tree = TfTree(parse_urdf(urdf, self.robot.urdf), self.robot.base_frame,
-                           getattr(self.robot, 'cameras', ()), self.cfg.frame_prefix)
+                           getattr(self.robot, 'cameras', ()), self.cfg.frame_prefix,
+                           floating=self.robot.floating)
         self.period_ns = (int(1e9 / self.cfg.max_rate_hz) if self.cfg.max_rate_hz > 0 else 0)
         self.last_ns: int | None = None
         self.lock = threading.Lock()

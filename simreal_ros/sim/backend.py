@@ -51,9 +51,44 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 
 
+def rotate(quat_wxyz: FloatArray, v: FloatArray, inverse: bool = False) -> FloatArray:
+    """Rotate ``v`` by the unit quaternion ``quat_wxyz`` (by its inverse with ``inverse``)."""
+    w = float(quat_wxyz[0])
+    u = np.asarray(quat_wxyz[1:4], dtype=np.float64)
+    if inverse:
+        u = -u
+    t = 2.0 * np.cross(u, v)
+    out: FloatArray = v + w * t + np.cross(u, t)
+    return out
+
+
+@dataclass(frozen=True)
+class BaseState:
+    """The ground-truth state of a floating base (its ``base_frame``'s origin).
+
+    ``position`` (m) and ``orientation_wxyz`` are in the world frame (z up, the ground at
+    z = 0); ``linear_velocity`` (m/s) is in the world frame, ``angular_velocity`` (rad/s) in
+    the base frame.
+    """
+
+    position: FloatArray
+    orientation_wxyz: FloatArray
+    linear_velocity: FloatArray
+    angular_velocity: FloatArray
+
+    def linear_velocity_in_base(self) -> FloatArray:
+        """Return the linear velocity in the base frame (nav_msgs/Odometry's twist frame)."""
+        return rotate(self.orientation_wxyz, self.linear_velocity, inverse=True)
+
+
 @dataclass(frozen=True)
 class Observation:
-    """Joint state (robot order) and IMU reading at ``stamp_ns`` of sim time."""
+    """Joint state (robot order) and IMU reading at ``stamp_ns`` of sim time.
+
+    A floating-base robot also has ``base`` (ground truth) and ``foot_force``: per foot of the
+    robot spec, in its order, the summed normal force of the foot's contacts (N, >= 0; 0 = in
+    the air).
+    """
 
     stamp_ns: int
     position: FloatArray
@@ -62,6 +97,8 @@ class Observation:
     imu_quat_wxyz: FloatArray | None = None
     imu_gyro: FloatArray | None = None
     imu_acc: FloatArray | None = None
+    base: BaseState | None = None
+    foot_force: FloatArray | None = None
 
 
 @dataclass(frozen=True)

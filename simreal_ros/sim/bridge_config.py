@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import math
 
 from simreal_ros.core.realtime import RtSettings, settings_from
+from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError
 
@@ -14,6 +15,17 @@ TIMING_MODES = ('realtime', 'lockstep', 'free')
 ENGINES = ('mujoco', 'pybullet')
 #: the engines that render the robot spec's cameras (their ``capabilities.cameras``)
 RENDERING_ENGINES = ('mujoco',)
+#: the engines that simulate a floating base (``base.type: floating``, docs/legged.md)
+FLOATING_BASE_ENGINES = ('mujoco',)
+
+
+def check_floating_base(robot: RobotSpec, engine: str) -> None:
+    """Refuse a floating-base robot on an engine without one: one ConfigError line."""
+    if robot.floating and engine not in FLOATING_BASE_ENGINES:
+        raise ConfigError(str(robot.source), 'base.type',
+                          f"'fixed' for engine:={engine}: the {engine} engine does not "
+                          f"simulate a floating base yet (engines that do: "
+                          f"{', '.join(FLOATING_BASE_ENGINES)}; docs/legged.md)", 'floating')
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,9 @@ class SimBridgeConfig(FromMapping):
       ``NAME/camera_info``) at their ``fps_hz`` in stamp time, off the physics thread. Off by
       default for the node itself (a 640x480 software render takes a CPU core); the launch
       turns it on for a robot with cameras (``cameras:=``).
+    * ``frame_prefix``: prefix of the frames a floating base's ``odom`` and ``/tf`` name
+      (``odom``, the base link): '' for the primary robot, ``twin/`` or ``sim_b/`` for the
+      second, as its state publisher's (docs/legged.md).
     * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the physics
       thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
     """
@@ -62,6 +77,7 @@ class SimBridgeConfig(FromMapping):
     resync_topic: str = ''
     resync_period_s: float = 0.0
     cameras: bool = False
+    frame_prefix: str = ''
     rt_priority: int = 0
     cpu_affinity: str = ''
     lock_memory: bool = False
@@ -100,6 +116,10 @@ class SimBridgeConfig(FromMapping):
                 raise ConfigError(src, key, 'an integer >= 0', getattr(self, key))
         if not self.robot:
             raise ConfigError(src, 'robot', 'a robot name or spec path', self.robot)
+        p = self.frame_prefix
+        if p and (not p.endswith('/') or p.startswith('/') or ' ' in p):
+            raise ConfigError(src, 'frame_prefix', "'' or a relative prefix ending in '/' "
+                              "(twin/)", p)
 
     @property
     def rt(self) -> RtSettings:

@@ -12,7 +12,7 @@ from simreal_ros.core.dynamics import Overlay, Randomization
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
 from simreal_ros.sim.backend import SimBackend
-from simreal_ros.sim.bridge_config import ENGINES
+from simreal_ros.sim.bridge_config import ENGINES, check_floating_base
 from simreal_ros.sim.scene import Scene
 
 __all__ = ['DEFAULT_ENGINE', 'ENGINES', 'make_sim']
@@ -23,7 +23,11 @@ DEFAULT_ENGINE = ENGINES[0]
 def make_sim(robot: RobotSpec, scene: Scene | None = None, overlay: Overlay | None = None,
              randomization: Randomization | None = None, seed: int = 0,
              engine: str = DEFAULT_ENGINE) -> SimBackend:
-    """Build ``robot`` (with ``scene``) in ``engine`` with the overlay's dynamics applied."""
+    """Build ``robot`` (with ``scene``) in ``engine`` with the overlay's dynamics applied.
+
+    A floating-base robot on an engine that has none is one ConfigError.
+    """
+    check_floating_base(robot, engine)
     if engine == 'mujoco':
         from simreal_ros.sim.mujoco.physics import MujocoSim
         return MujocoSim(robot, scene, overlay, randomization, seed)

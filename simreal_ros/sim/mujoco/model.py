@@ -15,6 +15,11 @@ simreal_ros/core/model_files.py): MuJoCo itself reads ``package://pkg/m.stl`` as
 path ``package:/pkg/m.stl``. An MJCF is loaded as it is; actuators it declares on the spec's
 joints are replaced by the two above, so that every model is driven by the same servo law.
 
+A floating base (``base.type: floating`` in the robot spec) gets a free joint ``base_free`` on
+its root link ``base_frame`` (which must be a child of the world), placed at ``base.height_m``,
+level, in the home keyframe; a ground plane ``ground`` (MuJoCo's default contact bits, friction
+1) is added unless the scene has a floor. The feet's bodies are kept for the contact forces.
+
 A URDF ``<mimic>`` joint (a gripper's fingers) becomes, through MuJoCo's importer, a joint
 equality ``q_follower = offset + multiplier * q_leader``. Wherever the stack puts the robot's
 joints at a state (the home keyframe, a re-sync, a rollout's start) :meth:`BuiltModel.follow`
@@ -40,6 +45,8 @@ from simreal_ros.sim.scene import Scene
 HOME_KEY = 'home'
 IMU_SITE = 'imu_site'
 IMU_SENSORS = ('imu_quat', 'imu_gyro', 'imu_acc')
+BASE_JOINT = 'base_free'
+GROUND = 'ground'
 
 IntArray = npt.NDArray[np.int64]
 
@@ -62,6 +69,12 @@ class BuiltModel:
     #: per mimic follower of a robot joint: (follower qpos adr, follower dof adr, robot index
     #: of the leader, multiplier, offset)
     mimics: tuple[tuple[int, int, int, float, float], ...] = ()
+    #: a floating base: qpos address of its free joint (x y z qw qx qy qz), dof address
+    #: (vx vy vz in the world frame, wx wy wz in the base frame), -1 for a fixed base
+    base_qpos_adr: int = -1
+    base_dof_adr: int = -1
+    #: body ids of the robot spec's feet, in its order
+    foot_bodies: tuple[int, ...] = ()
 
     def follow(self, qpos: npt.NDArray[np.float64],
                qvel: npt.NDArray[np.float64] | None = None) -> None:
@@ -147,6 +160,32 @@ def _add_stage(spec: mujoco.MjSpec, scene: Scene | None) -> None:
     spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
 
 
+def _add_floating_base(spec: mujoco.MjSpec, robot: RobotSpec, scene: Scene | None) -> None:
+    """Free the root link at ``base.height_m`` and give it ground to stand on."""
+    assert robot.base is not None
+    names = {b.name for b in spec.bodies}
+    if robot.base_frame not in names:
+        raise ModelError(f'{robot.source}: base_frame {robot.base_frame!r} is not a link of '
+                         f'{robot.urdf} (links: {sorted(names - {"world"})})')
+    body = spec.body(robot.base_frame)
+    if body.parent.name != 'world':
+        raise ModelError(f'{robot.source}: base_frame {robot.base_frame!r} must be the root '
+                         f'link of {robot.urdf} for a floating base (its parent is '
+                         f'{body.parent.name!r})')
+    for foot in robot.base.feet:
+        if foot not in names:
+            raise ModelError(f'{robot.source}: base.feet {foot!r} is not a body of the '
+                             f'{robot.model_format.upper()} (with fusestatic a URDF link on a '
+                             f'fixed joint is merged into its parent: keep it with '
+                             f'<compiler fusestatic="false"/>)')
+    body.pos = [0.0, 0.0, robot.base.height_m]
+    body.quat = [1.0, 0.0, 0.0, 0.0]
+    body.add_freejoint(name=BASE_JOINT)
+    if scene is None or not scene.floor:
+        spec.worldbody.add_geom(name=GROUND, type=mujoco.mjtGeom.mjGEOM_PLANE,
+                                size=[5, 5, 0.05], rgba=[0.82, 0.84, 0.86, 1])
+
+
 def load_spec(robot: RobotSpec) -> mujoco.MjSpec:
     """Load the robot's model file (URDF with resolved meshes, or MJCF) as an ``MjSpec``."""
     kind = robot.model_format.upper()
@@ -223,6 +262,8 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         spec.add_sensor(name='imu_acc', type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
                         objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU_SITE)
     robot_bodies = [b.name for b in spec.bodies if b.name != 'world']
+    if robot.floating:
+        _add_floating_base(spec, robot, scene)
     if scene is not None:
         _add_scene(spec, scene)
     if robot.cameras:
@@ -245,6 +286,12 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
     imu_adr = None
     if robot.imu is not None:
         imu_adr = {s: int(model.sensor_adr[model.sensor(s).id]) for s in IMU_SENSORS}
+    base_qpos_adr = base_dof_adr = -1
+    feet: tuple[int, ...] = ()
+    if robot.base is not None:
+        free = model.joint(BASE_JOINT).id
+        base_qpos_adr, base_dof_adr = int(model.jnt_qposadr[free]), int(model.jnt_dofadr[free])
+        feet = tuple(int(model.body(f).id) for f in robot.base.feet)
     return BuiltModel(
         model=model, qpos_adr=qpos_adr,
         dof_adr=np.array([model.jnt_dofadr[model.joint(n).id] for n in robot.joint_names]),
@@ -252,7 +299,8 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         ff_act=np.array([model.actuator(f'{n}_ff').id for n in robot.joint_names]),
         home_key=model.key(HOME_KEY).id, imu_adr=imu_adr, robot_bodies=robot_bodies,
         nominal_inertia=model.body_inertia.copy(), nominal_mass=model.body_mass.copy(),
-        nominal_friction=model.geom_friction.copy(), mimics=mimics)
+        nominal_friction=model.geom_friction.copy(), mimics=mimics,
+        base_qpos_adr=base_qpos_adr, base_dof_adr=base_dof_adr, foot_bodies=feet)
 
 
 def _mimics(model: mujoco.MjModel, robot: RobotSpec

@@ -21,6 +21,7 @@ import numpy as np
 from simreal_ros.core.dynamics import DynamicsParams, Overlay, Randomization
 from simreal_ros.core.robot import CameraSpec, RobotSpec
 from simreal_ros.sim.backend import (
+    BaseState,
     Capabilities,
     FloatArray,
     Observation,
@@ -111,8 +112,33 @@ class MujocoSim(SimBackend):
             s = d.sensordata
             qa, ga, aa = b.imu_adr['imu_quat'], b.imu_adr['imu_gyro'], b.imu_adr['imu_acc']
             imu = {'q': s[qa:qa + 4].copy(), 'g': s[ga:ga + 3].copy(), 'a': s[aa:aa + 3].copy()}
+        base, feet = (self._base_state(), self.foot_forces()) if b.base_qpos_adr >= 0 else (
+            None, None)
         return Observation(self.time_ns, d.qpos[b.qpos_adr].copy(), d.qvel[b.dof_adr].copy(),
-                           d.qfrc_actuator[b.dof_adr].copy(), imu['q'], imu['g'], imu['a'])
+                           d.qfrc_actuator[b.dof_adr].copy(), imu['q'], imu['g'], imu['a'],
+                           base, feet)
+
+    def _base_state(self) -> BaseState:
+        """Return the free joint's pose and velocity (linear in world, angular in body)."""
+        d, qa, da = self.data, self.built.base_qpos_adr, self.built.base_dof_adr
+        return BaseState(d.qpos[qa:qa + 3].copy(), d.qpos[qa + 3:qa + 7].copy(),
+                         d.qvel[da:da + 3].copy(), d.qvel[da + 3:da + 6].copy())
+
+    def foot_forces(self) -> FloatArray:
+        """Per foot (robot spec order): the summed normal force of its contacts, N."""
+        m, d = self.model, self.data
+        feet = self.built.foot_bodies
+        out = np.zeros(len(feet))
+        if d.ncon == 0:
+            return out
+        f6 = np.zeros(6)
+        body1 = m.geom_bodyid[d.contact.geom1[:d.ncon]]
+        body2 = m.geom_bodyid[d.contact.geom2[:d.ncon]]
+        for k, foot in enumerate(feet):
+            for i in np.flatnonzero((body1 == foot) | (body2 == foot)):
+                mujoco.mj_contactForce(m, d, int(i), f6)
+                out[k] += f6[0]  # the contact frame's x axis is the normal
+        return out
 
     def joint_positions(self) -> FloatArray:
         """Return ``qpos`` of the robot joints (a copy: index arrays copy)."""
