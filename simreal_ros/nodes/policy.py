@@ -76,11 +76,13 @@ class PolicyNode(Node):
         super().__init__('policy')
         cfg = PolicyNodeConfig.from_mapping(declare_dataclass(self, PolicyNodeConfig))
         self.rt = cfg.rt
-        self.spec = load_policy_spec(cfg.policy)
-        self.robot = load_robot(cfg.robot or self.spec.robot)
-        if self.robot.name != self.spec.robot:
-            raise ConfigError(str(self.spec.source), 'robot', f'{self.robot.name!r} (the '
-                              f'robot given to the node)', self.spec.robot)
+        # the spec is checked against the robot the node drives (its cameras for image terms)
+        if cfg.robot:
+            self.robot = load_robot(cfg.robot)
+            self.spec = load_policy_spec(cfg.policy, self.robot)
+        else:
+            self.spec = load_policy_spec(cfg.policy)
+            self.robot = load_robot(self.spec.robot)
         rate = cfg.rate_hz or self.spec.control_rate_hz
         try:  # rate limit, low-pass and staleness rebuilt for the node's period
             self.spec = self.spec.at_rate(rate)
@@ -381,8 +383,8 @@ class PolicyNode(Node):
         first = not self.holding
         self.holding = True
         self.hold_warned_mono = mono_ns
-        self.get_logger().warning(('stale input, holding the last command until it is fresh: '
-                                   if first else 'still holding: ') + event)
+        self.get_logger().warning(f'{event} until fresh data return' if first
+                                  else f'still holding: {event}')
 
     def _publish(self, command: Any, stamp_ns: int | None = None) -> None:
         """Publish ``command`` stamped ``stamp_ns``: the time the controller decided it at.

@@ -227,7 +227,7 @@ def test_controller_feeds_the_stack_and_holds_on_a_stale_frame(tmp_path, monkeyp
     c.set_image(0, frame(10), 'rgb8', P)
     assert c.enable(P)[0]
     t = P
-    for k in range(3):  # ramp (0 s), then running
+    for _k in range(3):  # ramp (0 s), then running
         t += P
         c.set_state(NAMES, q, np.zeros(ROBOT.n), t)
         r = c.step(t)
