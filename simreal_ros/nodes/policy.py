@@ -2,8 +2,8 @@
 
 Subscribes ``joint_states`` (+ ``imu/data`` when a term needs it, ``<camera>/image_raw`` for
 each image term, and ``goal``: a JointState whose position is the goal joint positions),
-publishes ``joint_commands`` (stamped when the
-command is created) and ``/diagnostics``; serves ``~/enable`` (std_srvs/SetBool).
+publishes ``joint_commands`` (stamped when the command is created) and ``/diagnostics``; serves
+``~/enable`` (std_srvs/SetBool).
 
 The control loop runs on its own thread against the node's ROS clock, so it follows sim time
 (``use_sim_time``) as well as the wall clock: it waits for each deadline (sleeping, then
@@ -212,17 +212,23 @@ class PolicyNode(Node):
 
     def _on_image(self, index: int, msg: Image) -> None:
         stamp = messages.stamp_to_ns(msg.header.stamp)
+        reason = ''
         try:
             frame = frame_from_buffer(msg.data, msg.height, msg.width, msg.step, msg.encoding)
         except ValueError as exc:
-            with self.lock:
-                self.controller.counts['rejected_images'] += 1
-                self.controller.last_fault = f'{self.image_topics[index]}: {exc}'
-            self.get_logger().warning(f'rejected frame on {self.image_topics[index]}: {exc}',
+            reason = str(exc)
+        with self.lock:  # a rejected frame is counted (rejected_images) and said (last_fault)
+            try:
+                if reason:
+                    self.controller.reject_image(index, reason)
+                else:
+                    self.controller.set_image(index, frame, msg.encoding, stamp)
+            except ValueError as exc:
+                reason = str(exc)
+        if reason:
+            self.get_logger().warning(f'rejected frame on {reason}',
                                       throttle_duration_sec=HOLD_WARN_EVERY_S)
             return
-        with self.lock:
-            self.controller.set_image(index, frame, msg.encoding, stamp)
         if not self.frames_seen[index]:
             self.frames_seen[index] = True
             self.get_logger().info(f'first frame on {self.image_topics[index]} '

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import time
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -165,15 +165,18 @@ class PolicyController:
         ``frame`` is uint8 (h, w, c); ValueError (frame not kept, counted) on an encoding the
         node does not convert or pixels that do not match it.
         """
-        term = self.image_terms[index]
         channels = ENCODING_CHANNELS.get(encoding)
         if channels is None or frame.ndim != 3 or frame.shape[2] != channels:
-            self.counts['rejected_images'] += 1
-            self.last_fault = (f'{term.topic}: encoding {encoding!r} with pixels of shape '
-                               f'{frame.shape}: expected rgb8, bgr8 or mono8')
-            raise ValueError(self.last_fault)
+            self.reject_image(index, f'encoding {encoding!r} with pixels of shape '
+                              f'{frame.shape}: expected rgb8, bgr8 or mono8')
         self.frames[index] = (frame, encoding, int(stamp_ns))
         self.counts['images_received'] += 1
+
+    def reject_image(self, index: int, reason: str) -> NoReturn:
+        """Count a frame of image term ``index`` that cannot be used; raise ValueError."""
+        self.counts['rejected_images'] += 1
+        self.last_fault = f'{self.image_terms[index].topic}: {reason}'
+        raise ValueError(self.last_fault)
 
     def image_ages_ns(self, now_ns: int) -> list[int | None]:
         """Age of each image term's newest frame at ``now_ns`` (None: none yet)."""

@@ -148,12 +148,23 @@ def test_stale_frames_hold_the_last_command_and_warn_once(start_node, ros_client
     ros_client.wait_for(lambda: len(commands) >= n + 5, 10, 'commands while holding')
     held = positions_of(commands[n:])
     assert np.all(held == held[0]), 'the last command is held'
+    # a frame in an encoding the node does not convert: rejected, counted, the hold goes on
+    bad = image_msg(feeds.frame, 'rgb8', time.time_ns(), 'camera_optical_frame')
+    bad.encoding = 'yuv422'
+
+    def rejected() -> bool:
+        feeds.images.publish(bad)  # best effort: sent again until one is taken
+        return int(policy_values(diags).get('rejected_images', 0)) >= 1
+    ros_client.wait_for(rejected, 10, 'the yuv422 frame rejected')
+    assert policy_values(diags)['mode'] == 'hold'
     feeds.camera_on = True
     ros_client.wait_for(lambda: policy_values(diags).get('mode') == 'running', 10,
                         'running again')
     log = policy.output()
     warned = [ln for ln in log.splitlines() if 'holding the last command' in ln]
     assert len(warned) == 1, log  # once when the hold starts (then at most every 5 s)
+    assert "rejected frame on camera/image_raw: image encoding 'yuv422' is not one the " \
+        'policy converts (rgb8, bgr8, mono8)' in log
     assert 'the newest frame on camera/image_raw is' in warned[0]
     assert warned[0].endswith('(max_age_s 0.3): holding the last command until fresh data '
                               'return'), log
