@@ -448,14 +448,13 @@ def _int_pair(sec: Section, key: str, what: str, upper: tuple[int, int] | None =
     return int(v[0]), int(v[1])
 
 
-def _image_term(sec: Section, robot: RobotSpec | None) -> ImageTerm:
+def _image_term(sec: Section, robot: RobotSpec) -> ImageTerm:
     """Parse one ``{term: image, ...}`` entry against the robot's cameras."""
     src = sec.source
     camera = sec.string('camera')
-    cams = {c.name: c for c in (robot.cameras if robot is not None else ())}
+    cams = {c.name: c for c in robot.cameras}
     if camera not in cams:
-        rname = robot.name if robot is not None else 'the robot'
-        raise ConfigError(src, sec.path('camera'), f'a camera of {rname} '
+        raise ConfigError(src, sec.path('camera'), f'a camera of {robot.name} '
                           f"{sorted(cams)} (its robot spec's cameras:)", camera)
     cam = cams[camera]
     if cam.encoding not in IMAGE_ENCODINGS:
@@ -482,7 +481,7 @@ def _image_term(sec: Section, robot: RobotSpec | None) -> ImageTerm:
                      max_age_s)
 
 
-def _observation(top: Section, n: int, robot: RobotSpec | None = None
+def _observation(top: Section, n: int, robot: RobotSpec
                  ) -> tuple[tuple[ObsTerm, ...], tuple[ImageTerm, ...]]:
     src = top.source
     items = top.items('observation')
