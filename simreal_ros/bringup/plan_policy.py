@@ -24,10 +24,15 @@ def policy_node(a: LaunchArgs) -> NodeSpec:
         'sync_to_states': a.timing == 'lockstep',
         'enable_on_start': a.policy_autostart,
     }
+    if spec.images and a.cameras == 'false':
+        raise PlanError(f'policy:={a.text["policy"]} sees cameras '
+                        f'{[t.camera for t in spec.images]} (image terms), but cameras:=false '
+                        'publishes no frames; drop cameras:=false')
     prevalidate('policy', params, 'policy')
     remaps: tuple[tuple[str, str], ...] = ()
     if a.backend == 'sim2sim':
         primary = ns(a.root, 'sim_a')
         remaps = ((spec.topics.joint_states, f'{primary}/joint_states'),
-                  (spec.topics.imu, f'{primary}/imu/data'))
+                  (spec.topics.imu, f'{primary}/imu/data'),
+                  *((t.topic, f'{primary}/{t.topic}') for t in spec.images))
     return NodeSpec('policy', 'policy', a.root, params, remaps)

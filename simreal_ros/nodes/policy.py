@@ -1,8 +1,9 @@
 """``simreal_policy``: a policy spec's network driving the robot over the topic contract.
 
-Subscribes ``joint_states`` (+ ``imu/data`` when a term needs it, and ``goal``: a JointState
-whose position is the goal joint positions), publishes ``joint_commands`` (stamped when the
-command is created) and ``/diagnostics``; serves ``~/enable`` (std_srvs/SetBool).
+Subscribes ``joint_states`` (+ ``imu/data`` when a term needs it, ``<camera>/image_raw`` for
+each image term, and ``goal``: a JointState whose position is the goal joint positions),
+publishes ``joint_commands`` (stamped when the command is created) and ``/diagnostics``; serves
+``~/enable`` (std_srvs/SetBool).
 
 The control loop runs on its own thread against the node's ROS clock, so it follows sim time
 (``use_sim_time``) as well as the wall clock: it waits for each deadline (sleeping, then
@@ -18,6 +19,13 @@ enable whether a goal has arrived (until one does, the goal is the spec's defaul
 ``/diagnostics`` carries the current goal (``goal_rad``) and ``goals_received``. The loop
 thread may run under SCHED_FIFO (``rt_priority``, ``cpu_affinity``, ``lock_memory``; see
 docs/realtime.md) and beats a heartbeat; ``/diagnostics`` reports ERROR when it stops beating.
+
+Image terms: each camera's ``sensor_msgs/Image`` (rgb8, bgr8, mono8) is read into numpy in the
+callback without cv_bridge (:func:`simreal_ros.policy.images.frame_from_buffer`, no copy) and
+handed to the controller, which preprocesses it in the next step. A stale hold (of any input)
+is logged when it starts, then at most every ``HOLD_WARN_EVERY_S``; ``/diagnostics`` adds
+``image_age_ms`` (the oldest camera's newest frame), ``inference_p50/p99_ms`` (preprocessing +
+network), ``preprocess_p50/p99_ms``, ``images_received`` and ``rejected_images``.
 """
 
 from __future__ import annotations
@@ -32,13 +40,14 @@ import numpy as np
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.node import Node
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Image, Imu, JointState
 from std_srvs.srv import SetBool
 
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.policy.control import DISABLED, PolicyController
+from simreal_ros.policy.images import frame_from_buffer
 from simreal_ros.policy.node_config import PolicyNodeConfig
 from simreal_ros.policy.spec import MAX_RATE_HZ, load_policy_spec
 from simreal_ros.ros import messages, qos
@@ -46,7 +55,10 @@ from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
 #: Counters whose increase since the last diagnostics report makes the status WARN.
-WARN_COUNTS = ('observation_faults', 'rejected_states', 'rejected_goals', 'rejected_imu')
+WARN_COUNTS = ('observation_faults', 'rejected_states', 'rejected_goals', 'rejected_imu',
+               'rejected_images')
+#: a stale hold is logged when it starts, then at most this often while it lasts
+HOLD_WARN_EVERY_S = 5.0
 WINDOW = 2000
 #: the loop beats every period, and every 0.05 s while it waits for /clock
 STALL_MIN_S = 1.0
@@ -64,11 +76,13 @@ class PolicyNode(Node):
         super().__init__('policy')
         cfg = PolicyNodeConfig.from_mapping(declare_dataclass(self, PolicyNodeConfig))
         self.rt = cfg.rt
-        self.spec = load_policy_spec(cfg.policy)
-        self.robot = load_robot(cfg.robot or self.spec.robot)
-        if self.robot.name != self.spec.robot:
-            raise ConfigError(str(self.spec.source), 'robot', f'{self.robot.name!r} (the '
-                              f'robot given to the node)', self.spec.robot)
+        # the spec is checked against the robot the node drives (its cameras for image terms)
+        if cfg.robot:
+            self.robot = load_robot(cfg.robot)
+            self.spec = load_policy_spec(cfg.policy, self.robot)
+        else:
+            self.spec = load_policy_spec(cfg.policy)
+            self.robot = load_robot(self.spec.robot)
         rate = cfg.rate_hz or self.spec.control_rate_hz
         try:  # rate limit, low-pass and staleness rebuilt for the node's period
             self.spec = self.spec.at_rate(rate)
@@ -78,7 +92,7 @@ class PolicyNode(Node):
         self.period_ns = self.spec.period_ns
         from simreal_ros.policy.model import load_model
         self.model = load_model(self.spec.model, self.spec.obs_dim, self.spec.act_dim,
-                                threads=cfg.threads)
+                                threads=cfg.threads, image_shape=self.spec.image_shape)
         self.controller = PolicyController(self.spec, self.robot, self.model)
         self._diag_counts: dict[str, int] = {}
         self.sync = cfg.sync_to_states
@@ -100,6 +114,11 @@ class PolicyNode(Node):
         self.overhead: deque[int] = deque(maxlen=WINDOW)
         self.wakes: deque[int] = deque(maxlen=WINDOW)
         self.late: deque[int] = deque(maxlen=WINDOW)
+        self.inference: deque[int] = deque(maxlen=WINDOW)
+        self.preprocess: deque[int] = deque(maxlen=WINDOW)
+        self.holding = False
+        self.hold_warned_mono = 0
+        self.frames_seen = [False] * len(self.spec.images)
         self._msg = messages.joint_state(self.names, 0, self.robot.home)
 
         t = self.spec.topics
@@ -111,6 +130,11 @@ class PolicyNode(Node):
                                                    qos.COMMAND).topic_name
         if 'imu' in self.spec.needs:
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
+        self.image_topics = [
+            self.create_subscription(Image, term.topic,
+                                     lambda msg, k=k: self._on_image(k, msg),
+                                     qos.IMAGE_INPUT).topic_name
+            for k, term in enumerate(self.spec.images)]
         self.enable_service = self.create_service(SetBool, '~/enable',
                                                   self._on_enable).service_name
         self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
@@ -130,6 +154,8 @@ class PolicyNode(Node):
             f'{self.spec.name} ({self.model.format}, obs {self.spec.obs_dim}, act '
             f'{self.spec.act_dim}) on {self.robot.name} at {1e9 / self.period_ns:g} Hz'
             + (', answering every joint_states (lockstep)' if self.sync else '')
+            + (f', images {self.spec.image_shape} from {", ".join(self.image_topics)}'
+               if self.image_topics else '')
             + (f'; waiting for the first joint_states on {self.state_topic}, then enabling'
                if self.enable_on_start else
                f'; disabled, waiting for {self.enable_service} (simreal policy enable)'))
@@ -183,6 +209,30 @@ class PolicyNode(Node):
                                         messages.stamp_to_ns(msg.header.stamp))
             except ValueError as exc:
                 self.get_logger().warning(f'rejected imu/data: {exc}', throttle_duration_sec=1.0)
+
+    def _on_image(self, index: int, msg: Image) -> None:
+        stamp = messages.stamp_to_ns(msg.header.stamp)
+        reason = ''
+        try:
+            frame = frame_from_buffer(msg.data, msg.height, msg.width, msg.step, msg.encoding)
+        except ValueError as exc:
+            reason = str(exc)
+        with self.lock:  # a rejected frame is counted (rejected_images) and said (last_fault)
+            try:
+                if reason:
+                    self.controller.reject_image(index, reason)
+                else:
+                    self.controller.set_image(index, frame, msg.encoding, stamp)
+            except ValueError as exc:
+                reason = str(exc)
+        if reason:
+            self.get_logger().warning(f'rejected frame on {reason}',
+                                      throttle_duration_sec=HOLD_WARN_EVERY_S)
+            return
+        if not self.frames_seen[index]:
+            self.frames_seen[index] = True
+            self.get_logger().info(f'first frame on {self.image_topics[index]} '
+                                   f'({msg.width}x{msg.height} {msg.encoding})')
 
     def _on_enable(self, req: SetBool.Request, res: SetBool.Response) -> SetBool.Response:
         with self.lock:
@@ -311,9 +361,14 @@ class PolicyNode(Node):
         if res.mode == DISABLED:
             return
         done = time.monotonic_ns()
+        if res.mode != 'hold':
+            self.holding = False
         self.compute.append(done - t0)
         if res.model_ns:
             self.model_ns.append(res.model_ns)
+            if self.spec.images:
+                self.inference.append(res.preprocess_ns + res.model_ns)
+                self.preprocess.append(res.preprocess_ns)
         if obs_latency:
             self.obs_to_cmd.append(done - mono_start)
             self.overhead.append(done - mono_start - res.model_ns)
@@ -323,9 +378,19 @@ class PolicyNode(Node):
                 self.get_logger().error(res.event, throttle_duration_sec=1.0)
             elif res.mode == 'hold':
                 self.stats['window_stale'] += 1
-                self.get_logger().warning(res.event, throttle_duration_sec=1.0)
+                self._warn_hold(res.event, done)
             else:
                 self.get_logger().warning(res.event, throttle_duration_sec=1.0)
+
+    def _warn_hold(self, event: str, mono_ns: int) -> None:
+        """Log a stale hold when it starts, then at most every ``HOLD_WARN_EVERY_S``."""
+        if self.holding and mono_ns - self.hold_warned_mono < HOLD_WARN_EVERY_S * 1e9:
+            return
+        first = not self.holding
+        self.holding = True
+        self.hold_warned_mono = mono_ns
+        self.get_logger().warning(f'{event} until fresh data return' if first
+                                  else f'still holding: {event}')
 
     def _publish(self, command: Any, stamp_ns: int | None = None) -> None:
         """Publish ``command`` stamped ``stamp_ns``: the time the controller decided it at.
@@ -354,12 +419,14 @@ class PolicyNode(Node):
             counts = dict(c.counts)
             mode, fault = c.mode, c.last_fault
             goal = ' '.join(f'{x:.6g}' for x in c.goal)
-            age = (self._now() - c.state_stamp_ns) / 1e6 if c.position is not None else -1.0
+            now = self._now()
+            age = (now - c.state_stamp_ns) / 1e6 if c.position is not None else -1.0
+            image_ages = c.image_ages_ns(now)
         rejected, self.stats['window_rejected'] = self.stats['window_rejected'], 0
         stale, self.stats['window_stale'] = self.stats['window_stale'], 0
         # inputs rejected or observations not built since the last report: WARN (not latched)
-        new = {k: counts[k] - self._diag_counts.get(k, 0) for k in WARN_COUNTS}
-        self._diag_counts = {k: counts[k] for k in WARN_COUNTS}
+        new = {k: counts.get(k, 0) - self._diag_counts.get(k, 0) for k in WARN_COUNTS}
+        self._diag_counts = {k: counts.get(k, 0) for k in WARN_COUNTS}
         warnings = ', '.join(f'{n} {k.replace("_", " ")}' for k, n in new.items() if n > 0)
         level, message = 'ok', mode
         if stale or warnings:
@@ -393,6 +460,7 @@ class PolicyNode(Node):
             'declared_rate_hz': self.spec.declared_rate_hz,
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
             'loop_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
+            **(self._image_values(image_ages) if self.spec.images else {}),
             **(self.rt_state.values() if self.rt_state is not None else {}),
             **(self.rt_others.values() if self.rt_others is not None else {}),
             **counts,
@@ -402,6 +470,17 @@ class PolicyNode(Node):
         arr.status = [messages.diagnostic_status(f'{self.get_fully_qualified_name()}: policy',
                                                  self.robot.name, level, message, values)]
         self.pub_diag.publish(arr)
+
+    def _image_values(self, ages: list[int | None]) -> dict[str, object]:
+        """Image diagnostics: the oldest camera's frame age (-1: a camera has sent none)."""
+        oldest = -1.0 if any(a is None for a in ages) else max(
+            (a for a in ages if a is not None), default=0) / 1e6
+        return {'image_age_ms': oldest, 'image_topics': ' '.join(self.image_topics),
+                'image_shape': ' '.join(str(d) for d in self.spec.image_shape or ()),
+                'inference_p50_ms': _pct(self.inference, 50),
+                'inference_p99_ms': _pct(self.inference, 99),
+                'preprocess_p50_ms': _pct(self.preprocess, 50),
+                'preprocess_p99_ms': _pct(self.preprocess, 99)}
 
     def close(self) -> None:
         """Stop the loop thread."""

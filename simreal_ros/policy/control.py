@@ -1,8 +1,8 @@
 """The policy controller: enable, ramp, run, hold; no ROS, no torch.
 
-The node feeds measurements in (:meth:`PolicyController.set_state`, ``set_goal``, ``set_imu``)
-and calls :meth:`PolicyController.step` once per control period with the current time; the
-controller answers with the full-robot command to publish (or ``None``: publish nothing).
+The node feeds measurements in (:meth:`PolicyController.set_state`, ``set_goal``, ``set_imu``,
+``set_image``) and calls :meth:`PolicyController.step` once per control period with the current
+time; the controller answers with the full-robot command to publish (or ``None``: publish nothing).
 
 Modes::
 
@@ -10,6 +10,7 @@ Modes::
              --ramp done--> running (the network drives)
     ramping/running --observation older than stale_after_periods--> hold (last safe command)
                     (joint_states, and imu/data when a term needs the IMU)
+                    --a camera frame older than its image term's max_age_s--> hold
     any --disable--> disabled (publishes nothing; the backend holds its last target)
 
 A network output that is NaN/inf, of the wrong size or beyond ``action.reject_abs`` is
@@ -17,18 +18,32 @@ rejected: the last safe command is held and the fault is counted and reported. E
 returned is finite and inside the joint limits. An observation that cannot be built (e.g. a
 term's input is malformed) also holds the last safe command and is counted
 (``observation_faults``).
+
+Image terms: ``set_image`` keeps each camera's newest frame (uint8, as received); the step that
+first sees it preprocesses it (:func:`simreal_ros.policy.images.preprocess`) into the term's
+frame history, so a frame is preprocessed once however often the loop runs, and the network is
+called as ``model(obs_vector, image_stack)``. ``StepResult.preprocess_ns`` is that step's
+preprocessing time. No frame yet, or a newest frame older than the term's ``max_age_s`` (by its
+header stamp), holds like a stale joint_states.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 import time
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.robot import RobotSpec, map_names
+from simreal_ros.policy.images import (
+    ENCODING_CHANNELS,
+    FrameHistory,
+    U8Array,
+    image_stack,
+    preprocess,
+)
 from simreal_ros.policy.spec import (
     ActionProcessor,
     ObservationBuilder,
@@ -39,7 +54,9 @@ from simreal_ros.policy.spec import (
 )
 
 FloatArray = npt.NDArray[np.float64]
-Model = Callable[[FloatArray], FloatArray]
+F32Array = npt.NDArray[np.float32]
+#: ``model(obs)``, or ``model(obs, image_stack)`` for a spec with image terms
+Model = Callable[..., FloatArray]
 
 DISABLED, RAMPING, RUNNING, HOLD = 'disabled', 'ramping', 'running', 'hold'
 
@@ -53,6 +70,7 @@ class StepResult:
     event: str = ''
     model_ns: int = 0
     compute_ns: int = 0
+    preprocess_ns: int = 0
 
 
 class PolicyController:
@@ -82,6 +100,11 @@ class PolicyController:
         self.imu_quat: FloatArray | None = None
         self.imu_stamp_ns: int | None = None
         self.needs_imu = 'imu' in spec.needs
+        self.image_terms = spec.images
+        self.frame_histories = [FrameHistory(t) for t in spec.images]
+        #: per image term: the newest frame received (pixels, encoding, stamp) or None
+        self.frames: list[tuple[U8Array, str, int] | None] = [None] * len(spec.images)
+        self._frames_used: list[int | None] = [None] * len(spec.images)
         self.last_action = self.actions.neutral_action()
         self.last_command: FloatArray | None = None
         self.ramp_start: FloatArray | None = None
@@ -93,6 +116,8 @@ class PolicyController:
         self.counts = {'steps': 0, 'rejected_outputs': 0, 'stale_holds': 0,
                        'rejected_states': 0, 'rejected_goals': 0, 'rejected_imu': 0,
                        'observation_faults': 0, 'clipped_actions': 0}
+        if spec.images:
+            self.counts.update(images_received=0, rejected_images=0)
         self.last_fault = ''
 
     # ---- inputs --------------------------------------------------------------------------
@@ -134,6 +159,29 @@ class PolicyController:
             raise ValueError(self.last_fault)
         self.imu_quat, self.imu_gyro, self.imu_stamp_ns = q, g, int(stamp_ns)
 
+    def set_image(self, index: int, frame: U8Array, encoding: str, stamp_ns: int) -> None:
+        """Store the newest frame of image term ``index``, measured at ``stamp_ns``.
+
+        ``frame`` is uint8 (h, w, c); ValueError (frame not kept, counted) on an encoding the
+        node does not convert or pixels that do not match it.
+        """
+        channels = ENCODING_CHANNELS.get(encoding)
+        if channels is None or frame.ndim != 3 or frame.shape[2] != channels:
+            self.reject_image(index, f'encoding {encoding!r} with pixels of shape '
+                              f'{frame.shape}: expected rgb8, bgr8 or mono8')
+        self.frames[index] = (frame, encoding, int(stamp_ns))
+        self.counts['images_received'] += 1
+
+    def reject_image(self, index: int, reason: str) -> NoReturn:
+        """Count a frame of image term ``index`` that cannot be used; raise ValueError."""
+        self.counts['rejected_images'] += 1
+        self.last_fault = f'{self.image_terms[index].topic}: {reason}'
+        raise ValueError(self.last_fault)
+
+    def image_ages_ns(self, now_ns: int) -> list[int | None]:
+        """Age of each image term's newest frame at ``now_ns`` (None: none yet)."""
+        return [None if f is None else now_ns - f[2] for f in self.frames]
+
     # ---- mode changes --------------------------------------------------------------------
     @property
     def stale_after_ns(self) -> int:
@@ -157,6 +205,13 @@ class PolicyController:
             age = now_ns - self.imu_stamp_ns
             if age > limit:
                 return f'imu/data is {age / 1e6:.1f} ms old'
+        for term, frame in zip(self.image_terms, self.frames, strict=True):
+            if frame is None:
+                return f'no frames on {term.topic} yet (an image term needs them)'
+            age = now_ns - frame[2]
+            if age > term.max_age_ns:
+                return (f'the newest frame on {term.topic} is {age / 1e6:.1f} ms old '
+                        f'(max_age_s {term.max_age_s:g})')
         return ''
 
     def is_fresh(self, now_ns: int) -> bool:
@@ -189,8 +244,25 @@ class PolicyController:
         self.last_step_ns = None
         return f'disabled (was {was})'
 
-    def _start_running(self, now_ns: int) -> None:
+    def _reset_history(self) -> None:
         self.obs.reset()
+        for h in self.frame_histories:
+            h.reset()
+        self._frames_used = [None] * len(self.frame_histories)
+
+    def _images(self) -> tuple[F32Array, int]:
+        """Preprocess the frames not seen yet into the histories; the stack and the time."""
+        t0 = time.perf_counter_ns()
+        for k, (term, frame) in enumerate(zip(self.image_terms, self.frames, strict=True)):
+            if frame is None:
+                raise ValueError(f'no frame from {term.topic} yet')
+            if self._frames_used[k] != frame[2]:
+                self.frame_histories[k].push(preprocess(term, frame[0], frame[1]))
+                self._frames_used[k] = frame[2]
+        return image_stack(self.frame_histories), time.perf_counter_ns() - t0
+
+    def _start_running(self, now_ns: int) -> None:
+        self._reset_history()
         self.actions.reset(self.spec.default)
         self.last_action = self.actions.neutral_action()
         self.run_start_ns = now_ns
@@ -217,7 +289,7 @@ class PolicyController:
         if self.mode == HOLD:
             self.mode = self.held_mode
             if self.mode == RUNNING:  # the history has a gap: start it again
-                self.obs.reset()
+                self._reset_history()
         if self.mode == RAMPING:
             assert self.ramp_start is not None
             self.ramp_elapsed_s += dt_s
@@ -235,8 +307,12 @@ class PolicyController:
             default=self.spec.default, last_action=self.last_action, goal=self.goal,
             time_s=(now_ns - self.run_start_ns) / 1e9, imu_gyro=self.imu_gyro,
             imu_quat_wxyz=self.imu_quat)
+        images: F32Array | None = None
+        pre_ns = 0
         try:
             obs = self.obs.build(inputs)
+            if self.image_terms:
+                images, pre_ns = self._images()
         except ValueError as exc:
             self.counts['observation_faults'] += 1
             self.last_fault = f'observation: {exc}; holding the last command'
@@ -244,7 +320,7 @@ class PolicyController:
                               compute_ns=time.perf_counter_ns() - t0)
         m0 = time.perf_counter_ns()
         try:
-            raw = self.model(obs)
+            raw = self.model(obs) if images is None else self.model(obs, images)
         except Exception as exc:  # noqa: BLE001 - a failing network is a fault, never a crash
             raw = None
             reason = f'model call failed: {exc}'
@@ -258,13 +334,14 @@ class PolicyController:
             self.counts['rejected_outputs'] += 1
             self.last_fault = f'rejected: {reason}; holding the last command'
             return StepResult(self._hold_command(), RUNNING, self.last_fault, model_ns,
-                              time.perf_counter_ns() - t0)
+                              time.perf_counter_ns() - t0, pre_ns)
         if res.clipped:
             self.counts['clipped_actions'] += 1
         self.last_action = res.action
         cmd = self.full_default.copy()
         cmd[self.idx] = res.target
-        return StepResult(self._safe(cmd), RUNNING, '', model_ns, time.perf_counter_ns() - t0)
+        return StepResult(self._safe(cmd), RUNNING, '', model_ns, time.perf_counter_ns() - t0,
+                          pre_ns)
 
     def _hold_command(self) -> FloatArray | None:
         if self.last_command is None:

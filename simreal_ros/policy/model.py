@@ -4,12 +4,16 @@ Pickled checkpoints (``torch.save`` of a module or a state dict) are refused: un
 arbitrary code from the file. TorchScript archives hold TorchScript code and tensors only and
 are loaded with ``torch.jit.load``; ONNX files run in onnxruntime. Input and output sizes are
 checked at load with a real forward pass, and a mismatch names the expected and actual shapes.
+
+A spec with image terms declares a network of two inputs, ``forward(obs_vector, image_stack)``
+with float32 ``(1, obs_dim)`` and ``(1, K*C, H, W)`` (``image_shape``; an ONNX model's two
+inputs in that order); the loaded model is then called as ``model(obs, images)``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 import warnings
 import zipfile
 
@@ -42,19 +46,26 @@ def _torchscript_members(path: Path) -> list[str]:
 
 
 class PolicyModel:
-    """A loaded network: ``model(obs) -> action`` on 1-D float64 numpy arrays."""
+    """A loaded network: ``model(obs[, images]) -> action``, 1-D float64 numpy in and out.
+
+    ``images`` (float32 ``(1, K*C, H, W)``) is given exactly when ``image_shape`` is set.
+    """
 
     def __init__(self, path: Path, fmt: str, obs_dim: int, act_dim: int,
-                 call: Callable[[FloatArray], FloatArray]) -> None:
+                 call: Callable[..., FloatArray],
+                 image_shape: tuple[int, int, int] | None = None) -> None:
         self.path = path
         self.format = fmt
         self.obs_dim = obs_dim
         self.act_dim = act_dim
+        self.image_shape = image_shape
         self._call = call
 
-    def __call__(self, obs: FloatArray) -> FloatArray:
-        """Run the network on one observation vector."""
-        return self._call(obs)
+    def __call__(self, obs: FloatArray, images: Any = None) -> FloatArray:
+        """Run the network on one observation vector (and image stack)."""
+        if self.image_shape is None:
+            return self._call(obs)
+        return self._call(obs, images)
 
 
 def _first_layer_inputs(module: Any) -> int | None:
@@ -64,7 +75,16 @@ def _first_layer_inputs(module: Any) -> int | None:
     return None
 
 
-def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyModel:
+def _shapes(obs_dim: int, image_shape: Sequence[int] | None) -> str:
+    """Say in words which inputs the spec declares."""
+    if image_shape is None:
+        return f'an observation of shape (1, {obs_dim})'
+    return (f'inputs (obs_vector, image_stack) of shapes (1, {obs_dim}) and '
+            f'(1, {", ".join(str(int(d)) for d in image_shape)})')
+
+
+def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int,
+                      image_shape: tuple[int, int, int] | None = None) -> PolicyModel:
     _torchscript_members(path)
     import torch
     if threads > 0:
@@ -79,18 +99,20 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
         said = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), repr(exc))
         raise PolicyError(f'{path}: torch.jit.load failed: {said}') from None
     module.eval()
-    probe = torch.zeros(1, obs_dim, dtype=torch.float32)
+    probe = [torch.zeros(1, obs_dim, dtype=torch.float32)]
+    if image_shape is not None:
+        probe.append(torch.zeros(1, *image_shape, dtype=torch.float32))
     try:
         with torch.inference_mode():
             for _ in range(WARMUP_CALLS):  # the JIT profiles and optimizes on the first calls
-                out = module(probe)
+                out = module(*probe)
     except Exception as exc:  # noqa: BLE001
-        got = _first_layer_inputs(module)
+        got = _first_layer_inputs(module) if image_shape is None else None
         actual = (f'the network takes (1, {got}) (its first layer has {got} inputs)'
                   if got is not None and got != obs_dim
                   else f'the network fails on it: {str(exc).strip().splitlines()[-1]}')
-        raise PolicyError(f'{path}: input shape mismatch: the spec declares an observation of '
-                          f'shape (1, {obs_dim}) but {actual}') from None
+        raise PolicyError(f'{path}: input shape mismatch: the spec declares '
+                          f'{_shapes(obs_dim, image_shape)} but {actual}') from None
     if not isinstance(out, torch.Tensor):
         raise PolicyError(f'{path}: the network must return one tensor, got '
                           f'{type(out).__name__}')
@@ -99,16 +121,18 @@ def _load_torchscript(path: Path, obs_dim: int, act_dim: int, threads: int) -> P
         raise PolicyError(f'{path}: output shape mismatch: the spec declares an action of '
                           f'shape (1, {act_dim}) but the network returns {shape}')
 
-    def call(obs: FloatArray) -> FloatArray:
-        x = torch.from_numpy(np.asarray(obs, dtype=np.float32).reshape(1, obs_dim))
+    def call(obs: FloatArray, *images: Any) -> FloatArray:
+        x = [torch.from_numpy(np.asarray(obs, dtype=np.float32).reshape(1, obs_dim))]
+        x += [torch.from_numpy(np.asarray(i, dtype=np.float32)) for i in images]
         with torch.inference_mode():
-            y = module(x)
+            y = module(*x)
         return np.asarray(y.numpy(), dtype=np.float64).reshape(act_dim)
 
-    return PolicyModel(path, 'torchscript', obs_dim, act_dim, call)
+    return PolicyModel(path, 'torchscript', obs_dim, act_dim, call, image_shape)
 
 
-def _load_onnx(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyModel:
+def _load_onnx(path: Path, obs_dim: int, act_dim: int, threads: int,
+               image_shape: tuple[int, int, int] | None = None) -> PolicyModel:
     try:
         import onnxruntime as ort
     except ImportError:
@@ -126,9 +150,20 @@ def _load_onnx(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyMo
         raise PolicyError(f'{path}: onnxruntime could not load the model: '
                           f'{str(exc).splitlines()[0]}') from None
     inputs, outputs = sess.get_inputs(), sess.get_outputs()
-    if len(inputs) != 1 or len(outputs) < 1:
-        raise PolicyError(f'{path}: the network must take one input (the observation), it '
-                          f'takes {[i.name for i in inputs]}')
+    n_in = 1 if image_shape is None else 2
+    if len(inputs) != n_in or len(outputs) < 1:
+        raise PolicyError(f'{path}: the network must take {n_in} input(s) '
+                          f'({_shapes(obs_dim, image_shape)}), it takes '
+                          f'{[i.name for i in inputs]}')
+    img_name = ''
+    if image_shape is not None:
+        img_name = inputs[1].name
+        img_shape = list(inputs[1].shape)
+        if len(img_shape) != 4 or any(isinstance(d, int) and d != want for d, want in
+                                      zip(img_shape[1:], image_shape, strict=True)):
+            raise PolicyError(f'{path}: input shape mismatch: the spec declares '
+                              f'{_shapes(obs_dim, image_shape)} but the network takes '
+                              f'{img_shape} as its second input')
     in_shape = list(inputs[0].shape)
     if not in_shape or (isinstance(in_shape[-1], int) and in_shape[-1] != obs_dim):
         raise PolicyError(f'{path}: input shape mismatch: the spec declares an observation of '
@@ -140,32 +175,44 @@ def _load_onnx(path: Path, obs_dim: int, act_dim: int, threads: int) -> PolicyMo
     in_name, out_name = inputs[0].name, outputs[0].name
     rank = len(in_shape)
 
-    def call(obs: FloatArray) -> FloatArray:
+    def run(obs: Any, *images: Any) -> Any:
         x = np.asarray(obs, dtype=np.float32).reshape((1, obs_dim) if rank == 2 else (obs_dim,))
-        y = sess.run([out_name], {in_name: x})[0]
-        return np.asarray(y, dtype=np.float64).reshape(act_dim)
+        feed = {in_name: x}
+        if images:
+            feed[img_name] = np.asarray(images[0], dtype=np.float32)
+        return sess.run([out_name], feed)[0]
+
+    def call(obs: FloatArray, *images: Any) -> FloatArray:
+        return np.asarray(run(obs, *images), dtype=np.float64).reshape(act_dim)
 
     try:
-        probe = np.asarray(sess.run([out_name], {in_name: np.zeros(
-            (1, obs_dim) if rank == 2 else (obs_dim,), np.float32)})[0])
+        zeros = [np.zeros(obs_dim, np.float32)]
+        if image_shape is not None:
+            zeros.append(np.zeros((1, *image_shape), np.float32))
+        probe = np.asarray(run(*zeros))
     except Exception as exc:  # noqa: BLE001
-        raise PolicyError(f'{path}: the network does not run on an observation of shape '
-                          f'(1, {obs_dim}): {str(exc).splitlines()[0]}') from None
+        raise PolicyError(f'{path}: the network does not run on '
+                          f'{_shapes(obs_dim, image_shape)}: {str(exc).splitlines()[0]}'
+                          ) from None
     if probe.size != act_dim:
         raise PolicyError(f'{path}: output shape mismatch: the spec declares an action of '
                           f'shape (1, {act_dim}) but the network returns {probe.shape}')
-    return PolicyModel(path, 'onnx', obs_dim, act_dim, call)
+    return PolicyModel(path, 'onnx', obs_dim, act_dim, call, image_shape)
 
 
-def load_model(path: str | Path, obs_dim: int, act_dim: int, threads: int = 1) -> PolicyModel:
-    """Load ``path`` (``.pt`` TorchScript or ``.onnx``) and check its input/output sizes."""
+def load_model(path: str | Path, obs_dim: int, act_dim: int, threads: int = 1,
+               image_shape: tuple[int, int, int] | None = None) -> PolicyModel:
+    """Load ``path`` (``.pt`` TorchScript or ``.onnx``) and check its input/output sizes.
+
+    ``image_shape`` (K*C, H, W): the network takes ``(obs_vector, image_stack)``.
+    """
     p = Path(path)
     if not p.is_file():
         raise PolicyError(f"{p}: policy model file not found (the policy spec's model: key "
                           f'is relative to the spec file)')
     if p.suffix == '.pt':
-        return _load_torchscript(p, obs_dim, act_dim, threads)
+        return _load_torchscript(p, obs_dim, act_dim, threads, image_shape)
     if p.suffix == '.onnx':
-        return _load_onnx(p, obs_dim, act_dim, threads)
+        return _load_onnx(p, obs_dim, act_dim, threads, image_shape)
     raise PolicyError(f'{p}: unknown model format {p.suffix!r}; use a TorchScript .pt or an '
                       f'ONNX .onnx file')

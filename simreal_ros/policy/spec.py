@@ -9,6 +9,19 @@ outputs mean, so the same file drives training, the sim and the real robot::
 
 Observation terms are looked up in :data:`TERMS`; :func:`register_term` adds a new one in one
 place (its size, the inputs it needs and how it is computed). Everything here is numpy only.
+
+Image terms (``term: image``, :class:`ImageTerm`) are not part of the flat vector. A spec with
+image terms declares a network of two inputs, ``forward(obs_vector, image_stack)``:
+
+    obs_vector  float32 (N, obs_dim)      the vector terms above, as without images
+    image_stack float32 (N, K*C, H, W)    per image term in file order, its last K frames
+                                          oldest first, each C channels in the term's order
+                                          (rgb, bgr or gray); every image term has the same
+                                          H x W; channel index = term offset + k * C + c
+
+Each frame is ``(resize(center_crop(frame)) * scale - mean) / std`` per channel
+(:func:`simreal_ros.policy.images.preprocess`, the one implementation training and the node
+share). A frame older than the term's ``max_age_s`` (or none yet) is stale: the node holds.
 """
 
 from __future__ import annotations
@@ -31,6 +44,14 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 MODEL_SUFFIXES = ('.pt', '.onnx')
+#: the observation term that feeds camera frames (not in :data:`TERMS`: not in the vector)
+IMAGE_TERM = 'image'
+#: the channel orders an image term may ask for, and their channel counts
+IMAGE_CHANNELS: dict[str, int] = {'rgb': 3, 'bgr': 3, 'gray': 1}
+#: the sensor_msgs/Image encodings the policy node converts (without cv_bridge)
+IMAGE_ENCODINGS = ('rgb8', 'bgr8', 'mono8')
+MAX_IMAGE_HISTORY = 16
+MAX_IMAGE_SIDE = 1024
 MAX_RATE_HZ = 2000.0
 ACTION_MODES = ('offset', 'absolute')
 #: The inputs a term may need (``TermDef.needs``) and what feeds each. The node subscribes
@@ -119,7 +140,7 @@ def register_term(term: TermDef) -> TermDef:
     """
     if not isinstance(term.name, str) or not term.name.isidentifier():
         raise ValueError(f'observation term name {term.name!r} must be an identifier')
-    if term.name in TERMS:
+    if term.name in TERMS or term.name == IMAGE_TERM:
         raise ValueError(f'observation term {term.name!r} is already registered')
     if isinstance(term.needs, str) or not isinstance(term.needs, tuple):
         raise ValueError(f'observation term {term.name!r}: needs must be a tuple of sources '
@@ -187,6 +208,42 @@ class ObsTerm:
 
 
 @dataclass(frozen=True)
+class ImageTerm:
+    """One configured image term: a camera's frames, preprocessed, the last ``history``.
+
+    ``crop`` is a center crop ``(height, width)`` in source pixels applied before the resize
+    to ``(height, width)``; ``mean`` and ``std`` have one value per output channel.
+    """
+
+    camera: str
+    topic: str
+    height: int
+    width: int
+    crop: tuple[int, int] | None
+    channels: str
+    scale: float
+    mean: FloatArray
+    std: FloatArray
+    history: int
+    max_age_s: float
+
+    @property
+    def n_channels(self) -> int:
+        """Channels of one preprocessed frame (3 for rgb/bgr, 1 for gray)."""
+        return IMAGE_CHANNELS[self.channels]
+
+    @property
+    def stack_channels(self) -> int:
+        """Channels this term contributes to the image stack (``history * n_channels``)."""
+        return self.history * self.n_channels
+
+    @property
+    def max_age_ns(self) -> int:
+        """Frames older than this are stale (integer ns)."""
+        return int(round(self.max_age_s * 1e9))
+
+
+@dataclass(frozen=True)
 class ActionSpec:
     """How raw network outputs become joint targets (policy joint order)."""
 
@@ -237,6 +294,7 @@ class PolicySpec:
     safety: SafetySpec
     topics: TopicsSpec
     metadata: dict[str, Any] = field(default_factory=dict)
+    images: tuple[ImageTerm, ...] = ()
 
     @property
     def n(self) -> int:
@@ -262,6 +320,14 @@ class PolicySpec:
     def stale_after_ns(self) -> int:
         """Observations older than this are stale (``stale_after_periods`` control periods)."""
         return int(self.safety.stale_after_periods * self.period_ns)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int] | None:
+        """``(K*C summed over image terms, H, W)`` of one image stack; None without images."""
+        if not self.images:
+            return None
+        first = self.images[0]
+        return (sum(t.stack_channels for t in self.images), first.height, first.width)
 
     @property
     def needs(self) -> set[str]:
@@ -368,19 +434,79 @@ def _default_pose(top: Section, robot: RobotSpec, joints: tuple[str, ...], idx: 
     return np.asarray(out, dtype=np.float64)
 
 
-def _observation(top: Section, n: int) -> tuple[ObsTerm, ...]:
+def _int_pair(sec: Section, key: str, what: str, upper: tuple[int, int] | None = None
+              ) -> tuple[int, int]:
+    """Read ``[height, width]``: two integers >= 1 (and <= ``upper``, when given)."""
+    v = sec.raw(key)
+    hi = upper or (MAX_IMAGE_SIDE, MAX_IMAGE_SIDE)
+    ok = isinstance(v, list) and len(v) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= h
+        for x, h in zip(v, hi, strict=True))
+    if not ok:
+        raise ConfigError(sec.source, sec.path(key), f'{what}: [height, width], integers in '
+                          f'[1, {hi[0]}] and [1, {hi[1]}]', v)
+    return int(v[0]), int(v[1])
+
+
+def _image_term(sec: Section, robot: RobotSpec) -> ImageTerm:
+    """Parse one ``{term: image, ...}`` entry against the robot's cameras."""
+    src = sec.source
+    camera = sec.string('camera')
+    cams = {c.name: c for c in robot.cameras}
+    if camera not in cams:
+        raise ConfigError(src, sec.path('camera'), f'a camera of {robot.name} '
+                          f"{sorted(cams)} (its robot spec's cameras:)", camera)
+    cam = cams[camera]
+    if cam.encoding not in IMAGE_ENCODINGS:
+        raise ConfigError(src, sec.path('camera'), f'a camera whose encoding the policy node '
+                          f'converts (one of {list(IMAGE_ENCODINGS)})',
+                          f'{camera!r} publishes {cam.encoding}')
+    height, width = _int_pair(sec, 'size', 'the network input size')
+    crop = (_int_pair(sec, 'crop', f'a center crop within the {cam.width}x{cam.height} '
+                      'camera image', (cam.height, cam.width))
+            if sec.raw('crop', None) is not None else None)
+    channels = sec.string('channels', 'rgb')
+    if channels not in IMAGE_CHANNELS:
+        raise ConfigError(src, sec.path('channels'), f'a channel order, one of '
+                          f'{list(IMAGE_CHANNELS)}', channels)
+    c = IMAGE_CHANNELS[channels]
+    scale = sec.number('scale', 1.0 / 255.0, positive=True)
+    mean = _vector(sec, 'mean', c, 0.0)
+    std = _vector(sec, 'std', c, 1.0, positive=True)
+    history = sec.integer('history', 1, minimum=1, maximum=MAX_IMAGE_HISTORY)
+    max_age_s = sec.number('max_age_s', 0.2, positive=True)
+    topic = sec.string('topic', f'{camera}/image_raw')
+    sec.reject_unknown()
+    return ImageTerm(camera, topic, height, width, crop, channels, scale, mean, std, history,
+                     max_age_s)
+
+
+def _observation(top: Section, n: int, robot: RobotSpec
+                 ) -> tuple[tuple[ObsTerm, ...], tuple[ImageTerm, ...]]:
     src = top.source
     items = top.items('observation')
     if not items:
         raise ConfigError(src, 'observation', 'a non-empty list of terms', items)
     terms = []
+    images: list[ImageTerm] = []
     seen: set[str] = set()
     for k, item in enumerate(items):
         sec = Section(item, src, f'observation[{k}]')
         name = sec.string('term')
+        if name == IMAGE_TERM:
+            img = _image_term(sec, robot)
+            if any(t.camera == img.camera for t in images):
+                raise ConfigError(src, sec.path('camera'), 'a camera no earlier image term '
+                                  'uses (use history for past frames)', img.camera)
+            if images and (img.height, img.width) != (images[0].height, images[0].width):
+                raise ConfigError(src, sec.path('size'), f'the size of the first image term '
+                                  f'[{images[0].height}, {images[0].width}] (all images '
+                                  'share one stack)', [img.height, img.width])
+            images.append(img)
+            continue
         if name not in TERMS:
             raise ConfigError(src, sec.path('term'), f'one of the registered terms '
-                              f'{sorted(TERMS)}', name)
+                              f'{sorted([*TERMS, IMAGE_TERM])}', name)
         if name in seen:
             raise ConfigError(src, sec.path('term'), 'a term not listed before (use history '
                               'for past values)', name)
@@ -395,7 +521,7 @@ def _observation(top: Section, n: int) -> tuple[ObsTerm, ...]:
                    for key, default in tdef.options.items()}
         sec.reject_unknown()
         terms.append(ObsTerm(name, size, scale, offset, clip, history, options))
-    return tuple(terms)
+    return tuple(terms), tuple(images)
 
 
 def _action(top: Section, n: int) -> ActionSpec:
@@ -440,7 +566,7 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     rate = top.number('control_rate_hz', positive=True, maximum=MAX_RATE_HZ)
     joints, idx = _joints(top, robot)
     default = _default_pose(top, robot, joints, idx)
-    observation = _observation(top, len(joints))
+    observation, images = _observation(top, len(joints), robot)
     action = _action(top, len(joints))
     lower = robot.lower[idx] + action.limit_margin_rad
     upper = robot.upper[idx] - action.limit_margin_rad
@@ -463,7 +589,7 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     metadata = {k: top.raw(k) for k in ('description', 'training', 'card') if top.has(k)}
     top.reject_unknown()
     spec = PolicySpec(name, path, robot_name, model, rate, joints, idx, default, lower, upper,
-                      observation, action, safety, topics, metadata)
+                      observation, action, safety, topics, metadata, images)
     if 'imu' in spec.needs and robot.imu is None:
         raise ConfigError(src, 'observation', f'terms that {robot.name} can feed (it has no '
                           'imu in its robot spec, so no imu/data)', sorted(spec.needs))

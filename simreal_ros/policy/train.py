@@ -291,10 +291,15 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
     import torch
 
     t_start = time.monotonic()
+    spec = load_policy_spec(cfg.policy)
+    if spec.images:  # the worlds render no cameras yet
+        raise ConfigError(str(spec.source), 'observation', 'vector terms only: simreal train '
+                          'does not train image terms yet (the policy node runs image '
+                          'policies trained elsewhere)', [f'image: {t.camera}'
+                                                          for t in spec.images])
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)
-    spec = load_policy_spec(cfg.policy)
     robot = load_robot(spec.robot)
     rng = np.random.default_rng(cfg.seed)
     seeds = rng.integers(0, 2**31 - 1, size=cfg.envs + 64)

@@ -19,3 +19,9 @@ LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
 #: /tf: tf2's dynamic broadcaster profile (reliable, volatile, depth 100).
 TF = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
                 reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: camera frames a consumer acts on (the policy node): best effort, newest only. It matches a
+#: reliable publisher (the stack's cameras) and a best-effort one (sensor-data drivers); a
+#: retransmitted frame would be older than the next one, and an old frame is worth nothing.
+IMAGE_INPUT = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                         reliability=ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.VOLATILE)

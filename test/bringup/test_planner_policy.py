@@ -101,3 +101,16 @@ def test_policy_for_another_robot_is_refused(tmp_path):
         plan({'policy': 'simreal_arm_reach', 'robot': str(rp)})
     assert str(info.value) == (f'policy:=simreal_arm_reach: {SPEC.source}: robot: expected '
                                f"'other_arm' (the robot being driven), got 'simreal_arm'")
+
+
+def test_an_image_policy_needs_its_cameras_and_sees_the_primary_in_sim2sim(tmp_path):
+    data = yaml.safe_load(SPEC.source.read_text())
+    data['model'] = str(SPEC.model)
+    data['observation'].append({'term': 'image', 'camera': 'camera', 'size': [8, 8]})
+    spec = tmp_path / 'seeing.yaml'
+    spec.write_text(yaml.safe_dump(data))
+    with pytest.raises(PlanError, match=r"sees cameras \['camera'\] \(image terms\), but "
+                       'cameras:=false publishes no frames'):
+        plan({'policy': str(spec), 'cameras': 'false'})
+    p = _policy(plan({'backend': 'sim2sim', 'policy': str(spec)}))
+    assert dict(p.remappings)['camera/image_raw'] == '/sim_a/camera/image_raw'

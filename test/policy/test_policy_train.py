@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 from pathlib import Path
 import subprocess
@@ -134,3 +135,16 @@ def test_shipped_weights_reach_seeded_random_goals_in_process():
     result = _success_rates(worlds, lambda obs: np.stack([model(o) for o in obs]), 3)
     assert result['goals'] == 30
     assert result['success_rate'] >= 0.9, result
+
+
+def test_image_terms_are_refused_before_training(tmp_path):
+    spec = load_policy_spec('simreal_arm_reach')
+    data = yaml.safe_load(spec.source.read_text())
+    data['observation'].append({'term': 'image', 'camera': 'camera', 'size': [8, 8]})
+    (tmp_path / 'seeing.yaml').write_text(yaml.safe_dump(data))
+    cfg = load_train_config('simreal_arm_reach', **QUICK)
+    cfg = replace(cfg, policy=str(tmp_path / 'seeing.yaml'))
+    with pytest.raises(ConfigError, match='does not train image terms yet') as info:
+        train(cfg, tmp_path / 'out', log=lambda _l: None)
+    assert info.value.key == 'observation' and info.value.got == ['image: camera']
+    assert not (tmp_path / 'out').exists()
