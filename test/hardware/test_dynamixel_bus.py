@@ -228,3 +228,30 @@ def test_late_answers_are_never_read_as_fresh_states(tmp_path):
     # every state read is one of the sync reads the emulator answered, in order, never one
     # older than (or the same as) the previous state read
     assert unmeasured(states, measured_positions(trace, ROBOT)) == []
+
+
+def test_a_late_answer_is_never_read_as_a_register(tmp_path):
+    """A servo's late answer to an earlier READ is not taken as the register read next.
+
+    The earlier request reads 4 bytes from address 0 (Model Number 1020 = 0x03FC first): cut
+    to one byte by the SDK it read as Hardware Error Status 0xfc, and the driver refused to
+    start, with late answers injected on a loaded host. The answer's length tells them apart.
+    """
+    # every answer 20 ms late: the earlier request's answer arrives after the next request
+    # was sent (before it, the port's input would be dropped at that request)
+    with EmulatorProcess(link=tmp_path / 'ttyDXL', faults='late=1.0,late_s=0.02,seed=1') as emu:
+        bus = DynamixelBus(ROBOT, emu.port, 1_000_000, latency_timer_ms=100)
+        bus.open()
+        try:
+            bus.check_servos(5.0)
+            sid = bus.ids[2]
+            tx = [0] * 14
+            tx[4], tx[5], tx[7] = sid, 7, 0x02  # ID, LENGTH_L, READ
+            tx[8:12] = [0, 0, 4, 0]  # address 0, 4 bytes
+            port = bus._port()
+            bus.ph.txPacket(port, tx)  # its answer is left on the line, unread
+            port.is_using = False  # the SDK clears it only when it reads an answer
+            value = bus.read_register(sid, bus.error_register)
+        finally:
+            bus.close()
+    assert value == 0  # the SDK alone reads 252 (0xfc)

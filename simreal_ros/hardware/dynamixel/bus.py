@@ -193,9 +193,7 @@ class DynamixelBus(SdkBus):
     def read_register(self, sid: int, name: str) -> int:
         """Read one control-table item of servo ``sid``."""
         it = self.item(sid, name)
-        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx,
-              4: self.ph.read4ByteTxRx}[it.size]
-        value, result, error = self._retried(fn, sid, it.address)
+        value, result, error = self._retried(self._read_answer, sid, it.address, it.size)
         self._check(sid, f'read {name}', result, error)
         return ct.to_signed(value, it.size) if it.signed else int(value)
 
@@ -208,20 +206,32 @@ class DynamixelBus(SdkBus):
         an earlier sync read (16 bytes) would otherwise be cut to ``size`` bytes and read as
         the value (a leader button seen released for one cycle while held, on a loaded host).
         """
+        value, result, error = self._guard(self._read_answer, self._port(), sid, address, size)
+        self._check(sid, f'read address {address}', result, error)
+        return int(value)
+
+    def _read_answer(self, port: Any, sid: int, address: int, size: int) -> tuple[int, int, int]:
+        """One READ of ``size`` bytes: ``(value, result, error)`` as the SDK's readTxRx gives.
+
+        The SDK takes the first status packet with the servo's ID and cuts it to ``size``
+        bytes; an answer of any other length is a late answer to an earlier request, and its
+        result is :data:`STALE` (a late 16-byte sync-read answer was read as Hardware Error
+        Status 0xfc at connect, and the driver refused to start, with 5 % late answers
+        injected on a loaded host).
+        """
         tx = [0] * 14
         tx[sdk_p2.PKT_ID] = sid
         tx[sdk_p2.PKT_LENGTH_L] = 7
         tx[sdk_p2.PKT_INSTRUCTION] = sdk.INST_READ
         tx[sdk_p2.PKT_PARAMETER0:sdk_p2.PKT_PARAMETER0 + 4] = [
             address & 0xFF, address >> 8, size & 0xFF, size >> 8]
-        rx, result, error = self._guard(self.ph.txRxPacket, self._port(), tx)
-        what = f'read address {address}'
-        if result == sdk.COMM_SUCCESS and \
-                rx[sdk_p2.PKT_LENGTH_L] + (rx[sdk_p2.PKT_LENGTH_H] << 8) != size + 4:
-            raise BusError(f'servo {sid}: {what}: {self._count(STALE)} answer')
-        self._check(sid, what, result, error)
+        rx, result, error = self.ph.txRxPacket(port, tx)
+        if result != sdk.COMM_SUCCESS:
+            return 0, result, error
+        if rx[sdk_p2.PKT_LENGTH_L] + (rx[sdk_p2.PKT_LENGTH_H] << 8) != size + 4:
+            return 0, STALE, 0
         data = rx[sdk_p2.PKT_PARAMETER0 + 1:sdk_p2.PKT_PARAMETER0 + 1 + size]
-        return int.from_bytes(bytes(data), 'little')
+        return int.from_bytes(bytes(data), 'little'), result, error
 
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one control-table item of servo ``sid`` (retried on comm errors)."""
