@@ -80,9 +80,11 @@ def test_sim_camera_frames_drive_a_cnn_policy(start_node, ros_client, tmp_path):
     start_node('sim_bridge', robot=str(robot), cameras=True)
     policy = start_node('policy', policy=str(spec), robot=str(robot), enable_on_start=True,
                         diagnostics_period_s=0.2)
+    # and this client's own frames: it may discover the bridge later than the policy does
+    # (CI, Jazzy: the policy ran 20 commands before this client had its first frame)
     ros_client.wait_for(lambda: policy_values(diags).get('mode') == 'running'
-                        and int(policy_values(diags)['commands_published']) > 20, 120,
-                        'the policy running on camera frames')
+                        and int(policy_values(diags)['commands_published']) > 20
+                        and len(frames) > 0, 120, 'the policy running on camera frames')
     v = policy_values(diags)
     assert v['image_topics'] == '/camera/image_raw' and v['image_shape'] == '6 16 16'
     assert 0.0 <= float(v['image_age_ms']) <= 1000.0
