@@ -65,20 +65,26 @@ endif
 # PYTEST_ARGS: more pytest arguments (e.g. PYTEST_ARGS="-m 'ros and not e2e and not bench'").
 # pytest's exit code 5 (no test selected) fails the target like any other failure.
 PYTEST_ARGS ?=
+# pytest-xdist workers (docs/testing.md "Where the time goes"): the ros tier waits on DDS and
+# on timed episodes more than it computes, so two workers share 2 cores well; TEST_WORKERS=0
+# runs everything in one process. loadfile: a module's tests run in one worker, so its
+# module-scoped fixtures (a fitted bag, started nodes) are made once.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 TIER_PURE := -m 'not ros and not e2e and not bench'
 TIER_ROS := -m 'ros and not e2e and not bench'
 TIER_E2E := -m 'e2e and not bench'
 test: $(STAMP) $(OTHER_STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS) $(TESTS)
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS) $(TESTS)
 
 test-pure: $(STAMP)
-	$(BIN)/python -m pytest -q $(TIER_PURE) $(PYTEST_ARGS) $(TESTS)
+	$(BIN)/python -m pytest -q $(XDIST) $(TIER_PURE) $(PYTEST_ARGS) $(TESTS)
 
 test-ros: $(STAMP) $(OTHER_STAMP)
-	$(BIN)/python -m pytest -q $(TIER_ROS) $(PYTEST_ARGS) $(TESTS)
+	$(BIN)/python -m pytest -q $(XDIST) $(TIER_ROS) $(PYTEST_ARGS) $(TESTS)
 
 test-e2e: $(STAMP)
-	$(BIN)/python -m pytest -q $(TIER_E2E) $(PYTEST_ARGS) $(TESTS)
+	$(BIN)/python -m pytest -q $(XDIST) $(TIER_E2E) $(PYTEST_ARGS) $(TESTS)
 
 # Both venvs, then the whole suite on each.
 venvs:

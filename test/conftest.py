@@ -18,8 +18,14 @@ os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.pop('ROS_STATIC_PEERS', None)
 # SIMREAL_TEST_DOMAINS=LO-HI gives concurrent test runs on one host disjoint blocks of ids
 # inside 1-200 (201-232 are the benchmarks', see core/netenv.py).
+# Under pytest-xdist each worker takes its own slice of the block (gw0 the first, ...), so two
+# workers never share an id; a run without workers takes the whole block.
 _LO, _, _HI = os.environ.get('SIMREAL_TEST_DOMAINS', '1-200').partition('-')
 _DOMAIN_LO, _DOMAIN_SPAN = int(_LO), int(_HI) - int(_LO) + 1
+_WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+if _WORKERS > 1:
+    _DOMAIN_SPAN //= _WORKERS
+    _DOMAIN_LO += _DOMAIN_SPAN * int(os.environ['PYTEST_XDIST_WORKER'].removeprefix('gw'))
 _BASE_DOMAIN = os.getpid() % _DOMAIN_SPAN  # each test needing ROS takes the next id
 os.environ['ROS_DOMAIN_ID'] = str(_DOMAIN_LO + _BASE_DOMAIN)
 os.environ.setdefault('ROS_LOG_DIR', str(Path(tempfile.gettempdir()) / 'simreal_test_logs'))
@@ -102,3 +108,15 @@ def simreal_cli(capfd: pytest.CaptureFixture[str]):
         return subprocess.CompletedProcess(['simreal', *argv], code, out, err)
 
     return run
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the long tests first: e2e, then ros, then the pure ones (each in collection order).
+
+    Under pytest-xdist (``make test`` runs ``-n 2 --dist loadfile``) the run ends when the last
+    worker does; with the 80 s flywheel or a 20 s leader test collected last, one worker ran it
+    alone at the end. Longest first leaves the sub-second pure tests to fill the tail.
+    """
+    def tier(item: pytest.Item) -> int:
+        return 0 if item.get_closest_marker('e2e') else 1 if item.get_closest_marker('ros') else 2
+    items.sort(key=tier)

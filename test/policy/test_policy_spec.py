@@ -88,7 +88,14 @@ def mutate(path: str, value):
     return apply
 
 
-DELETE = object()
+class _Delete:
+    """The key is removed; a stable repr keeps the test ids equal in every pytest-xdist worker."""
+
+    def __repr__(self) -> str:
+        return '<deleted>'
+
+
+DELETE = _Delete()
 
 BAD = [
     ('robot', DELETE, 'robot', 'present'),
