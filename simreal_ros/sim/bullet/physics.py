@@ -71,6 +71,8 @@ class BulletSim(SimBackend):
     def reset_state(self) -> None:
         """Home at rest, servos holding home, no feed-forward, divergence count cleared."""
         w = self.world
+        if w.floating is not None:
+            w.floating.reset()
         w.set_state(self.robot.home, np.zeros(self.robot.n))
         w.effort = np.zeros(self.robot.n)
         w.applied = np.zeros(self.robot.n)
@@ -102,13 +104,15 @@ class BulletSim(SimBackend):
         self.world.step(n)
 
     def observe(self) -> Observation:
-        """Return the joint state, and the IMU when the robot has one."""
+        """Return the joint state, the IMU when the robot has one, a floating base's state."""
         w = self.world
         if self.robot.imu is None:
             return Observation(self.time_ns, w.q.copy(), w.qd.copy(), w.effort.copy())
         quat, gyro, acc = w.imu()
+        base, feet = ((w.floating.state(), w.floating.foot_forces()) if w.floating is not None
+                      else (None, None))
         return Observation(self.time_ns, w.q.copy(), w.qd.copy(), w.effort.copy(), quat,
-                           gyro, acc)
+                           gyro, acc, base, feet)
 
     def joint_positions(self) -> FloatArray:
         """Return the joint angles (a copy)."""
@@ -132,8 +136,9 @@ class BulletSim(SimBackend):
         return Probe(s.contacts(), s.gravity_torque(position))
 
     def moving_bodies(self) -> list[str]:
-        """Links with mass below the fixed base."""
-        return [b for b in self.nominal.body_mass if self.world.links[b] >= 0]
+        """Links with mass below the fixed base (every link with mass of a floating one)."""
+        w = self.world
+        return [b for b in self.nominal.body_mass if w.links[b] >= 0 or w.floating is not None]
 
     def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
                 nthread: int = 1) -> FloatArray:
