@@ -22,7 +22,8 @@ Per episode (:func:`episode_metrics`), over the samples from ``skip_s`` after th
   into fallen, ``first_fall_s`` is the first one's time from the start (None: no fall);
 * **velocity tracking** on the samples that are not fallen and have a command:
   ``velocity_tracking_error_m_s`` the mean of ``|v_xy - cmd_xy|`` (base frame, m/s),
-  ``yaw_rate_error_rad_s`` the mean ``|w_z - cmd_w_z|``;
+  ``yaw_rate_error_rad_s`` the mean ``|w_z - cmd_w_z|``; ``mean_velocity_m_s`` the mean
+  ``(v_x, v_y)`` (base frame) the robot made;
 * **contacts**: a foot is in contact when its force exceeds ``contact_force_n``;
   ``duty_factor`` per foot is its share of samples in contact (1 standing, ~0.5 trotting);
   ``onsets_s`` each foot's touch-down times (entries into contact after the first sample:
@@ -216,6 +217,7 @@ def episode_metrics(ep: LeggedEpisode, cfg: LeggedGapConfig | None = None) -> di
         'tracked_samples': int(use.sum()),
         'velocity_tracking_error_m_s': float(v_err.mean()) if len(v_err) else None,
         'yaw_rate_error_rad_s': float(yaw_err.mean()) if len(yaw_err) else None,
+        'mean_velocity_m_s': [float(x) for x in v[use, :2].mean(axis=0)] if use.any() else None,
         'mean_height_m': float(height.mean()) if len(height) else None,
         'mean_tilt_rad': float(tilt.mean()) if len(tilt) else None,
         'duty_factor': [float(c) for c in contact.mean(axis=0)] if len(t) else [],

@@ -65,6 +65,7 @@ def test_two_episodes_gap_by_hand() -> None:
     assert ma['velocity_tracking_error_m_s'] == pytest.approx(0.1)
     assert mb['velocity_tracking_error_m_s'] == pytest.approx(math.sqrt(0.17))
     assert ma['yaw_rate_error_rad_s'] == pytest.approx(0.5)
+    assert mb['mean_velocity_m_s'] == pytest.approx([0.3, 0.4])
     assert (ma['falls'], mb['falls'], ma['first_fall_s']) == (0, 0, None)
     assert ma['duty_factor'] == pytest.approx([6 / 11, 1.0])
     assert mb['duty_factor'] == pytest.approx([7 / 11, 1.0])

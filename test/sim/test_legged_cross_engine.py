@@ -1,0 +1,62 @@
+"""Legged sim2sim across engines without ROS: simreal_quad standing and trotting open loop in
+MuJoCo and PyBullet (simreal_ros/sim/cross_engine.py), compared by simreal_ros/gap/legged.py.
+
+The bounds come from where the engines may differ, not from this run's figures:
+
+* standing, after 0.5 s of settling: the heights differ by MuJoCo's soft-contact sink and
+  the servos' sag share, < 2 mm (test_quadruped_bullet.py says why); the attitudes by the
+  front/rear sag difference over the 0.2 m wheelbase, < 5 mrad; both bodies are at rest
+  (velocity and gyro ~0) and the IMUs read g along their own up axes, which differ by that
+  tilt: < 0.005 rad x 9.81 = 0.05 m/s^2;
+* trotting (2 Hz, open loop): the gait's schedule sets when a foot comes down (the swing
+  ends at phase 2 pi), an engine only when it meets the ground, so each touch-down of one
+  engine has its match in the other within a quarter period (0.125 s), and MuJoCo's feet
+  come down once per period: 2 x 3 s = 6 times after the 1 s skipped. Neither falls; both
+  walk forward, at most about the gait's no-slip speed.
+"""
+
+from __future__ import annotations
+
+from simreal_ros.core.gait import Trot
+from simreal_ros.core.robot import load_robot
+from simreal_ros.gap.legged import LeggedGapConfig
+from simreal_ros.sim.cross_engine import legged_sim2sim
+
+ROBOT = load_robot('simreal_quad')
+
+
+def test_standing_in_both_engines_is_the_same_standing():
+    r = legged_sim2sim(ROBOT, duration_s=2.0, cfg=LeggedGapConfig(skip_s=0.5))
+    gap = r['gap']['pybullet']
+    assert gap['paired_samples'] == 76  # 0.5 .. 2.0 s at 50 Hz
+    assert gap['base_height_error_m'] < 0.002
+    assert gap['orientation_error_rad'] < 0.005
+    assert gap['velocity_error_m_s'] < 0.01
+    assert gap['gyro_error_rad_s'] < 0.01
+    assert gap['acc_error_m_s2'] < 0.05
+    for engine in ('mujoco', 'pybullet'):
+        ep = gap['episodes'][engine]
+        assert ep['falls'] == 0
+        assert ep['duty_factor'] == [1.0] * 4  # all four feet down throughout
+        assert ep['velocity_tracking_error_m_s'] < 0.01  # cmd_vel 0, and it stands still
+
+
+def test_an_open_loop_trot_touches_down_alike_in_both_engines():
+    r = legged_sim2sim(ROBOT, duration_s=4.0, gait=Trot(),
+                       cfg=LeggedGapConfig(skip_s=1.0, contact_force_n=1.0))
+    gap = r['gap']['pybullet']
+    assert r['gait'] == {'kind': 'trot', 'frequency_hz': 2.0, 'lift_rad': 0.2,
+                         'speed_m_s': 0.1}
+    assert [len(o) for o in gap['episodes']['mujoco']['onsets_s']] == [6] * 4
+    for foot in gap['contact_onset_offset_s']:
+        assert foot['paired'] == 6
+        assert foot['mean_abs_s'] < 0.125
+    for engine in ('mujoco', 'pybullet'):
+        ep = gap['episodes'][engine]
+        assert ep['falls'] == 0
+        assert all(0.2 < d < 0.9 for d in ep['duty_factor'])  # feet lift and land
+        # the gait's no-slip speed is 0.1 m/s: forward, and not much faster (feet slip back)
+        assert 0.02 < ep['mean_velocity_m_s'][0] < 0.15
+    # the stance legs follow the same targets; heights differ by the contact sink (1 mm) and
+    # the servos' sag under the changing load (each leg carries 0 to half the weight)
+    assert gap['base_height_error_m'] < 0.005
