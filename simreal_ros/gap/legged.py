@@ -27,7 +27,9 @@ Per episode (:func:`episode_metrics`), over the samples from ``skip_s`` after th
 * **contacts**: a foot is in contact when its force exceeds ``contact_force_n``;
   ``duty_factor`` per foot is its share of samples in contact (1 standing, ~0.5 trotting);
   ``onsets_s`` each foot's touch-down times (entries into contact after the first sample:
-  a foot that starts on the ground has none until it lifts and lands) from the start;
+  a foot that starts on the ground has none until it lifts and lands; with ``min_swing_s``
+  only those after that long in the air, since the foot last left the ground, timed from
+  before ``skip_s`` too) from the start;
 * ``mean_height_m``, ``mean_tilt_rad``.
 
 Between two episodes (:func:`legged_gap`; the second's samples are interpolated onto the
@@ -78,14 +80,19 @@ class LeggedGapConfig(FromMapping):
     skip_s: float = 0.0
     #: two touch-downs of one foot further apart than this are not the same step
     max_onset_offset_s: float = 0.25
+    #: a touch-down counts after at least this long in the air (0: every entry into contact;
+    #: a foot that bounces off the ground for 10-40 ms is still in its stance)
+    min_swing_s: float = 0.0
 
     def __post_init__(self) -> None:
         for key in ('fall_height_m', 'fall_tilt_rad', 'contact_force_n', 'max_onset_offset_s'):
             v = getattr(self, key)
             if not (math.isfinite(v) and v > 0):
                 raise ConfigError(self.SOURCE, key, 'a finite number > 0', v)
-        if not (math.isfinite(self.skip_s) and self.skip_s >= 0):
-            raise ConfigError(self.SOURCE, 'skip_s', 'a finite number >= 0', self.skip_s)
+        for key in ('skip_s', 'min_swing_s'):
+            v = getattr(self, key)
+            if not (math.isfinite(v) and v >= 0):
+                raise ConfigError(self.SOURCE, key, 'a finite number >= 0', v)
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,18 @@ def _entries(flag: npt.NDArray[np.bool_], first: bool) -> IntArray:
     return out
 
 
+def _touchdowns(t: IntArray, contact: npt.NDArray[np.bool_], min_swing_ns: int) -> IntArray:
+    """Entries into contact after the first sample, each after >= ``min_swing_ns`` in the air."""
+    on = _entries(contact, first=False)
+    lift = _entries(~contact, first=True)  # the samples where the foot is first in the air
+    out = []
+    for i in on:
+        before = lift[lift < i]
+        if len(before) and t[i] - t[before[-1]] >= min_swing_ns:
+            out.append(int(i))
+    return np.asarray(out, dtype=np.int64)
+
+
 def _window(ep: LeggedEpisode, cfg: LeggedGapConfig) -> npt.NDArray[np.bool_]:
     t = ep.stamps_ns
     keep: npt.NDArray[np.bool_] = t >= t[0] + int(round(cfg.skip_s * 1e9))
@@ -208,7 +227,10 @@ def episode_metrics(ep: LeggedEpisode, cfg: LeggedGapConfig | None = None) -> di
     w = ep.angular_velocity_rad_s[keep]
     v_err = np.linalg.norm(v[use, :2] - cmd_lin[use, :2], axis=1)
     yaw_err = np.abs(w[use, 2] - cmd_ang[use, 2])
-    contact = ep.foot_force_n[keep] > cfg.contact_force_n
+    contact_all = ep.foot_force_n > cfg.contact_force_n
+    contact = contact_all[keep]
+    swing = int(round(cfg.min_swing_s * 1e9))
+    first = int(np.argmax(keep))  # touch-downs in the window, flights timed from before it
     return {
         'samples': int(keep.sum()),
         'duration_s': float((t[-1] - t[0]) * 1e-9) if len(t) else 0.0,
@@ -221,7 +243,8 @@ def episode_metrics(ep: LeggedEpisode, cfg: LeggedGapConfig | None = None) -> di
         'mean_height_m': float(height.mean()) if len(height) else None,
         'mean_tilt_rad': float(tilt.mean()) if len(tilt) else None,
         'duty_factor': [float(c) for c in contact.mean(axis=0)] if len(t) else [],
-        'onsets_s': [[float((t[i] - t0) * 1e-9) for i in _entries(contact[:, k], first=False)]
+        'onsets_s': [[float((ep.stamps_ns[i] - t0) * 1e-9)
+                      for i in _touchdowns(ep.stamps_ns, contact_all[:, k], swing) if i >= first]
                      for k in range(contact.shape[1])],
     }
 

@@ -92,6 +92,15 @@ def test_falls_by_height_and_by_tilt_and_tracking_only_while_up() -> None:
     assert (m['falls'], m['first_fall_s']) == (1, pytest.approx(0.9))
 
 
+def test_a_bounce_is_not_a_touch_down_with_min_swing() -> None:
+    foot = [5, 0, 5, 5, 0, 0, 0, 5, 5, 5, 5]  # 0.1 s off the ground at 0.1 s, 0.3 s at 0.4 s
+    ep = episode('bounce', feet=np.stack([foot, [5] * N], axis=1))
+    assert episode_metrics(ep)['onsets_s'][0] == pytest.approx([0.2, 0.7])
+    m = episode_metrics(ep, LeggedGapConfig(min_swing_s=0.2))
+    assert m['onsets_s'][0] == pytest.approx([0.7])
+    assert m['duty_factor'][0] == pytest.approx(7 / 11)
+
+
 def test_skip_and_a_held_command_and_a_command_that_starts_late() -> None:
     ep = episode('late', cmd_stamps_ns=[450_000_000, 750_000_000],
                  cmd_linear_m_s=[[0.3, 0.0, 0.0], [0.0, 0.0, 0.0]],
