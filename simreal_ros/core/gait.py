@@ -63,4 +63,5 @@ class Trot:
             phi = 2.0 * math.pi * self.frequency_hz * t_s + offset
             q[3 * leg + 1] -= s * math.cos(phi)
             q[3 * leg + 2] -= self.lift_rad * max(0.0, -math.sin(phi))
-        return np.clip(q, robot.lower, robot.upper)
+        out: FloatArray = np.clip(q, robot.lower, robot.upper)
+        return out
