@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import load_robot
-from simreal_ros.gap.legged import LeggedGapConfig
-from simreal_ros.sim.cross_engine import legged_sim2sim
+from simreal_ros.gap.legged import LeggedGapConfig, legged_gap
+from simreal_ros.sim.cross_engine import Push, legged_episode, legged_sim2sim
+from simreal_ros.sim.engines import make_sim
 
 ROBOT = load_robot('simreal_quad')
 #: the trot's touch-downs fall at multiples of 0.25 s (the diagonal pairs alternate): a window
@@ -64,3 +65,24 @@ def test_an_open_loop_trot_touches_down_alike_in_both_engines():
     # the stance legs follow the same targets; heights differ by the contact sink (1 mm) and
     # the servos' sag under the changing load (each leg carries 0 to half the weight)
     assert gap['base_height_error_m'] < 0.005
+
+
+def test_a_push_that_cannot_tip_it_sways_both_and_both_stand_again():
+    """8 N sideways on the base for 0.1 s: an impulse J = 0.8 N*s.
+
+    Momentum: the base moves sideways at most J/m = 0.43 m/s (the feet's friction takes some),
+    so its kinetic energy is at most J^2/2m = 0.17 J; tipping over the right feet (0.06 m out,
+    the COM 0.16 m up) needs m g (sqrt(0.06^2 + 0.16^2) - 0.16) = 0.20 J: neither engine can
+    let it fall. It comes to rest again on four feet, and the heights differ as standing.
+    """
+    pushes = [Push(0.5, 0.1, (0.0, 8.0, 0.0))]
+    eps = {e: legged_episode(make_sim(ROBOT, engine=e), None, 2.0, pushes=pushes)
+           for e in ('mujoco', 'pybullet')}
+    for ep in eps.values():
+        vy = ep.linear_velocity_m_s[:, 1]
+        assert 0.0 < vy.max() < 0.8 / 1.84  # pushed towards +y, within the momentum bound
+        assert abs(ep.position_m[-1, 2] - ep.position_m[20, 2]) < 0.002  # height as before
+        assert abs(vy[-1]) < 0.01 and ep.foot_force_n[-1].min() > 1.0  # at rest, 4 feet
+    gap = legged_gap(eps['mujoco'], eps['pybullet'], LeggedGapConfig(skip_s=0.5))
+    assert [gap['episodes'][e]['falls'] for e in ('mujoco', 'pybullet')] == [0, 0]
+    assert gap['base_height_error_m'] < 0.002

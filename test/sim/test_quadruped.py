@@ -162,6 +162,23 @@ def test_reset_puts_it_back_on_its_feet(engine: str) -> None:
     assert np.all(o.foot_force > 0)
 
 
+@pytest.mark.parametrize('engine', ['mujoco', 'pybullet'])
+def test_a_push_moves_the_base_until_a_reset_clears_it(engine: str) -> None:
+    sim = make_sim(ROBOT, engine=engine)
+    sim.push_base([0.0, 0.0, 2.0 * MASS_KG * G])  # twice its weight, up: it flies
+    sim.step(100)
+    assert sim.observe().base.position[2] > ROBOT.base.height_m + 0.02
+    sim.reset()
+    sim.step(300)  # no push any more: it stands
+    assert abs(sim.observe().base.position[2] - ROBOT.base.height_m) < 0.005
+    with pytest.raises(ValueError, match=r'^a push is 3 finite numbers \(N, world frame\), '
+                                         r'got \[1.0, nan, 0.0\]$'):
+        sim.push_base([1.0, float('nan'), 0.0])
+    arm = make_sim(load_robot('simreal_arm'), engine=engine)
+    with pytest.raises(ValueError, match='^simreal_arm has a fixed base: nothing to push$'):
+        arm.push_base([1.0, 0.0, 0.0])
+
+
 def test_an_engine_without_a_floating_base_refuses_it_in_one_line() -> None:
     """Both engines simulate one now (test_quadruped_bullet.py); a third might not."""
     line = (f"{ROBOT.source}: base.type: expected 'fixed' for engine:=newton: the newton "

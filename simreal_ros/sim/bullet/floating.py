@@ -49,6 +49,8 @@ class FloatingBase:
         root = next(n for n, j in links.items() if j == -1)
         check_links(robot, links, root, parents.get(robot.base_frame, 'world'), 'URDF')
         self.feet = [links[f] for f in robot.base.feet]
+        #: a push (N, world frame) at the base's COM, applied before every step; None: none
+        self.force: list[float] | None = None
         info = pb.getDynamicsInfo(body, -1, physicsClientId=client)
         # the COM frame in the link frame, and its inverse (link frame in the COM frame)
         self.inertial = (tuple(info[3]), tuple(info[4]))
@@ -65,6 +67,13 @@ class FloatingBase:
         com, orn = pb.multiplyTransforms(position.tolist(), _xyzw(orientation_wxyz),
                                          *self.inertial)
         pb.resetBasePositionAndOrientation(self.body, com, orn, physicsClientId=self.client)
+
+    def push(self) -> None:
+        """Apply ``force`` at the base's COM for the next step (Bullet clears it after each)."""
+        if self.force is not None:
+            com, _orn = pb.getBasePositionAndOrientation(self.body, physicsClientId=self.client)
+            pb.applyExternalForce(self.body, -1, self.force, com, pb.WORLD_FRAME,
+                                  physicsClientId=self.client)
 
     def link_state(self) -> tuple[Any, ...]:
         """Return the base in ``getLinkState``'s layout (world frame).

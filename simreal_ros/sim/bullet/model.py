@@ -418,9 +418,17 @@ class World:
             self._step_python(n)
             return
         c = self.client
-        for _ in range(n - 1):
-            pb.stepSimulation(physicsClientId=c)
-        self._before_last_step()
+        fb = self.floating
+        if fb is not None and fb.force is not None:  # a push, applied before every step
+            for _ in range(n - 1):
+                fb.push()
+                pb.stepSimulation(physicsClientId=c)
+            self._before_last_step()
+            fb.push()
+        else:
+            for _ in range(n - 1):
+                pb.stepSimulation(physicsClientId=c)
+            self._before_last_step()
         pb.stepSimulation(physicsClientId=c)
         self._after_steps()
 
@@ -458,6 +466,7 @@ class World:
             self.set_state(self.robot.home, np.zeros(self.robot.n))
             if self.floating is not None:
                 self.floating.reset()
+                self.floating.force = None
             return
         self.q = np.array(q, dtype=np.float64)
         self.qd = np.array(qd, dtype=np.float64)
@@ -481,6 +490,8 @@ class World:
                                          physicsClientId=c)
             if k == n - 1:
                 self._before_last_step()
+            if self.floating is not None:
+                self.floating.push()
             pb.stepSimulation(physicsClientId=c)
         self._after_steps()
 

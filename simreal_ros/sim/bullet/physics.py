@@ -73,6 +73,7 @@ class BulletSim(SimBackend):
         w = self.world
         if w.floating is not None:
             w.floating.reset()
+            w.floating.force = None
         w.set_state(self.robot.home, np.zeros(self.robot.n))
         w.effort = np.zeros(self.robot.n)
         w.applied = np.zeros(self.robot.n)
@@ -88,6 +89,12 @@ class BulletSim(SimBackend):
         w = self.world
         w.applied = np.array(torque, dtype=np.float64)
         w.push_servo()  # Bullet's PD motor cannot add it: the law runs in Python meanwhile
+
+    def apply_base_force(self, force_world_n: FloatArray) -> None:
+        """Apply the force at the base's COM before every step (Bullet clears it each step)."""
+        assert self.world.floating is not None
+        self.world.floating.force = (None if not np.any(force_world_n)
+                                     else [float(x) for x in force_world_n])
 
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Change one joint's servo gains and effort limit."""

@@ -76,6 +76,8 @@ class BuiltModel:
     base_dof_adr: int = -1
     #: body ids of the robot spec's feet, in its order
     foot_bodies: tuple[int, ...] = ()
+    #: body id of a floating base's ``base_frame`` (-1: a fixed base)
+    base_body: int = -1
 
     def follow(self, qpos: npt.NDArray[np.float64],
                qvel: npt.NDArray[np.float64] | None = None) -> None:
@@ -279,7 +281,9 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         imu_adr = {s: int(model.sensor_adr[model.sensor(s).id]) for s in IMU_SENSORS}
     base_qpos_adr = base_dof_adr = -1
     feet: tuple[int, ...] = ()
+    base_body = -1
     if robot.base is not None:
+        base_body = int(model.body(robot.base_frame).id)
         free = model.joint(BASE_JOINT).id
         base_qpos_adr, base_dof_adr = int(model.jnt_qposadr[free]), int(model.jnt_dofadr[free])
         feet = tuple(int(model.body(f).id) for f in robot.base.feet)
@@ -291,7 +295,8 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         home_key=model.key(HOME_KEY).id, imu_adr=imu_adr, robot_bodies=robot_bodies,
         nominal_inertia=model.body_inertia.copy(), nominal_mass=model.body_mass.copy(),
         nominal_friction=model.geom_friction.copy(), mimics=mimics,
-        base_qpos_adr=base_qpos_adr, base_dof_adr=base_dof_adr, foot_bodies=feet)
+        base_qpos_adr=base_qpos_adr, base_dof_adr=base_dof_adr, foot_bodies=feet,
+        base_body=base_body)
 
 
 def _mimics(model: mujoco.MjModel, robot: RobotSpec
