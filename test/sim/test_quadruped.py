@@ -17,7 +17,7 @@ from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.robot import load_robot
 from simreal_ros.core.tf_tree import ODOM, TfTree, Transform, compose, parse_urdf
 from simreal_ros.errors import ConfigError
-from simreal_ros.sim.backend import Observation
+from simreal_ros.sim.backend import Observation, RolloutJob
 from simreal_ros.sim.bridge_config import check_floating_base
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.mujoco.physics import MujocoSim
@@ -177,6 +177,20 @@ def test_a_push_moves_the_base_until_a_reset_clears_it(engine: str) -> None:
     arm = make_sim(load_robot('simreal_arm'), engine=engine)
     with pytest.raises(ValueError, match='^simreal_arm has a fixed base: nothing to push$'):
         arm.push_base([1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize('engine', ['mujoco', 'pybullet'])
+def test_every_rollout_job_starts_standing_at_the_home_pose(engine: str) -> None:
+    """Each job from the base's home pose, whatever the job before it did to the base."""
+    sim = make_sim(ROBOT, engine=engine)
+    hold = np.zeros((300, 3 * ROBOT.n))
+    hold[:, :ROBOT.n] = ROBOT.home
+    fold = hold.copy()
+    fold[:, :ROBOT.n] = ROBOT.lower  # it collapses
+    jobs = [RolloutJob(0, ROBOT.home.copy(), np.zeros(ROBOT.n), t) for t in (hold, fold, hold)]
+    out = sim.rollout([sim.params], jobs)
+    np.testing.assert_array_equal(out[2], out[0])
+    assert np.abs(out[0][-1] - ROBOT.home).max() < 0.05  # standing: the servos' sag only
 
 
 def test_an_engine_without_a_floating_base_refuses_it_in_one_line() -> None:

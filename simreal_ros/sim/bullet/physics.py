@@ -139,6 +139,8 @@ class BulletSim(SimBackend):
         """Contacts and inverse-dynamics gravity torque at ``position`` on the scratch client."""
         s = self.scratch
         s.write_params(self.params)
+        if s.floating is not None:  # at its home pose, as MuJoCo's probe (qpos0) has it
+            s.floating.reset()
         s.set_state(position, np.zeros(self.robot.n))
         return Probe(s.contacts(), s.gravity_torque(position))
 
@@ -155,6 +157,9 @@ class BulletSim(SimBackend):
         for k, job in enumerate(jobs):
             p = params[job.params]
             s.write_params(p)
+            if s.floating is not None:  # every job from the home pose, as MuJoCo's (qpos0)
+                s.floating.reset()
+                s.floating.force = None
             s.set_state(job.position, job.velocity)
             s.divergences = 0
             kd = np.array([p.joints[j].kd for j in self.robot.joint_names])
