@@ -50,4 +50,6 @@ def bridge(a: LaunchArgs, name: str, namespace: str, overlay_arg: str,
             ('joint_commands', f'{commands_from}/joint_commands'),
             ('forward_position_controller/commands',  # not delayed: no injector route
              f'{a.root}/forward_position_controller/commands'))
+        if a.robot.floating:  # the velocity command too: both robots are told the same
+            remaps += (('cmd_vel', f'{a.root}/cmd_vel'),)
     return NodeSpec('sim_bridge', name, namespace, params, remaps)

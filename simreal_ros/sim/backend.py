@@ -250,6 +250,23 @@ class SimBackend(ABC):
         """Return what the engine approximates of the current dynamics, one line each."""
         return ()
 
+    def push_base(self, force_world_n: Sequence[float] | FloatArray) -> None:
+        """Push a floating base: ``force_world_n`` (N, world frame) at its centre of mass.
+
+        From the next physics step until changed (zeros: no push); a reset clears it. A
+        fixed-base robot or a force that is not 3 finite numbers is a ValueError.
+        """
+        f = np.asarray(force_world_n, dtype=np.float64)
+        if not self.robot.floating:
+            raise ValueError(f'{self.robot.name} has a fixed base: nothing to push')
+        if f.shape != (3,) or not np.all(np.isfinite(f)):
+            raise ValueError(f'a push is 3 finite numbers (N, world frame), got {f.tolist()}')
+        self.apply_base_force(f)
+
+    def apply_base_force(self, force_world_n: FloatArray) -> None:
+        """Engine primitive of :meth:`push_base` (checked there)."""
+        raise NotImplementedError(f'the {self.engine} engine cannot push a floating base')
+
     # ---- engine primitives -----------------------------------------------------------------
     @abstractmethod
     def nominal_params(self) -> DynamicsParams:

@@ -16,7 +16,7 @@ ENGINES = ('mujoco', 'pybullet')
 #: the engines that render the robot spec's cameras (their ``capabilities.cameras``)
 RENDERING_ENGINES = ('mujoco',)
 #: the engines that simulate a floating base (``base.type: floating``, docs/legged.md)
-FLOATING_BASE_ENGINES = ('mujoco',)
+FLOATING_BASE_ENGINES = ('mujoco', 'pybullet')
 
 
 def check_floating_base(robot: RobotSpec, engine: str) -> None:

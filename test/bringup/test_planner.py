@@ -103,6 +103,14 @@ def test_sim2sim() -> None:
     assert {k: a.parameters[k] for k in same} == {k: b.parameters[k] for k in same}
 
 
+def test_sim2sim_of_a_legged_robot_tells_both_the_same_cmd_vel() -> None:
+    for n in plan({'backend': 'sim2sim', 'robot': 'simreal_quad', 'engine_b': 'pybullet',
+                   'namespace': 'dog'}):
+        if n.kind == 'sim_bridge':
+            assert dict(n.remappings)['cmd_vel'] == '/dog/cmd_vel'
+            assert dict(n.remappings)['joint_commands'] == '/dog/joint_commands'
+
+
 def test_engine_reaches_the_bridges_and_sim2sim_sides_take_their_own() -> None:
     (n,) = plan({'engine': 'pybullet'})
     assert n.parameters['engine'] == 'pybullet'

@@ -1,8 +1,9 @@
 """The sim bridge with a floating-base robot (simreal_quad) over real DDS.
 
-One bridge, one test: every topic of the legged contract arrives with its frames, the IMU
-reads gravity up, the four feet carry the standing robot and cmd_vel is kept. The physics
-behind them (standing, IMU exactness, reset) is test/sim/test_quadruped.py's, in-process.
+One bridge per engine (MuJoCo, PyBullet), one test: every topic of the legged contract
+arrives with its frames, the IMU reads gravity up, the four feet carry the standing robot
+and cmd_vel is kept. The physics behind them (standing, IMU exactness, reset) is
+test/sim/test_quadruped.py's and test_quadruped_bullet.py's, in-process.
 """
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -33,14 +34,15 @@ def bridge_values(diags: list) -> dict:
     return {}
 
 
-def test_the_quadruped_on_the_legged_topic_contract(start_node, ros_client):
+@pytest.mark.parametrize('engine', ['mujoco', 'pybullet'])
+def test_the_quadruped_on_the_legged_topic_contract(start_node, ros_client, engine):
     states = ros_client.collect(JointState, 'joint_states')
     imu = ros_client.collect(Imu, 'imu/data')
     odom = ros_client.collect(Odometry, 'odom')
     feet = ros_client.collect(JointState, 'foot_contacts')
     tf = ros_client.collect(TFMessage, '/tf', qos.TF)
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
-    bridge = start_node('sim_bridge', robot='simreal_quad', publish_rate_hz=100.0,
+    bridge = start_node('sim_bridge', robot='simreal_quad', engine=engine, publish_rate_hz=100.0,
                         diagnostics_period_s=0.5)
     ros_client.wait_for(lambda: states and imu and odom and feet and tf, 60,
                         'joint_states, imu/data, odom, foot_contacts and /tf')

@@ -71,6 +71,7 @@ from simreal_ros.core.model_files import ModelFileError, pybullet_mjcf_refusal, 
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.tf_tree import parse_urdf
 from simreal_ros.errors import ConfigError, ModelError
+from simreal_ros.sim.bullet.floating import FloatingBase
 from simreal_ros.sim.scene import Scene
 
 FloatArray = npt.NDArray[np.float64]
@@ -162,11 +163,16 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(devnull)
 
 
+def _add_plane(client: int) -> None:
+    """Add a ground plane at z = 0 with MuJoCo's contact friction."""
+    plane = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client)
+    floor = pb.createMultiBody(0, plane, physicsClientId=client)
+    pb.changeDynamics(floor, -1, lateralFriction=CONTACT_FRICTION, physicsClientId=client)
+
+
 def _add_scene(client: int, scene: Scene) -> None:
     if scene.floor:
-        plane = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client)
-        floor = pb.createMultiBody(0, plane, physicsClientId=client)
-        pb.changeDynamics(floor, -1, lateralFriction=CONTACT_FRICTION, physicsClientId=client)
+        _add_plane(client)
     for obj in scene.objects:
         s = obj.size
         if obj.shape == 'box':
@@ -193,7 +199,7 @@ class World:
         pb.setTimeStep(robot.timestep_s, physicsClientId=c)
         try:
             with _quiet_stdout(), _urdf_with_rotors(robot) as path:
-                self.body = pb.loadURDF(path, useFixedBase=True,
+                self.body = pb.loadURDF(path, useFixedBase=not robot.floating,
                                         flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
         except pb.error as exc:
             pb.disconnect(c)
@@ -203,10 +209,12 @@ class World:
             raise
         links: dict[str, int] = {pb.getBodyInfo(self.body, physicsClientId=c)[0].decode(): -1}
         joints: dict[str, int] = {}
+        parents: dict[str, str] = {}
         for j in range(pb.getNumJoints(self.body, physicsClientId=c)):
             info = pb.getJointInfo(self.body, j, physicsClientId=c)
             joints[info[1].decode()] = j
             links[info[12].decode()] = j
+            parents[info[12].decode()] = next(n for n, k in links.items() if k == info[16])
         masses = urdf_masses(robot)
         for name, j in links.items():
             pb.changeDynamics(self.body, j, linearDamping=0.0, angularDamping=0.0,
@@ -239,7 +247,13 @@ class World:
         self.nominal_mass = {n: m for n, m in masses.items() if n in links}
         self.nominal_inertia = {
             n: np.asarray(pb.getDynamicsInfo(self.body, links[n], physicsClientId=c)[2])
-            for n in self.nominal_mass if links[n] >= 0}
+            for n in self.nominal_mass if links[n] >= 0 or robot.floating}
+        self.floating: FloatingBase | None = None
+        if robot.floating:
+            self.floating = FloatingBase(robot, c, self.body, links, parents)
+            self.floating.reset()  # loadURDF put the base's origin at the world's
+            if scene is None or not scene.floor:
+                _add_plane(c)
         self.imu_link = -2
         if robot.imu is not None:
             if robot.imu.link not in links:
@@ -317,7 +331,7 @@ class World:
             # (pybullet 3.2.7); Bullet's default limit of 100 rad/s would stall the rotor
             pb.changeDynamics(self.body, r, maxJointVelocity=1e6, physicsClientId=c)
         for name, j in self.links.items():
-            if j < 0 or name not in inertia:
+            if (j < 0 and self.floating is None) or name not in inertia:
                 continue
             mass = params.body_mass.get(name, self.nominal_mass.get(name, 0.0))
             pb.changeDynamics(self.body, j, mass=mass, localInertiaDiagonal=list(inertia[name]),
@@ -404,9 +418,17 @@ class World:
             self._step_python(n)
             return
         c = self.client
-        for _ in range(n - 1):
-            pb.stepSimulation(physicsClientId=c)
-        self._before_last_step()
+        fb = self.floating
+        if fb is not None and fb.force is not None:  # a push, applied before every step
+            for _ in range(n - 1):
+                fb.push()
+                pb.stepSimulation(physicsClientId=c)
+            self._before_last_step()
+            fb.push()
+        else:
+            for _ in range(n - 1):
+                pb.stepSimulation(physicsClientId=c)
+            self._before_last_step()
         pb.stepSimulation(physicsClientId=c)
         self._after_steps()
 
@@ -417,6 +439,9 @@ class World:
 
     def _link_state(self) -> tuple[Any, ...]:
         """Return the IMU link's state now: COM, frame pose, velocities (``getLinkState``)."""
+        if self.imu_link == -1:
+            assert self.floating is not None  # a fixed base's link -1 does not move
+            return self.floating.link_state()
         st: tuple[Any, ...] = pb.getLinkState(self.body, self.imu_link, computeLinkVelocity=1,
                                               computeForwardKinematics=1,
                                               physicsClientId=self.client)
@@ -439,6 +464,9 @@ class World:
             # MuJoCo resets a NaN state and warns; so does this engine, at home at rest
             self.divergences += 1
             self.set_state(self.robot.home, np.zeros(self.robot.n))
+            if self.floating is not None:
+                self.floating.reset()
+                self.floating.force = None
             return
         self.q = np.array(q, dtype=np.float64)
         self.qd = np.array(qd, dtype=np.float64)
@@ -462,6 +490,8 @@ class World:
                                          physicsClientId=c)
             if k == n - 1:
                 self._before_last_step()
+            if self.floating is not None:
+                self.floating.push()
             pb.stepSimulation(physicsClientId=c)
         self._after_steps()
 
@@ -515,11 +545,17 @@ class World:
         return len(pb.getContactPoints(physicsClientId=self.client))
 
     def gravity_torque(self, position: FloatArray) -> FloatArray:
-        """Joint torques that hold ``position`` at rest (inverse dynamics, zero velocity)."""
+        """Joint torques that hold ``position`` at rest (inverse dynamics, zero velocity).
+
+        A floating base is held level and unaccelerated (as MuJoCo's ``qfrc_bias`` has it).
+        """
         full = dict.fromkeys(self.dofs, 0.0)
         full.update(zip(self.index, (float(x) for x in position), strict=True))
-        zero = [0.0] * len(full)
-        tau = pb.calculateInverseDynamics(self.body, list(full.values()), zero, zero,
+        base_q, base_v = [], []
+        if self.floating is not None:  # the base's pose (xyz, quat xyzw) and 6 velocities
+            base_q, base_v = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], [0.0] * 6
+        zero = base_v + [0.0] * len(full)
+        tau = pb.calculateInverseDynamics(self.body, base_q + list(full.values()), zero, zero,
                                           physicsClientId=self.client)
-        at = {j: k for k, j in enumerate(self.dofs)}
+        at = {j: k + len(base_v) for k, j in enumerate(self.dofs)}
         return np.array([tau[at[j]] for j in self.index], dtype=np.float64)

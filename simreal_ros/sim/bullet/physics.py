@@ -71,6 +71,9 @@ class BulletSim(SimBackend):
     def reset_state(self) -> None:
         """Home at rest, servos holding home, no feed-forward, divergence count cleared."""
         w = self.world
+        if w.floating is not None:
+            w.floating.reset()
+            w.floating.force = None
         w.set_state(self.robot.home, np.zeros(self.robot.n))
         w.effort = np.zeros(self.robot.n)
         w.applied = np.zeros(self.robot.n)
@@ -87,6 +90,12 @@ class BulletSim(SimBackend):
         w.applied = np.array(torque, dtype=np.float64)
         w.push_servo()  # Bullet's PD motor cannot add it: the law runs in Python meanwhile
 
+    def apply_base_force(self, force_world_n: FloatArray) -> None:
+        """Apply the force at the base's COM before every step (Bullet clears it each step)."""
+        assert self.world.floating is not None
+        self.world.floating.force = (None if not np.any(force_world_n)
+                                     else [float(x) for x in force_world_n])
+
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Change one joint's servo gains and effort limit."""
         w = self.world
@@ -102,13 +111,15 @@ class BulletSim(SimBackend):
         self.world.step(n)
 
     def observe(self) -> Observation:
-        """Return the joint state, and the IMU when the robot has one."""
+        """Return the joint state, the IMU when the robot has one, a floating base's state."""
         w = self.world
         if self.robot.imu is None:
             return Observation(self.time_ns, w.q.copy(), w.qd.copy(), w.effort.copy())
         quat, gyro, acc = w.imu()
+        base, feet = ((w.floating.state(), w.floating.foot_forces()) if w.floating is not None
+                      else (None, None))
         return Observation(self.time_ns, w.q.copy(), w.qd.copy(), w.effort.copy(), quat,
-                           gyro, acc)
+                           gyro, acc, base, feet)
 
     def joint_positions(self) -> FloatArray:
         """Return the joint angles (a copy)."""
@@ -128,12 +139,15 @@ class BulletSim(SimBackend):
         """Contacts and inverse-dynamics gravity torque at ``position`` on the scratch client."""
         s = self.scratch
         s.write_params(self.params)
+        if s.floating is not None:  # at its home pose, as MuJoCo's probe (qpos0) has it
+            s.floating.reset()
         s.set_state(position, np.zeros(self.robot.n))
         return Probe(s.contacts(), s.gravity_torque(position))
 
     def moving_bodies(self) -> list[str]:
-        """Links with mass below the fixed base."""
-        return [b for b in self.nominal.body_mass if self.world.links[b] >= 0]
+        """Links with mass below the fixed base (every link with mass of a floating one)."""
+        w = self.world
+        return [b for b in self.nominal.body_mass if w.links[b] >= 0 or w.floating is not None]
 
     def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
                 nthread: int = 1) -> FloatArray:
@@ -143,6 +157,9 @@ class BulletSim(SimBackend):
         for k, job in enumerate(jobs):
             p = params[job.params]
             s.write_params(p)
+            if s.floating is not None:  # every job from the home pose, as MuJoCo's (qpos0)
+                s.floating.reset()
+                s.floating.force = None
             s.set_state(job.position, job.velocity)
             s.divergences = 0
             kd = np.array([p.joints[j].kd for j in self.robot.joint_names])

@@ -40,6 +40,7 @@ from simreal_ros.core.dynamics import DynamicsParams, JointDynamics
 from simreal_ros.core.model_files import resolved_urdf
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.errors import ModelError
+from simreal_ros.sim.floating_base import check_links, home_pose
 from simreal_ros.sim.scene import Scene
 
 HOME_KEY = 'home'
@@ -75,6 +76,8 @@ class BuiltModel:
     base_dof_adr: int = -1
     #: body ids of the robot spec's feet, in its order
     foot_bodies: tuple[int, ...] = ()
+    #: body id of a floating base's ``base_frame`` (-1: a fixed base)
+    base_body: int = -1
 
     def follow(self, qpos: npt.NDArray[np.float64],
                qvel: npt.NDArray[np.float64] | None = None) -> None:
@@ -164,22 +167,12 @@ def _add_floating_base(spec: mujoco.MjSpec, robot: RobotSpec, scene: Scene | Non
     """Free the root link at ``base.height_m`` and give it ground to stand on."""
     assert robot.base is not None
     names = {b.name for b in spec.bodies}
-    if robot.base_frame not in names:
-        raise ModelError(f'{robot.source}: base_frame {robot.base_frame!r} is not a link of '
-                         f'{robot.urdf} (links: {sorted(names - {"world"})})')
+    parent = spec.body(robot.base_frame).parent.name if robot.base_frame in names else ''
+    check_links(robot, names, robot.base_frame, parent, robot.model_format.upper())
     body = spec.body(robot.base_frame)
-    if body.parent.name != 'world':
-        raise ModelError(f'{robot.source}: base_frame {robot.base_frame!r} must be the root '
-                         f'link of {robot.urdf} for a floating base (its parent is '
-                         f'{body.parent.name!r})')
-    for foot in robot.base.feet:
-        if foot not in names:
-            raise ModelError(f'{robot.source}: base.feet {foot!r} is not a body of the '
-                             f'{robot.model_format.upper()} (with fusestatic a URDF link on a '
-                             f'fixed joint is merged into its parent: keep it with '
-                             f'<compiler fusestatic="false"/>)')
-    body.pos = [0.0, 0.0, robot.base.height_m]
-    body.quat = [1.0, 0.0, 0.0, 0.0]
+    position, orientation = home_pose(robot)
+    body.pos = position.tolist()
+    body.quat = orientation.tolist()
     body.add_freejoint(name=BASE_JOINT)
     if scene is None or not scene.floor:
         spec.worldbody.add_geom(name=GROUND, type=mujoco.mjtGeom.mjGEOM_PLANE,
@@ -288,7 +281,9 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         imu_adr = {s: int(model.sensor_adr[model.sensor(s).id]) for s in IMU_SENSORS}
     base_qpos_adr = base_dof_adr = -1
     feet: tuple[int, ...] = ()
+    base_body = -1
     if robot.base is not None:
+        base_body = int(model.body(robot.base_frame).id)
         free = model.joint(BASE_JOINT).id
         base_qpos_adr, base_dof_adr = int(model.jnt_qposadr[free]), int(model.jnt_dofadr[free])
         feet = tuple(int(model.body(f).id) for f in robot.base.feet)
@@ -300,7 +295,8 @@ def build_model(robot: RobotSpec, scene: Scene | None = None) -> BuiltModel:
         home_key=model.key(HOME_KEY).id, imu_adr=imu_adr, robot_bodies=robot_bodies,
         nominal_inertia=model.body_inertia.copy(), nominal_mass=model.body_mass.copy(),
         nominal_friction=model.geom_friction.copy(), mimics=mimics,
-        base_qpos_adr=base_qpos_adr, base_dof_adr=base_dof_adr, foot_bodies=feet)
+        base_qpos_adr=base_qpos_adr, base_dof_adr=base_dof_adr, foot_bodies=feet,
+        base_body=base_body)
 
 
 def _mimics(model: mujoco.MjModel, robot: RobotSpec

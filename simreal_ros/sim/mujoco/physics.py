@@ -81,6 +81,10 @@ class MujocoSim(SimBackend):
         """Write ``qfrc_applied`` of the robot's joints (cleared by the keyframe reset)."""
         self.data.qfrc_applied[self.built.dof_adr] = torque
 
+    def apply_base_force(self, force_world_n: FloatArray) -> None:
+        """Write ``xfrc_applied`` of the base body (at its COM; the keyframe reset clears it)."""
+        self.data.xfrc_applied[self.built.base_body, :3] = force_world_n
+
     def set_servo(self, joint: int, kp: float, kd: float, effort_limit: float) -> None:
         """Write the servo actuator's gains and the joint's actuator force range."""
         m, b = self.model, self.built
