@@ -28,10 +28,10 @@ resampled within each policy, seeded by ``--seed``).
 How many real episodes (:mod:`simreal_ros.sweep.ranking`), planned from a pilot of the first
 ``pilot`` real episodes per policy, and checked against the truth (all ``episodes`` real
 episodes, which only a virtual robot affords): per policy the Wilson episodes for
-``+-half_width``; the same with each sim as a paired control variate (``n (1 - rho^2)``, rho
-from the pilot pairs) and with the sim-calibrated Beta prior (``n - n0``); episodes per
-policy to rank the zoo (adjacent pairs in the planned order at ``rank_confidence``), plain and
-with the control variates.
+``+-half_width``; the same with each sim's paired episodes in the difference estimator
+(``n f``, ``f`` of :func:`ranking.control_variate` from the pilot pairs) and with the
+sim-calibrated Beta prior (``n - n0``); episodes per policy to rank the zoo (adjacent pairs in
+the planned order at ``rank_confidence``), plain and with the difference estimator.
 
 Outputs in ``OUT``: the cells' ``results.jsonl`` (resume), ``gap.json`` (everything above) and
 ``gap.html`` (:mod:`simreal_ros.sweep.gap_html`).
@@ -207,6 +207,8 @@ def _episode_plan(rows: list[dict[str, Any]], s: GapSettings) -> dict[str, Any]:
             cv = ranking.control_variate(r[sim]['success'][:m], real[:m])
             cv_all = ranking.control_variate(r[sim]['success'], real)
             item[sim] = {'rho_pilot': cv.rho, 'rho_truth': cv_all.rho,
+                         'factor_pilot': cv.variance_factor,
+                         'factor_truth': cv_all.variance_factor,
                          'episodes_control_variate': math.ceil(n_plain * cv.variance_factor),
                          'episodes_control_variate_truth': math.ceil(
                              item['episodes_plain_truth'] * cv_all.variance_factor)}
@@ -225,7 +227,7 @@ def _episode_plan(rows: list[dict[str, Any]], s: GapSettings) -> dict[str, Any]:
     for sim, _label in SIMS:
         if sim not in rows[0]:
             continue
-        f = [1.0 - x[sim]['rho_pilot'] ** 2 for x in per]
+        f = [x[sim]['factor_pilot'] for x in per]
         cvp = ranking.episodes_for_ranking([x['planning_rate'] for x in per],
                                            s.rank_confidence, s.min_gap, variance_factors=f)
         bp = ranking.beta_prior([r[sim]['success_rate'] for r in rows],

@@ -141,11 +141,11 @@ def write_gap_html(report: dict[str, Any], path: Path) -> None:
     for i, x in enumerate(ep['per_policy']):
         ep_rows.append([x['policy'], f'{x["pilot_successes"]}/{ep["pilot_episodes"]}',
                         x['true_rate'], x['episodes_plain'], x['episodes_plain_truth'],
-                        *[x[sm]['rho_pilot'] for sm in sims],
+                        *[x[sm]['factor_pilot'] for sm in sims],
                         *[x[sm]['episodes_control_variate'] for sm in sims],
                         *[ep[sm]['episodes_beta_prior'][i] for sm in sims]])
     ep_table = _table(['policy', 'pilot successes', 'true real rate', 'episodes (pilot plan)',
-                       'episodes (truth)', *[f'rho {sm}' for sm in sims],
+                       'episodes (truth)', *[f'variance factor {sm}' for sm in sims],
                        *[f'episodes, {sm} as control variate' for sm in sims],
                        *[f'episodes, {sm} Beta prior' for sm in sims]], ep_rows)
     rk = ep['ranking']

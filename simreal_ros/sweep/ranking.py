@@ -30,7 +30,10 @@ Agreement of the ranking (over the policies of a zoo):
 *within each policy* (sim and real independently, with replacement, same count), recomputing the
 per-policy means and the statistic; seeded (``numpy.random.default_rng(seed)``, draws in policy
 order, sim before real), so the same input and seed give the same interval. Resamples where the
-statistic is undefined (NaN: a constant side) are left out and counted.
+statistic is undefined (NaN: a constant side) are left out and counted. The interval is the
+spread of the statistic over re-runs of the evaluation with as many episodes; it can lie below
+an estimate at its bound (an SRCC of 1 with policies of equal rates: resampling noise breaks
+their ties in random order), which says the perfect agreement is not resolved by the episodes.
 
 How many real episodes (planning, normal approximations unless said):
 
@@ -40,15 +43,20 @@ How many real episodes (planning, normal approximations unless said):
 * :func:`episodes_for_ranking`: per policy, enough episodes that every adjacent pair of the
   planned order is observed in that order with probability >= ``confidence`` (Bonferroni over
   the ``P - 1`` pairs): ``n = z^2 (v_a + v_b) / gap^2`` with ``z = Phi^-1(1 - (1 - c)/(P - 1))``,
-  ``v = p (1 - p) * f`` (``f`` the variance factor of a calibrated sim, 1 without) and the gap
+  ``v = p (1 - p) * f`` (``f`` the variance factor of a paired sim, 1 without) and the gap
   at least ``min_gap`` (pairs closer than that are ranked to ``min_gap``'s resolution only).
-* :func:`control_variate`: what a sim run on the *same* goals saves. With ``m`` paired pilot
-  episodes ``(s_k, r_k)`` and many sim episodes, the control-variate estimate
-  ``r_bar - lambda (s_bar_n - s_bar_N)``, ``lambda = cov(r, s) / var(s)``, has the variance of
-  the plain mean times ``1 - rho^2`` (``rho`` the per-episode sim-real correlation), so it
-  needs ``(1 - rho^2)`` of the real episodes (the question SureSim, arXiv 2510.04354, asks of
-  large sim and few real evaluations; this is the classical control-variate answer, not its
-  method). ``rho`` is 0 where a side is constant (no information).
+* :func:`control_variate`: what a sim run on the *same* goals saves. With ``n`` paired real
+  episodes ``(s_k, r_k)`` and many (``N``) sim episodes, the difference estimator
+  ``s_bar_N + mean_n(r - s)`` (prediction-powered inference with the sim as the predictor: the
+  question SureSim, arXiv 2510.04354, asks of large sim and few real evaluations; this is the
+  classical answer, not its method) has the variance ``var(r - s) / n`` where the plain mean
+  has ``var(r) / n``: it needs ``f = var(r - s) / var(r)`` of the real episodes (capped at 1:
+  a sim that does not help is not used). Planned from a pilot of ``m`` 0/1 pairs
+  conservatively: ``var(r - s) <= P(discordant)``, planned as ``(D + 2) / (m + 4)`` with ``D``
+  the discordant pairs, and ``var(r) = p (1 - p)`` at the plus-four rate; so a pilot where sim
+  and reality agree on every episode still plans a variance, never "no real episodes". Other
+  data: the sample variances. ``rho`` (the per-episode correlation, 0 where a side is
+  constant) is reported alongside.
 * :func:`beta_prior`: the zoo-level alternative without pairing: the sim's rate, shifted by the
   mean sim-real offset, is a Beta prior on the real rate whose strength ``n0`` (pseudo-episodes)
   is set by how well the shifted sim predicts the pilot rates:
@@ -314,8 +322,8 @@ def episodes_for_ranking(rates: Sequence[float], confidence: float = 0.9,
                          variance_factors: Sequence[float] | None = None) -> RankingPlan:
     """Episodes per policy so every adjacent pair of the planned order is observed in order.
 
-    ``variance_factors[i]`` (in [0, 1]) scales policy ``i``'s per-episode variance: ``1 -
-    rho_i^2`` with a paired sim as control variate (:func:`control_variate`).
+    ``variance_factors[i]`` (in [0, 1]) scales policy ``i``'s per-episode variance: the
+    ``variance_factor`` of :func:`control_variate` with a paired sim.
     """
     if not rates or len(rates) < 2:
         raise StatsInputError(f'a ranking needs at least 2 policies, got {len(rates or [])}')
@@ -339,26 +347,32 @@ def episodes_for_ranking(rates: Sequence[float], confidence: float = 0.9,
 
 @dataclass(frozen=True)
 class ControlVariate:
-    """Paired sim/real pilot episodes of one policy: what the sim as control variate saves."""
+    """Paired sim/real pilot episodes of one policy: what the sim on the same goals saves."""
 
     rho: float                  # per-episode sim-real correlation (0 where a side is constant)
-    variance_factor: float      # 1 - rho^2: the real episodes needed, as a fraction
-    real_variance: float        # planning variance of a real episode (plus-four for 0/1 data)
+    discordant: int             # pairs where sim and real differ (0/1 data; else -1)
+    variance_factor: float      # var(r - s) / var(r), at most 1: the real episodes, as a fraction
+    real_variance: float        # planning variance of a real episode (plus four for 0/1 data)
 
 
 def control_variate(sim_paired: Sequence[float], real_paired: Sequence[float]
                     ) -> ControlVariate:
-    """Correlation of paired pilot episodes (same goals in sim and real) and its saving."""
+    """Return the difference estimator's variance factor from paired pilot episodes."""
     s, r = _pair(sim_paired, real_paired)
     rho = float(_pearson_rows(s[None], r[None])[0])
     rho = 0.0 if math.isnan(rho) else rho
-    binary = bool(np.all((r == 0) | (r == 1)))
-    if binary:
-        p = planning_rate(int(r.sum()), len(r))
-        var = p * (1 - p)
+    m = len(r)
+    if bool(np.all((r == 0) | (r == 1)) and np.all((s == 0) | (s == 1))):
+        p = planning_rate(int(r.sum()), m)
+        var_r = p * (1 - p)
+        disc = int(np.sum(r != s))
+        var_d = (disc + 2.0) / (m + 4.0)
     else:
-        var = float(np.var(r, ddof=1))
-    return ControlVariate(rho, 1.0 - rho * rho, var)
+        disc = -1
+        var_r = float(np.var(r, ddof=1))
+        var_d = float(np.var(r - s, ddof=1))
+    factor = 1.0 if var_r <= 0 else min(1.0, var_d / var_r)
+    return ControlVariate(rho, disc, factor, var_r)
 
 
 @dataclass(frozen=True)

@@ -184,14 +184,20 @@ def test_episodes_for_ranking_by_hand():
     assert plan.episodes_per_policy == 174
 
 
-def test_control_variate_saves_what_the_correlation_explains():
-    cv = R.control_variate([1, 1, 0, 0], [1, 1, 0, 0])
-    assert (cv.rho, cv.variance_factor) == (pytest.approx(1.0), pytest.approx(0.0))
-    assert cv.real_variance == pytest.approx(0.25)  # plus four: 4 / 8
+def test_control_variate_plans_the_difference_variance_conservatively():
+    # ten pairs, all agreeing, five successes: var(r - s) planned (0 + 2) / 14, var(r) at the
+    # plus-four rate 7/14: 0.25; factor (2/14) / 0.25 = 0.571429
+    cv = R.control_variate([1] * 5 + [0] * 5, [1] * 5 + [0] * 5)
+    assert (cv.rho, cv.discordant) == (pytest.approx(1.0), 0)
+    assert cv.variance_factor == pytest.approx((2 / 14) / 0.25)
+    assert cv.real_variance == pytest.approx(0.25)
+    # half the pairs disagree: (2 + 2) / 8 = 0.5 > 0.25: the sim does not help, factor 1
     cv = R.control_variate([1, 0, 1, 0], [1, 1, 0, 0])
-    assert (cv.rho, cv.variance_factor) == (pytest.approx(0.0), pytest.approx(1.0))
-    cv = R.control_variate([1, 1, 1, 1], [1, 1, 0, 0])  # a constant sim tells nothing
-    assert (cv.rho, cv.variance_factor) == (0.0, 1.0)
+    assert (cv.rho, cv.discordant, cv.variance_factor) == (pytest.approx(0.0), 2, 1.0)
+    # continuous: d = .1 0 .2 -.1, var(d) = .05 / 3; var(r) = 4.65 / 3
+    cv = R.control_variate([1, 2, 3, 4], [1.1, 2.0, 3.2, 3.9])
+    assert cv.discordant == -1
+    assert cv.variance_factor == pytest.approx(0.05 / 4.65)
 
 
 def test_beta_prior_strength_follows_the_sim_real_agreement():
