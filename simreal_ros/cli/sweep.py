@@ -150,11 +150,11 @@ def add_zoo_commands(sub: Any) -> None:
                    'with the same DIR skips finished cells)')
     p.add_argument('--policies', default=None, metavar='DIR',
                    help="the built zoo [default: the zoo file's policies: directory]")
-    p.add_argument('--reality', default='sysid_reality', metavar='OVERLAY',
-                   help='the hidden reality [default: sysid_reality]')
-    p.add_argument('--identified', default='sysid_reality_identified', metavar='OVERLAY',
+    p.add_argument('--reality', default='weak_servo_reality', metavar='OVERLAY',
+                   help='the hidden reality [default: weak_servo_reality]')
+    p.add_argument('--identified', default='weak_servo_reality_identified', metavar='OVERLAY',
                    help="the sysid-fitted overlay ('' = no identified sim) "
-                   '[default: sysid_reality_identified]')
+                   '[default: weak_servo_reality_identified]')
     p.add_argument('--real-latency', default='usb_serial', metavar='PRESET',
                    help='latency routes of the reality [default: usb_serial]')
     p.add_argument('--episodes', type=int, default=40,

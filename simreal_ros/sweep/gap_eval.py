@@ -64,8 +64,8 @@ SIMS = (('sim', 'before sysid (nominal sim)'), ('identified', 'after sysid (iden
 class GapSettings:
     """What ``simreal eval-gap`` runs (the CLI's options)."""
 
-    reality: str = 'sysid_reality'
-    identified: str = 'sysid_reality_identified'   # '' = no identified sim
+    reality: str = 'weak_servo_reality'
+    identified: str = 'weak_servo_reality_identified'   # '' = no identified sim
     real_latency: str = 'usb_serial'
     engine: str = 'mujoco'
     episodes: int = 40
@@ -233,8 +233,13 @@ def _episode_plan(rows: list[dict[str, Any]], s: GapSettings) -> dict[str, Any]:
         bp = ranking.beta_prior([r[sim]['success_rate'] for r in rows],
                                 [x['pilot_successes'] for x in per], [m] * len(per),
                                 max_strength=float(s.episodes))
+        cvt = ranking.episodes_for_ranking([x['true_rate'] for x in per], s.rank_confidence,
+                                           s.min_gap,
+                                           variance_factors=[x[sim]['factor_truth']
+                                                             for x in per])
         out[sim] = {
             'ranking_episodes_control_variate': cvp.episodes_per_policy,
+            'ranking_episodes_control_variate_truth': cvt.episodes_per_policy,
             'beta_prior': {'offset': bp.offset, 'tau2': bp.tau2, 'strength': bp.strength},
             'episodes_beta_prior': [max(0, x['episodes_plain'] - int(bp.strength))
                                     for x in per]}
@@ -313,6 +318,7 @@ def format_summary(report: dict[str, Any]) -> str:
                  f'{rk["episodes_per_policy"]} planned from a pilot of {ep["pilot_episodes"]} '
                  f'({rk["episodes_per_policy_truth"]} from the truth)'
                  + ''.join(f'; with {sim} as control variate '
-                           f'{ep[sim]["ranking_episodes_control_variate"]}'
+                           f'{ep[sim]["ranking_episodes_control_variate"]} '
+                           f'({ep[sim]["ranking_episodes_control_variate_truth"]})'
                            for sim, _l in SIMS if sim in ep))
     return '\n'.join(lines)

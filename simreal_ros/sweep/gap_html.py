@@ -63,14 +63,18 @@ def _ranks(report: dict[str, Any]) -> str:
     ranks = {c: _st.rankdata([-r[c]['success_rate'] for r in rows], method='average')
              for c in cols}
     fig, ax = plt.subplots(figsize=(2.6 * len(cols) + 1.5, 0.35 * len(rows) + 1.8))
-    for i, r in enumerate(rows):
+    for i in range(len(rows)):
         ax.plot(range(len(cols)), [ranks[c][i] for c in cols], '-o', lw=1)
-        ax.annotate(r['policy'], (len(cols) - 1, ranks['real'][i]), fontsize=7,
-                    xytext=(6, 0), textcoords='offset points', va='center')
+    tied: dict[float, list[str]] = {}  # policies tied in reality share one label
+    for i, r in enumerate(rows):
+        tied.setdefault(float(ranks['real'][i]), []).append(r['policy'])
+    for rank, names in tied.items():
+        ax.annotate(', '.join(names), (len(cols) - 1, rank), fontsize=7, xytext=(6, 0),
+                    textcoords='offset points', va='center')
     ax.set_xticks(range(len(cols)), cols)
     ax.invert_yaxis()
     ax.set_ylabel('rank by success rate (1 = best; ties share the mean rank)')
-    ax.set_xlim(-0.2, len(cols) - 0.2 + 0.9)
+    ax.set_xlim(-0.2, len(cols) - 0.2 + 1.6)
     ax.set_title('rank plot: crossing lines are rank violations', fontsize=9)
     return _svg(fig)
 
@@ -143,10 +147,12 @@ def write_gap_html(report: dict[str, Any], path: Path) -> None:
                         x['true_rate'], x['episodes_plain'], x['episodes_plain_truth'],
                         *[x[sm]['factor_pilot'] for sm in sims],
                         *[x[sm]['episodes_control_variate'] for sm in sims],
+                        *[x[sm]['episodes_control_variate_truth'] for sm in sims],
                         *[ep[sm]['episodes_beta_prior'][i] for sm in sims]])
     ep_table = _table(['policy', 'pilot successes', 'true real rate', 'episodes (pilot plan)',
                        'episodes (truth)', *[f'variance factor {sm}' for sm in sims],
-                       *[f'episodes, {sm} as control variate' for sm in sims],
+                       *[f'episodes, {sm} paired (pilot plan)' for sm in sims],
+                       *[f'episodes, {sm} paired (truth)' for sm in sims],
                        *[f'episodes, {sm} Beta prior' for sm in sims]], ep_rows)
     rk = ep['ranking']
     rank_line = (f'To rank the zoo (every adjacent pair in order with probability '
@@ -154,7 +160,9 @@ def write_gap_html(report: dict[str, Any], path: Path) -> None:
                  f'{rk["episodes_per_policy"]} real episodes per policy planned from the pilot, '
                  f'{rk["episodes_per_policy_truth"]} from the true rates'
                  + ''.join(f'; {ep[sm]["ranking_episodes_control_variate"]} with the {sm} sim '
-                           f'as control variate (Beta prior strength n0 = '
+                           f'in the difference estimator '
+                           f'({ep[sm]["ranking_episodes_control_variate_truth"]} from the '
+                           f'truth; Beta prior strength n0 = '
                            f'{ep[sm]["beta_prior"]["strength"]:.1f})' for sm in sims) + '.')
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>eval-gap {html.escape(report['zoo'])}</title>
