@@ -118,3 +118,24 @@ def test_bad_options(capsys, tmp_path, extra, words):
     zoo = tiny_zoo(tmp_path, ['rand_lat_14', 'rand_lat_5'])
     line = one_error(capsys, ['eval-gap', str(zoo), '--out', str(tmp_path / 'o'), *extra])
     assert words in line
+
+
+@pytest.mark.e2e
+def test_zoo_build_trains_each_entry_once(tmp_path):
+    tiny = '{iterations: 1, envs: 2, episode_s: 0.5, epochs: 1, eval_episodes: 2'
+    zoo = tmp_path / 'zoo.yaml'
+    zoo.write_text('base: simreal_arm_reach\nentries:\n'
+                   f'  - {{name: a, train: {tiny}}}}}\n'
+                   f"  - {{name: b, train: {tiny}, randomization: ''}}}}\n", encoding='utf-8')
+    out = tmp_path / 'built'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'zoo', 'build', str(zoo), '--out',
+                        str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    specs = check_built(load_zoo(zoo), out)
+    assert sorted(specs) == ['a', 'b']
+    cfg_b = json.loads((out / 'b' / 'simreal_arm_reach.training.json').read_text())['config']
+    assert (cfg_b['randomization'], cfg_b['iterations'], cfg_b['envs']) == ('', 1, 2)
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'zoo', 'build', str(zoo), '--out',
+                        str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count('built before, skipped') == 2
