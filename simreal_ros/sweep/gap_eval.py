@@ -141,8 +141,7 @@ def plan_cells(zoo: Zoo, s: GapSettings, policies_dir: Path | None = None
             cells[(e.name, backend)] = Cell(
                 kind='eval', policy=str(specs[e.name]), robot=robot, overlay=overlay,
                 engine=s.engine, latency=latency, randomization='', seed=0,
-                **{k: (float(v) if isinstance(v, float) else v)
-                   for k, v in asdict(ev).items()}, sweep_seed=s.seed)
+                **asdict(ev), sweep_seed=s.seed)
     sweep = Sweep(zoo.source, f'eval-gap {zoo.name}', s.seed, 2, ev, tuple(cells.values()))
     return sweep, cells
 

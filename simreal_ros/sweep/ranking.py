@@ -392,10 +392,10 @@ def beta_prior(sim_rates: Sequence[float], pilot_successes: Sequence[int],
         raise StatsInputError(f'expected one pilot count per policy: {len(sim_rates)} sim '
                               f'rates, {len(pilot_successes)} successes, '
                               f'{len(pilot_episodes)} episode counts')
-    for k, m in zip(pilot_successes, pilot_episodes, strict=True):
-        planning_rate(k, m)
-        if m < 1:
-            raise StatsInputError(f'pilot of {m} episodes: expected at least 1 per policy')
+    for k, n in zip(pilot_successes, pilot_episodes, strict=True):
+        planning_rate(k, n)
+        if n < 1:
+            raise StatsInputError(f'pilot of {n} episodes: expected at least 1 per policy')
     real = [k / m for k, m in zip(pilot_successes, pilot_episodes, strict=True)]
     s, r = _pair(sim_rates, real)
     if not np.all((s >= 0) & (s <= 1)):
