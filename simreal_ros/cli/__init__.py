@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     for add in (launch.add_commands, demo.add_commands, policy.add_commands, tools.add_commands,
                 ros_tools.add_commands, teleop.add_commands, calibrate.add_commands,
-                robot.add_commands, sweep.add_commands,
+                robot.add_commands, sweep.add_commands, sweep.add_zoo_commands,
                 add_report_commands, add_sysid_commands):
         add(sub)
     return parser
