@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import heapq
+import math
 import os
 from pathlib import Path
 import select
@@ -63,7 +64,7 @@ import sys
 import termios
 import time
 import tty
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -79,6 +80,54 @@ _TERMIOS_BAUD = {getattr(termios, f'B{b}'): b for b in
                  (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
                   1000000, 1152000, 2000000, 2500000, 3000000, 3500000, 4000000)
                  if hasattr(termios, f'B{b}')}
+
+
+def open_pty_link(link: Path) -> tuple[int, int]:
+    """Open a raw pty, point the symlink ``link`` at its slave side; return (master, slave).
+
+    The master is non-blocking; the link is replaced atomically, so a driver never sees a
+    half-made one. Every port of the emulator (servo bus, IMU) is one of these.
+    """
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    os.set_blocking(master, False)
+    tmp = link.with_name(f'.{link.name}.{os.getpid()}')
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(os.ttyname(slave), tmp)
+    os.replace(tmp, link)
+    return master, slave
+
+
+def close_pty_link(link: Path, master: int | None, slave: int | None) -> None:
+    """Remove ``link`` and close the pty (the host's fd gets EIO/hang-up)."""
+    try:
+        if link.is_symlink():
+            link.unlink()
+    except OSError:
+        pass
+    for fd in (master, slave):
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class Device(Protocol):
+    """A second device of the virtual robot on a port of its own (the IMU).
+
+    The bus emulator's loop plugs it with the bus and ticks it after every batch of steps.
+    """
+
+    def plug(self) -> None:
+        """Open the port."""
+
+    def unplug(self) -> None:
+        """Close the port."""
+
+    def tick(self, now: float) -> float:
+        """Sample and send what is due at monotonic ``now``; return when next to be woken."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +198,8 @@ class BusEmulator:
         self._registered: dict[int, tuple[int, bytes]] = {}
         #: monotonic time each servo (by index) last heard a valid instruction packet for it
         self.heard = [time.monotonic()] * arm.n
+        #: other devices of the robot on ports of their own (the IMU), plugged by serve
+        self.devices: list[Device] = []
         # the clock of the physics: state after step k is at wall0 + (k - steps0) dt (serve
         # sets both; steps0 moves when the physics slips), in time.time_ns() (ROS stamps)
         self._wall0_ns = time.time_ns()
@@ -159,32 +210,13 @@ class BusEmulator:
     # ---- the port -----------------------------------------------------------------------------
     def plug(self) -> None:
         """Open a new pty and point the link at it."""
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        os.set_blocking(master, False)
-        self.master, self.slave = master, slave
-        target = os.ttyname(slave)
-        tmp = self.link.with_name(f'.{self.link.name}.{os.getpid()}')
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        os.symlink(target, tmp)
-        os.replace(tmp, self.link)  # atomic: a driver never sees a half-made link
+        self.master, self.slave = open_pty_link(self.link)
         self.parser.clear()
         self._out.clear()
 
     def unplug(self) -> None:
         """Remove the link and close the pty (the driver's fd gets EIO/hang-up)."""
-        try:
-            if self.link.is_symlink():
-                self.link.unlink()
-        except OSError:
-            pass
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_pty_link(self.link, self.master, self.slave)
         self.master = self.slave = None
         self._out.clear()
 
@@ -426,6 +458,8 @@ class BusEmulator:
     def serve(self, duration_s: float | None = None) -> None:
         """Plug in, print ``ready <link>`` and serve until stopped."""
         self.plug()
+        for dev in self.devices:
+            dev.plug()
         self.echo(f'ready {self.link}')
         arm = self.arm
         dt = arm.dt
@@ -463,6 +497,7 @@ class BusEmulator:
                 if due > 0:
                     arm.step(due)
                 now = time.monotonic()
+                device_wake = min((dev.tick(now) for dev in self.devices), default=math.inf)
                 while self._out and self._out[0][0] <= now:
                     _t, _s, pkt = heapq.heappop(self._out)
                     if self.master is not None:
@@ -472,6 +507,7 @@ class BusEmulator:
                             pass
                 next_step = t0 + (arm.step_count - steps0 + 1) * dt
                 wake = min(next_step, self._out[0][0]) if self._out else next_step
+                wake = min(wake, device_wake)
                 timeout = max(0.0, wake - time.monotonic())
                 if self.master is None:  # unplugged: the servos hear nobody
                     self.check_watchdogs(time.monotonic())
@@ -491,13 +527,16 @@ class BusEmulator:
                         self.on_bytes(data, time.monotonic())
         finally:
             self.unplug()
+            for dev in self.devices:
+                dev.unplug()
 
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
          trace: str = '', role: str = 'follower', operator: str = '',
-         eeprom: str = '') -> int:
+         eeprom: str = '', imu_link: str = '', imu_rate_hz: float = 200.0,
+         imu_baud: int = 115_200) -> int:
     """Run the emulator in this process (``simreal emulate``).
 
     ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
@@ -550,6 +589,8 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
     emu = BusEmulator(arm, link_path, baud, fault_cfg,
                       trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
+    from simreal_ros.hardware.emulator.virtual_imu import attach_imu
+    attach_imu(emu, imu_link, imu_rate_hz, imu_baud, seed)
     return serve_until_stopped(emu, reality, rt, duration_s, trace_file,
                                (camera_port, camera_faults) if camera else None)
 
