@@ -186,4 +186,16 @@ def attach_imu(emu: object, link: str, rate_hz: float, baud: int, seed: int) -> 
                            f'of its own')
     imu = VirtualImu(arm, path, rate_hz, baud, seed)
     imu.echo = emu.echo  # type: ignore[attr-defined]
+    trace = emu.trace  # type: ignore[attr-defined]
+    if trace is not None:
+        dt_ns = int(round(arm.dt * 1e9))
+
+        def trace_sample(step: int, quat: np.ndarray, gyro: np.ndarray,
+                         acc: np.ndarray) -> None:
+            t_ns = emu._wall0_ns + (step - emu._steps0) * dt_ns  # type: ignore[attr-defined]
+            base = arm.sim.observe().base
+            z = float(base.position[2]) if base is not None else float('nan')
+            trace(f'imu {t_ns} ' + ' '.join(f'{v:.6g}' for v in (*quat, *gyro, *acc))
+                  + f' base_z={z:.6g}')
+        imu.on_sample = trace_sample
     emu.devices.append(imu)  # type: ignore[attr-defined]
