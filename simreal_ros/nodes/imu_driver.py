@@ -68,6 +68,14 @@ class ImuDriver(Node):
                                f'{self.cfg.baud} baud, frame {robot.imu.frame_id}')
 
     def _read_thread(self) -> None:
+        try:
+            self._read_loop()
+        except Exception:  # noqa: BLE001 - a publish after shutdown, or a bug
+            if not self.running or not self.context.ok():
+                return
+            raise
+
+    def _read_loop(self) -> None:
         cfg = self.cfg
         while self.running:
             if self.imu.fd is None:
