@@ -63,8 +63,7 @@ import signal
 import sys
 import termios
 import time
-import tty
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
@@ -72,6 +71,7 @@ from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.pty import Device, close_pty_link, open_pty_link
 from simreal_ros.hardware.emulator.reality import VirtualArm
 
 MAX_CATCH_UP_STEPS = 50
@@ -80,54 +80,6 @@ _TERMIOS_BAUD = {getattr(termios, f'B{b}'): b for b in
                  (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
                   1000000, 1152000, 2000000, 2500000, 3000000, 3500000, 4000000)
                  if hasattr(termios, f'B{b}')}
-
-
-def open_pty_link(link: Path) -> tuple[int, int]:
-    """Open a raw pty, point the symlink ``link`` at its slave side; return (master, slave).
-
-    The master is non-blocking; the link is replaced atomically, so a driver never sees a
-    half-made one. Every port of the emulator (servo bus, IMU) is one of these.
-    """
-    master, slave = os.openpty()
-    tty.setraw(slave)
-    os.set_blocking(master, False)
-    tmp = link.with_name(f'.{link.name}.{os.getpid()}')
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    os.symlink(os.ttyname(slave), tmp)
-    os.replace(tmp, link)
-    return master, slave
-
-
-def close_pty_link(link: Path, master: int | None, slave: int | None) -> None:
-    """Remove ``link`` and close the pty (the host's fd gets EIO/hang-up)."""
-    try:
-        if link.is_symlink():
-            link.unlink()
-    except OSError:
-        pass
-    for fd in (master, slave):
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-class Device(Protocol):
-    """A second device of the virtual robot on a port of its own (the IMU).
-
-    The bus emulator's loop plugs it with the bus and ticks it after every batch of steps.
-    """
-
-    def plug(self) -> None:
-        """Open the port."""
-
-    def unplug(self) -> None:
-        """Close the port."""
-
-    def tick(self, now: float) -> float:
-        """Sample and send what is due at monotonic ``now``; return when next to be woken."""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from simreal_ros.core.legged import quat_from_rotvec, quat_mul
 from simreal_ros.errors import SimrealError
-from simreal_ros.hardware.emulator.emulator import close_pty_link, open_pty_link
+from simreal_ros.hardware.emulator.pty import close_pty_link, open_pty_link
 from simreal_ros.hardware.emulator.reality import VirtualArm
 from simreal_ros.hardware.imu import witmotion as wit
 
