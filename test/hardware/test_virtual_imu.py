@@ -124,3 +124,23 @@ def test_a_rate_the_baud_rate_cannot_carry_is_refused(resting_quad, tmp_path: Pa
         VirtualImu(resting_quad, tmp_path / 'ttyIMU', rate_hz=200.0, baud=57600)
     with pytest.raises(SimrealError, match='--imu-rate 300: expected one of the WT901 rates'):
         VirtualImu(resting_quad, tmp_path / 'ttyIMU', rate_hz=300.0)
+
+
+@pytest.mark.parametrize('robot, extra, message', [
+    ('so101', [], '--imu-link {imu}: robot so101 has no imu in its spec'),
+    ('simreal_quad', ['--imu-baud', '9600'],
+     '--imu-rate 200 needs 88000 bit/s: more than --imu-baud 9600 carries'),
+    ('simreal_quad', ['--imu-link', '{bus}'],
+     '--imu-link {bus}: the same path as --link: the IMU needs a port of its own'),
+])
+def test_emulate_bad_imu_options_are_one_error_line(tmp_path, simreal_cli, robot, extra,
+                                                     message):
+    bus, imu = tmp_path / 'ttyBUS', tmp_path / 'ttyIMU'
+    args = ['emulate', '--robot', robot, '--link', str(bus), '--imu-link', str(imu)]
+    r = simreal_cli(*args, *[a.format(bus=bus, imu=imu) for a in extra])
+    errors = [line for line in r.stderr.splitlines() if 'error:' in line]
+    assert r.returncode == 2 and len(errors) == 1, r.stderr
+    assert errors[0].startswith('simreal emulate: error: '
+                                + message.format(bus=bus, imu=imu)), errors
+    assert 'Traceback' not in r.stderr
+    assert not bus.exists() and not imu.exists()

@@ -46,7 +46,7 @@ class VirtualImu:
     def __init__(self, arm: VirtualArm, link: str | Path, rate_hz: float = 200.0,
                  baud: int = 115_200, seed: int = 0) -> None:
         if arm.robot.imu is None:
-            raise SimrealError(f'--imu-link: robot {arm.robot.name} has no imu in its spec '
+            raise SimrealError(f'--imu-link {link}: robot {arm.robot.name} has no imu in its spec '
                                f'({arm.robot.source}): it has no IMU to emulate')
         if rate_hz not in wit.RATES_HZ:
             raise SimrealError(f'--imu-rate {rate_hz:g}: expected one of the WT901 rates '
