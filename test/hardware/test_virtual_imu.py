@@ -101,7 +101,7 @@ def test_the_hidden_reality_biases_the_readings(tmp_path: Path):
     assert imp.imu_gyro_bias_rad_s == 0.005 and imp.imu_accel_bias_m_s2 == 0.05
     imu = VirtualImu(standing(StsArm(QUAD, overlay)), tmp_path / 'ttyIMU')
     truth: list[np.ndarray] = []
-    imu.on_sample = lambda _step, _q, gyro, acc: truth.append(np.concatenate([gyro, acc]))
+    imu.on_sample = lambda _t_ns, _q, gyro, acc: truth.append(np.concatenate([gyro, acc]))
     imu.plug()
     try:
         samples = run(imu, 1000)

@@ -19,6 +19,11 @@ turn-on bias, heading drift, latency) and the protocol's quantisation (16 g, 200
 1/32768 of full scale). Temperature reads the reality's ambient temperature, voltage 5.0 V.
 Bytes the host writes (the device's configuration commands) are read and dropped: the
 emulated device keeps its settings.
+
+With ``--trace FILE`` every sample sent adds one line ``imu TIME_NS qw qx qy qz gx gy gz ax ay
+az base_z=Z``: the true values before the reality's errors, ``TIME_NS`` the wall-clock time
+(the clock of ROS stamps) of the physics state sampled, as the bus's ``sync_read`` lines, and the
+base's height when the sample was sent, so a test can compare ``imu/data`` with the physics.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections import deque
 import math
 import os
 from pathlib import Path
+import time
 from typing import Callable
 
 import numpy as np
@@ -72,11 +78,16 @@ class VirtualImu:
         self.every_steps = max(1, int(round(1.0 / (rate_hz * arm.dt))))
         self.latency_steps = int(round(imp.imu_latency_s / arm.dt))
         self.next_step = arm.step_count + 1  # the sensors read 0 before the first step
-        #: (physics step, quat, gyro, acc) of the samples taken, held back by the latency
-        self._held: deque[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = deque()
+        #: (physics step, its time_ns, quat, gyro, acc) of the samples taken, held back by the
+        #: latency
+        self._held: deque[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = deque()
+        #: the wall-clock time (``time.time_ns()``) of the physics' present state: the bus
+        #: emulator's ``state_time_ns`` once attached (it knows when the physics slipped)
+        self.state_time_ns: Callable[[], int] = time.time_ns
         self._out: deque[tuple[float, bytes]] = deque()
         self.stats = {'samples': 0, 'bytes': 0, 'host_bytes': 0}
-        #: called with (physics step, quat, gyro, acc) of every sample sent, before noise
+        #: called with (time_ns of the physics state, quat, gyro, acc) of every sample sent,
+        #: before the reality's errors
         self.on_sample: Callable[[int, np.ndarray, np.ndarray, np.ndarray], None] | None = None
         #: prints ``imu LINK`` when plugged (the emulator's echo; None: silent)
         self.echo: Callable[[str], None] | None = None
@@ -127,17 +138,17 @@ class VirtualImu:
         arm = self.arm
         if arm.step_count >= self.next_step:
             quat, gyro, acc = self.measure()
-            self._held.append((arm.step_count, quat, gyro, acc))
+            self._held.append((arm.step_count, self.state_time_ns(), quat, gyro, acc))
             # missed sample times (a slipped loop) are skipped, as a device's timer would
             while self.next_step <= arm.step_count:
                 self.next_step += self.every_steps
         bt = 10.0 / self.baud
         while self._held and self._held[0][0] + self.latency_steps <= arm.step_count:
-            step, quat, gyro, acc = self._held.popleft()
+            step, t_ns, quat, gyro, acc = self._held.popleft()
             data = self.reading(quat, gyro, acc, step)
             self.stats['samples'] += 1
             if self.on_sample is not None:
-                self.on_sample(step, quat, gyro, acc)
+                self.on_sample(t_ns, quat, gyro, acc)
             t = max(now, self._out[-1][0]) if self._out else now
             for k in range(0, len(data), wit.PACKET_LEN):
                 t += wit.PACKET_LEN * bt
@@ -186,13 +197,11 @@ def attach_imu(emu: object, link: str, rate_hz: float, baud: int, seed: int) -> 
                            f'of its own')
     imu = VirtualImu(arm, path, rate_hz, baud, seed)
     imu.echo = emu.echo  # type: ignore[attr-defined]
+    imu.state_time_ns = emu.state_time_ns  # type: ignore[attr-defined]
     trace = emu.trace  # type: ignore[attr-defined]
     if trace is not None:
-        dt_ns = int(round(arm.dt * 1e9))
-
-        def trace_sample(step: int, quat: np.ndarray, gyro: np.ndarray,
+        def trace_sample(t_ns: int, quat: np.ndarray, gyro: np.ndarray,
                          acc: np.ndarray) -> None:
-            t_ns = emu._wall0_ns + (step - emu._steps0) * dt_ns  # type: ignore[attr-defined]
             base = arm.sim.observe().base
             z = float(base.position[2]) if base is not None else float('nan')
             trace(f'imu {t_ns} ' + ' '.join(f'{v:.6g}' for v in (*quat, *gyro, *acc))
