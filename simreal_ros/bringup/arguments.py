@@ -81,6 +81,12 @@ ARGUMENTS: dict[str, Argument] = {
     'excite_rate': Argument('100', 'excitation command rate (Hz)'),
     'port': Argument('', 'real: serial port of the servo bus (e.g. /dev/ttyUSB0)'),
     'baud': Argument('', 'real: bus baud rate ("" = from the robot spec)'),
+    'imu_port': Argument('', 'real: serial port of the IMU of a floating-base robot (WitMotion '
+                         'WT901 protocol; e.g. /dev/ttyUSB1, or the link printed by simreal '
+                         'emulate --imu-link; docs/legged.md)'),
+    'imu_baud': Argument('115200', 'real: IMU baud rate'),
+    'imu_rate': Argument('200', 'real: output rate the IMU was set to (Hz; diagnostics warn '
+                         'below 80 % of it)'),
     'latency': Argument('', 'put the latency injector on the command and observation paths: '
                         'preset (none, usb_serial, wifi, congested_wifi, ethercat) or path'),
     'policy': Argument('', 'add the policy node: policy spec name (config/policies) or path'),
@@ -251,6 +257,9 @@ class LaunchArgs:
     excite_rate_hz: float
     port: str
     baud: int  # 0 = the robot spec's
+    imu_port: str
+    imu_baud: int
+    imu_rate_hz: float
     latency: Profile | None
     policy: PolicySpec | None
     policy_autostart: bool
@@ -442,6 +451,8 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         excite_rate_hz=number('excite_rate', 'a number (Hz)'),
         port=a['port'],
         baud=number('baud', 'an integer baud rate', int) if a['baud'] else 0,
+        imu_port=a['imu_port'], imu_baud=number('imu_baud', 'an integer baud rate', int),
+        imu_rate_hz=number('imu_rate', 'a number (Hz)'),
         latency=_profile(a, timing, lockstep),
         policy=_policy(a['policy'], robot),
         policy_autostart=a['policy_autostart'] == 'true', record=a['record'] == 'true',

@@ -8,6 +8,12 @@ loaded and checked against the robot by the argument parser (robot, family, join
 ids, offsets within the family's register, ranges); the driver gets the file's absolute path
 and applies it itself (calibrated spec, Homing Offsets checked and written at connect).
 
+A floating-base robot (``base.type: floating``) also needs its IMU: ``imu_port:=`` names the
+serial device of a WitMotion WT901 (or the ``--imu-link`` of ``simreal emulate``), read by
+``simreal_imu_driver`` (:func:`imu_driver`) into ``imu/data``. Without it backend:=real is one
+PlanError line naming the argument to pass; ``imu_port:=`` on a robot without an IMU, or with
+another backend, is one too (:func:`check_imu_port`).
+
 The driver is one node for every family (kind ``dynamixel_driver``), named after the family:
 ``/dynamixel_driver`` on a Dynamixel bus, ``/feetech_driver`` on a Feetech STS bus. A Feetech
 robot's plan says in one ``note:`` line on stderr that the STS servos have no Bus Watchdog
@@ -63,3 +69,33 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
               f'their last goal with torque on until their power is cut (docs/feetech.md)',
               file=sys.stderr, flush=True)
     return NodeSpec('dynamixel_driver', f'{family}_driver', a.root, params)
+
+
+def check_imu_port(a: LaunchArgs) -> None:
+    """PlanError (one line) for ``imu_port:=`` that does not fit the robot or the backend."""
+    hardware = a.backend in ('real', 'twin') and a.real_driver == 'dynamixel'
+    if a.imu_port and not hardware:
+        raise PlanError(f'imu_port:={a.imu_port}: the IMU driver runs with the servo driver: '
+                        f'use it with backend:=real or twin (got backend:={a.backend}'
+                        + (f' real_driver:={a.real_driver})' if a.backend in ('real', 'twin')
+                           else ')'))
+    if a.imu_port and a.robot.imu is None:
+        raise PlanError(f'imu_port:={a.imu_port}: robot:={a.text["robot"]} has no imu in its '
+                        f'spec ({a.robot.source}): leave out imu_port:=')
+    if hardware and a.robot.base is not None and not a.imu_port:
+        raise PlanError(f'backend:={a.backend} with robot:={a.text["robot"]} (a floating base) '
+                        f'needs imu_port:=<serial device of its IMU> (e.g. imu_port:=/dev/'
+                        f'ttyUSB1, or the link of simreal emulate --imu-link; docs/legged.md)')
+
+
+def imu_driver(a: LaunchArgs) -> NodeSpec | None:
+    """Return the IMU node of ``imu_port:=`` (None without one)."""
+    check_imu_port(a)
+    if not a.imu_port:
+        return None
+    require('imu_driver', f'backend:={a.backend} imu_port:=')
+    params: dict[str, Any] = {'robot': a.text['robot'], 'port': a.imu_port,
+                              'baud': a.imu_baud, 'expected_rate_hz': a.imu_rate_hz,
+                              'give_up_after_s': a.give_up_after_s}
+    prevalidate('imu_driver', params, 'IMU driver')
+    return NodeSpec('imu_driver', 'imu_driver', a.root, params)

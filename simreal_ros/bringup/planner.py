@@ -28,7 +28,7 @@ from simreal_ros.bringup.arguments import (
 from simreal_ros.bringup.plan_bridge import bridge, engine_of
 from simreal_ros.bringup.plan_camera import camera_drivers, sim_renders_cameras
 from simreal_ros.bringup.plan_excite import excite
-from simreal_ros.bringup.plan_hardware import real_driver
+from simreal_ros.bringup.plan_hardware import check_imu_port, imu_driver, real_driver
 from simreal_ros.bringup.plan_latency import backend_remaps, delays_cameras, injector
 from simreal_ros.bringup.plan_policy import policy_node
 from simreal_ros.bringup.plan_realtime import (
@@ -55,6 +55,7 @@ def plan_args(a: LaunchArgs) -> list[NodeSpec]:
     """Return the nodes for parsed arguments (every file already loaded and checked)."""
     backend, root = a.backend, a.root
     nodes: list[NodeSpec] = []
+    check_imu_port(a)
     profile = a.latency
     with_imu = profile is not None and 'imu' in {r.name for r in profile.routes} and (
         a.robot.imu is not None)
@@ -81,10 +82,14 @@ def plan_args(a: LaunchArgs) -> list[NodeSpec]:
         # only the cameras that have a driver (cameras:=auto skips those without a device)
         cams = ([str(d.parameters['camera']) for d in drivers]
                 if delays_cameras(profile) else [])
-        if profile is not None:  # the hardware has no IMU topic of its own to move
+        imu = imu_driver(a)
+        if imu is None:  # no IMU topic of its own to move
             with_imu = False
         moved = backend_remaps(profile, False, cams)
         nodes.append(replace(real_driver(a), remappings=backend_remaps(profile, False)))
+        if imu is not None:  # imu/data through the injector's imu route, as in sim
+            nodes.append(replace(imu, remappings=(
+                (('imu/data', 'backend/imu/data'),) if with_imu else ())))
         nodes.extend(replace(d, remappings=moved) for d in drivers)
         if backend == 'twin':
             require('sim_bridge', 'backend:=twin')

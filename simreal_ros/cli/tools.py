@@ -22,7 +22,7 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
                          ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator,
-                         ns.eeprom)
+                         ns.eeprom, ns.imu_link, ns.imu_rate, ns.imu_baud)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -57,7 +57,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add this group's sub-commands to the ``simreal`` parser."""
-    p = sub.add_parser('emulate', help='serve a virtual servo bus (MuJoCo arm) on a pty',
+    p = sub.add_parser('emulate', help='serve a virtual servo bus (MuJoCo robot) on a pty',
                        description='serve a virtual servo bus on a pseudo-terminal, by the '
                        "robot spec's bus.family: Dynamixel Protocol 2.0 (XM430-W350) or Feetech "
                        'STS (STS3215); prints "ready LINK" (see docs/hardware.md, '
@@ -92,6 +92,12 @@ def add_commands(sub: Any) -> None:
                    'whose joints a scripted operator moves (docs/teleop.md)')
     p.add_argument('--operator', default='', help='leader: chirp or waypoints, with options, '
                    'e.g. chirp,amplitude=0.3,f_max_hz=0.8 or waypoints,offset_rad=0.8')
+    p.add_argument('--imu-link', default='', metavar='PATH', help="also serve the robot's "
+                   'IMU as a WitMotion WT901 on a second pty, this symlink (prints "imu PATH" '
+                   'before "ready"; docs/legged.md)')
+    p.add_argument('--imu-rate', type=float, default=200.0, help='IMU output rate (Hz; the '
+                   "WT901's rates, up to 200)")
+    p.add_argument('--imu-baud', type=int, default=115_200, help='IMU port baud rate')
     p.set_defaults(func=cmd_emulate)
     p = sub.add_parser('bench', help='run a benchmark of bench/ and print JSON figures')
     p.add_argument('name', help='benchmark name (e.g. sim_bridge) or all')

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import heapq
+import math
 import os
 from pathlib import Path
 import select
@@ -62,7 +63,6 @@ import signal
 import sys
 import termios
 import time
-import tty
 from typing import Any, Callable
 
 import numpy as np
@@ -71,6 +71,7 @@ from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import protocol as p
+from simreal_ros.hardware.emulator.pty import Device, close_pty_link, open_pty_link
 from simreal_ros.hardware.emulator.reality import VirtualArm
 
 MAX_CATCH_UP_STEPS = 50
@@ -149,6 +150,8 @@ class BusEmulator:
         self._registered: dict[int, tuple[int, bytes]] = {}
         #: monotonic time each servo (by index) last heard a valid instruction packet for it
         self.heard = [time.monotonic()] * arm.n
+        #: other devices of the robot on ports of their own (the IMU), plugged by serve
+        self.devices: list[Device] = []
         # the clock of the physics: state after step k is at wall0 + (k - steps0) dt (serve
         # sets both; steps0 moves when the physics slips), in time.time_ns() (ROS stamps)
         self._wall0_ns = time.time_ns()
@@ -159,32 +162,13 @@ class BusEmulator:
     # ---- the port -----------------------------------------------------------------------------
     def plug(self) -> None:
         """Open a new pty and point the link at it."""
-        master, slave = os.openpty()
-        tty.setraw(slave)
-        os.set_blocking(master, False)
-        self.master, self.slave = master, slave
-        target = os.ttyname(slave)
-        tmp = self.link.with_name(f'.{self.link.name}.{os.getpid()}')
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        os.symlink(target, tmp)
-        os.replace(tmp, self.link)  # atomic: a driver never sees a half-made link
+        self.master, self.slave = open_pty_link(self.link)
         self.parser.clear()
         self._out.clear()
 
     def unplug(self) -> None:
         """Remove the link and close the pty (the driver's fd gets EIO/hang-up)."""
-        try:
-            if self.link.is_symlink():
-                self.link.unlink()
-        except OSError:
-            pass
-        for fd in (self.master, self.slave):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_pty_link(self.link, self.master, self.slave)
         self.master = self.slave = None
         self._out.clear()
 
@@ -426,6 +410,8 @@ class BusEmulator:
     def serve(self, duration_s: float | None = None) -> None:
         """Plug in, print ``ready <link>`` and serve until stopped."""
         self.plug()
+        for dev in self.devices:
+            dev.plug()
         self.echo(f'ready {self.link}')
         arm = self.arm
         dt = arm.dt
@@ -463,6 +449,7 @@ class BusEmulator:
                 if due > 0:
                     arm.step(due)
                 now = time.monotonic()
+                device_wake = min((dev.tick(now) for dev in self.devices), default=math.inf)
                 while self._out and self._out[0][0] <= now:
                     _t, _s, pkt = heapq.heappop(self._out)
                     if self.master is not None:
@@ -472,6 +459,7 @@ class BusEmulator:
                             pass
                 next_step = t0 + (arm.step_count - steps0 + 1) * dt
                 wake = min(next_step, self._out[0][0]) if self._out else next_step
+                wake = min(wake, device_wake)
                 timeout = max(0.0, wake - time.monotonic())
                 if self.master is None:  # unplugged: the servos hear nobody
                     self.check_watchdogs(time.monotonic())
@@ -491,13 +479,16 @@ class BusEmulator:
                         self.on_bytes(data, time.monotonic())
         finally:
             self.unplug()
+            for dev in self.devices:
+                dev.unplug()
 
 
 def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
          trace: str = '', role: str = 'follower', operator: str = '',
-         eeprom: str = '') -> int:
+         eeprom: str = '', imu_link: str = '', imu_rate_hz: float = 200.0,
+         imu_baud: int = 115_200) -> int:
     """Run the emulator in this process (``simreal emulate``).
 
     ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
@@ -550,6 +541,8 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--trace {trace}: cannot write it ({exc.strerror})') from None
     emu = BusEmulator(arm, link_path, baud, fault_cfg,
                       trace=(lambda line: print(line, file=trace_file)) if trace_file else None)
+    from simreal_ros.hardware.emulator.virtual_imu import attach_imu
+    attach_imu(emu, imu_link, imu_rate_hz, imu_baud, seed)
     return serve_until_stopped(emu, reality, rt, duration_s, trace_file,
                                (camera_port, camera_faults) if camera else None)
 

@@ -31,7 +31,13 @@ writes reach the controller late) and ``imperfections``:
   grease churning); ``stribeck_nm`` ``s`` and ``stribeck_velocity_rad_s`` ``vs``: breakaway
   friction above the Coulomb level that fades with speed,
   ``-s tanh(4 v / vs) exp(-(v / vs)^2)``; ``cable_spring_nm_per_rad`` ``k``: a cable harness
-  winding on the first joint (the base), ``-k (q - home)`` on it only.
+  winding on the first joint (the base), ``-k (q - home)`` on it only;
+* the IMU device of a floating-base robot (``simreal emulate --imu-link``,
+  :mod:`simreal_ros.hardware.emulator.virtual_imu`): ``imu_gyro_noise_rad_s`` and
+  ``imu_accel_noise_m_s2`` (white noise std per sample), ``imu_gyro_bias_rad_s`` and
+  ``imu_accel_bias_m_s2`` (turn-on bias: each axis +/- this, the sign drawn from the seed),
+  ``imu_yaw_drift_rad_s`` (the attitude filter's heading drift without a magnetometer),
+  ``imu_latency_s`` (each output is the state this long before it was sent).
 
 The overlay's per-joint ``kp``/``kd`` (relative to the robot spec's) scale the servo's output
 against its registers: the hidden difference between what the gains say and what the motor
@@ -75,6 +81,9 @@ IMPERFECTION_DEFAULTS = {
     'thermal_rise_c_per_a2': 11.0, 'thermal_time_constant_s': 60.0, 'overload_s': 1.0,
     'drag_nm_s2_per_rad2': 0.0, 'stribeck_nm': 0.0, 'stribeck_velocity_rad_s': 0.2,
     'cable_spring_nm_per_rad': 0.0,
+    # the IMU device on its own port (hardware/emulator/virtual_imu.py)
+    'imu_gyro_noise_rad_s': 0.0, 'imu_accel_noise_m_s2': 0.0, 'imu_gyro_bias_rad_s': 0.0,
+    'imu_accel_bias_m_s2': 0.0, 'imu_yaw_drift_rad_s': 0.0, 'imu_latency_s': 0.0,
 }
 #: EEPROM items an EEPROM file does not hold: they come from the robot spec and ``--baud``
 NOT_PERSISTED = ('id', 'baud_rate')
@@ -94,6 +103,12 @@ class Imperfections:
     stribeck_nm: float = 0.0
     stribeck_velocity_rad_s: float = 0.2
     cable_spring_nm_per_rad: float = 0.0
+    imu_gyro_noise_rad_s: float = 0.0
+    imu_accel_noise_m_s2: float = 0.0
+    imu_gyro_bias_rad_s: float = 0.0
+    imu_accel_bias_m_s2: float = 0.0
+    imu_yaw_drift_rad_s: float = 0.0
+    imu_latency_s: float = 0.0
 
     @classmethod
     def from_overlay(cls, overlay: Overlay | None) -> 'Imperfections':

@@ -232,7 +232,8 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          duration_s: float | None = None, rt_priority: int = 0, cpu_affinity: str = '',
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
          trace: str = '', role: str = 'follower', operator: str = '',
-         eeprom: str = '') -> int:
+         eeprom: str = '', imu_link: str = '', imu_rate_hz: float = 200.0,
+         imu_baud: int = 115_200) -> int:
     """Run the virtual STS bus in this process (``simreal emulate`` of a feetech spec).
 
     The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``:
@@ -280,6 +281,8 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     emu = StsBusEmulator(arm, link_path, baud, fault_cfg,
                          trace=(lambda line: print(line, file=trace_file)) if trace_file
                          else None)
+    from simreal_ros.hardware.emulator.virtual_imu import attach_imu
+    attach_imu(emu, imu_link, imu_rate_hz, imu_baud, seed)
     _tight_timer_slack()
     return serve_until_stopped(emu, reality, rt, duration_s, trace_file,
                                (camera_port, camera_faults) if camera else None)

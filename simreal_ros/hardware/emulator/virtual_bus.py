@@ -35,7 +35,8 @@ class EmulatorProcess:
                  reality: str = '', baud: int = 1_000_000, faults: str = '', seed: int = 0,
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
                  rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
-                 operator: str = '', eeprom: str | Path = '') -> None:
+                 operator: str = '', eeprom: str | Path = '',
+                 imu_link: str | Path = '') -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -57,6 +58,8 @@ class EmulatorProcess:
             self.cmd += ['--operator', operator]
         if eeprom:
             self.cmd += ['--eeprom', str(eeprom)]
+        if imu_link:
+            self.cmd += ['--imu-link', str(imu_link)]
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []
