@@ -101,10 +101,18 @@ def test_twin_mode_feeds_the_twin_the_real_robots_commands(ros_client, ros_env, 
                 ros_client.wait_for(both_track, 40, 'the robot and its twin tracking')
             except TimeoutError as exc:
                 raise TimeoutError(f'{exc}: {[n.output()[-2000:] for n in nodes]}') from None
-            time.sleep(1.0)
-            gap = np.abs(np.array(real[-1][1].position) - np.array(twin[-1][1].position))
+            # nominal reality: once settled, the twin agrees with the robot. Waited for, not
+            # slept: at a load average of 11 the robot had not settled 1 s after tracking
+            # (base_yaw 0.011 rad from the twin). Settled = in agreement over 20 states in a row.
+            streak_from = [len(real)]
 
-            assert gap.max() < 3 * TICK  # nominal reality: the twin agrees when settled
+            def twin_agrees() -> bool:
+                gap = np.abs(np.array(real[-1][1].position) - np.array(twin[-1][1].position))
+                if gap.max() >= 3 * TICK:
+                    streak_from[0] = len(real)
+                return len(real) - streak_from[0] >= 20
+
+            ros_client.wait_for(twin_agrees, 30, 'the twin within 3 ticks of the settled robot')
         finally:
             for n in nodes:
                 n.stop()

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
 import pytest
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 
 from simreal_ros.bringup.registry import KINDS
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
@@ -45,6 +45,7 @@ class Case:
 
     params: Callable[[Path, dict[str, str]], dict[str, Any]] = lambda _tmp, _ports: {}
     emulators: tuple[str, ...] = ()  # roles of the virtual buses it needs: follower, leader
+    imu_robot: str = ''  # the follower is this robot's, with its IMU on a port of its own ('imu')
     output: tuple[type, str, Any] | None = (DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
     done_line: str = ''  # instead of an output message: a log line that ends its work
 
@@ -69,6 +70,8 @@ CASES: dict[str, Case] = {
                    emulators=('leader',),
                    output=(JointState, 'leader/joint_states', qos.STATE)),
     'episodes': Case(lambda tmp, _p: {'directory': str(tmp / 'episodes')}),
+    'imu_driver': Case(lambda _t, ports: {'port': ports['imu']}, emulators=('follower',),
+                       imu_robot='simreal_quad', output=(Imu, 'imu/data', qos.STATE)),
 }
 
 
@@ -91,11 +94,14 @@ def wait_for(predicate: Callable[[], Any], what: str, p: Any) -> None:
 @pytest.mark.parametrize('kind', sorted(CASES))
 def test_sigint_is_a_clean_stop(kind, phase, start_node, ros_client, ros_env, tmp_path):
     case = CASES[kind]
-    emulators = [EmulatorProcess(link=tmp_path / f'tty_{role}', env=ros_env, role=role)
+    imu = {'robot': case.imu_robot, 'imu_link': tmp_path / 'tty_imu'} if case.imu_robot else {}
+    emulators = [EmulatorProcess(link=tmp_path / f'tty_{role}', env=ros_env, role=role, **imu)
                  for role in case.emulators]
     try:
         ports = {role: emu.start().port for role, emu in zip(case.emulators, emulators,
                                                               strict=True)}
+        if imu:
+            ports['imu'] = str(imu['imu_link'])
         received: list = []
         if phase == 'after work' and case.output is not None:
             received = ros_client.collect(*case.output)
