@@ -126,7 +126,7 @@ def test_mujoco_and_pybullet_trot_alike_on_identical_topics(start_node, ros_clie
     ros_client.wait_for(lambda: all(ticks.values()), 30, 'both bridges at tick 0')
     go.set()
     answer()
-    # measured 6-9 s for the 194 ticks at load 3-10 (PyBullet's 20 steps a tick dominate)
+    # the whole test took 11 s idle, 20-29 s at load averages 4-10 (three busy loops)
     ros_client.wait_for(lambda: all(len(s) > TICKS for s in ticks.values())
                         and all(len(t) > TICKS for s in topics.values() for t in s.values()),
                         120, f'both bridges through {TICKS} lockstep ticks')
