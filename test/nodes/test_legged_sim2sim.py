@@ -141,6 +141,12 @@ def test_mujoco_and_pybullet_trot_alike_on_identical_topics(start_node, ros_clie
                     start_ns + TICKS * period_ns, gait.speed_m_s) for ns, s in topics.items())
     assert len(a.stamps_ns) == len(b.stamps_ns) == TICKS + 1
     gap = legged_gap(a, b, CFG)
+    print(f"height error {gap['base_height_error_m'] * 1e3:.2f} mm, orientation error "
+          f"{gap['orientation_error_rad'] * 1e3:.1f} mrad, velocity error "
+          f"{gap['velocity_error_m_s']:.3f} m/s, forward "
+          f"{[round(gap['episodes'][n]['mean_velocity_m_s'][0], 3) for n in ticks]} m/s, "
+          f"touch-down offsets "
+          f"{[round(f['mean_abs_s'], 3) for f in gap['contact_onset_offset_s']]} s mean per foot")
     for name in ('/sim_a', '/sim_b'):
         ep = gap['episodes'][name]
         assert ep['falls'] == 0
