@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+import select
+import time
 
 import numpy as np
 import pytest
@@ -23,20 +25,38 @@ QUAD = load_robot('simreal_quad')
 
 
 def run(imu: VirtualImu, steps: int) -> list[wit.Sample]:
-    """Step the physics ``steps`` times, ticking the IMU; return what its port carried."""
+    """Step the physics ``steps`` times, ticking the IMU; return what its port carried.
+
+    A pty may hand the bytes written to its master to the reader's side in a kernel worker
+    after ``write`` returned (never seen here: 0 short reads of 2,000 at load 8), so it
+    reads on until every byte the IMU wrote has come (an event with a deadline, not a pause)
+    instead of counting on the last packets being there when the loop ends.
+    """
     parser = wit.Parser()
     fd = os.open(imu.link, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
     out: list[wit.Sample] = []
+    got = 0
+
+    def read() -> None:
+        nonlocal got
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        got += len(data)
+        out.extend(parser.feed(data))
     try:
         for _ in range(steps):
             imu.arm.step(1)
             imu.tick(math.inf)  # every byte due at once (no wire timing in this test)
-            try:
-                out += parser.feed(os.read(fd, 4096))
-            except BlockingIOError:
-                pass
+            read()
+        deadline = time.monotonic() + 30.0
+        while got < imu.stats['bytes'] and time.monotonic() < deadline:
+            select.select([fd], [], [], 0.1)
+            read()
     finally:
         os.close(fd)
+    assert got == imu.stats['bytes']
     assert parser.stats['bad_checksum'] == 0
     return out
 
