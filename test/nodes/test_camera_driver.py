@@ -162,8 +162,9 @@ def test_optics_distort_as_opencv_projects() -> None:
     k = (151.0, 152.0, 80.5, 58.0)
     dist = (-0.2, 0.05, 0.001, -0.002, 0.0)
     optics = Optics(OpticalReality(distortion=dist), 160, 120, k)
-    ideal = np.zeros((120, 160, 3), np.uint8)
-    ideal[30, 130] = 255  # one bright pixel of the ideal (pinhole) image, off-centre
+    w, h = optics.ideal_size  # padded: the lens sees beyond the pinhole's frame
+    ideal = np.zeros((h, w, 3), np.uint8)
+    ideal[30 + optics.pad, 130 + optics.pad] = 255  # one bright pixel, off-centre
     out = optics.apply(ideal)
     ys, xs = np.nonzero(out[:, :, 0])
     w = out[ys, xs, 0].astype(float)
