@@ -222,3 +222,23 @@ def test_bad_visual_reality(tmp_path: Path, section: str, value: object, key: st
         OpticalReality.from_reality(path)
     assert (info.value.source, info.value.key) == (str(path), key)
     assert info.value.expected.startswith(expected)
+
+
+def test_virtual_camera_renders_the_true_camera() -> None:
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.hardware.emulator.reality import VirtualArm
+    from simreal_ros.hardware.emulator.virtual_camera import VirtualCamera
+    robot = load_robot('simreal_arm')
+    cam = robot.cameras[0]
+    reality = OpticalReality.from_reality('worn_camera')
+    vc = VirtualCamera(VirtualArm(robot), cam, reality)
+    try:
+        spec = vc._render_spec
+        assert (spec.xyz, spec.rpy) == offset_pose(cam.xyz, cam.rpy, reality.pose_translation_m,
+                                                   reality.pose_rotation_rad)
+        # worn_camera's lens (k1 = -0.06) reaches 8.8 px beyond the pinhole's frame
+        assert (spec.width, spec.height, vc.optics.pad) == (660, 500, 10)
+        fx, fy, cx, cy = reality.intrinsics or cam.intrinsics()
+        assert spec.intrinsics() == (fx, fy, cx + 10, cy + 10)
+    finally:
+        vc.close()
