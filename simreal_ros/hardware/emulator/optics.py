@@ -22,14 +22,16 @@ it (:class:`Optics` chains them for :class:`~simreal_ros.core.camera_info.Optica
         photon shot noise (Poisson, variance = the electrons collected, a pixel collecting
         ``full_well_e`` electrons at 255) and read noise (Gaussian, ``read_noise`` grey
         levels), in grey levels, before gain: variance ``signal * 255 / full_well_e +
-        read_noise**2`` (the Poissonian-Gaussian model of Foi et al., 2008). Gaussian draws
-        with that variance (Poisson with >= 10 electrons is Gaussian to within 3 % in
-        variance); seeded by the reality's ``seed``.
+        read_noise**2`` (the Poissonian-Gaussian model of Foi et al., 2008), drawn as
+        Gaussian with that variance (the normal approximation of the Poisson counts: one
+        draw per pixel instead of a Poisson sample; mean and variance are exact); seeded by
+        the reality's ``seed``.
     colour_gain(signal, gain, white_balance) -> signal * gain * wb[c]
         exposure (analog gain) and white balance: channel c's mean scales by exactly
         ``gain * wb[c]`` (before clipping).
 
-Measured (640x480, 2 shared cores, bench/camera.py's visual reality case): see docs/camera.md.
+Cost at 640x480 (``simreal bench camera``, ``visual_reality``, load average 5): 19.3 ms a frame
+for the image stages, of which the noise 13.9 ms, next to 17.5 ms for the ideal render.
 """
 
 from __future__ import annotations
