@@ -224,14 +224,15 @@ def torchscript_model(path: str | Path) -> Model:
     import torch
     torch.set_num_threads(1)
     try:
-        net = torch.jit.load(str(path), map_location='cpu').eval()
+        net = torch.jit.load(str(path), map_location='cpu')  # type: ignore[no-untyped-call]
+        net.eval()
     except (RuntimeError, ValueError, OSError) as exc:
         raise SimrealError(f'--model {path}: not a TorchScript file ({exc})') from None
 
     def call(frame: U8) -> Sequence[float]:
         x = torch.from_numpy(np.array(frame)).permute(2, 0, 1)[None].float() / 255
         with torch.no_grad():
-            y = net(x).reshape(-1).tolist()
+            y: list[float] = net(x).reshape(-1).tolist()
         if len(y) != 2:
             raise SimrealError(f'--model {path}: expected 2 outputs (u, v), got {len(y)}')
         return y
