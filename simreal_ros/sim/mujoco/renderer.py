@@ -108,6 +108,13 @@ class MujocoCameraRenderer:
             if not light.headlight:
                 light.dir[:] = rot @ np.asarray(light.dir, dtype=np.float64)
 
+    def set_camera_pose(self, i: int, xyz: Sequence[float], rpy: Sequence[float]) -> None:
+        """Mount camera ``i`` at ``xyz``, ``rpy`` in its parent (render-only).
+
+        E.g. a pose jitter drawn per training episode (:mod:`simreal_ros.policy.visual_task`).
+        """
+        self.local[i] = (np.asarray(xyz, dtype=np.float64), euler2mat(*rpy, axes='sxyz'))
+
     def pose(self, i: int) -> tuple[FloatArray, FloatArray]:
         """World position and rotation (columns x right, y down, z forward) of camera ``i``."""
         xyz, rot = self.local[i]
