@@ -310,6 +310,8 @@ class VisualReachWorld:
         self.visual = visual
         self.rng = np.random.default_rng(seed)
         self.tick = 0
+        #: frames reach the policy this many more control periods late (perception-gap curves)
+        self.extra_delay_periods = 0
         self.reset()
 
     def reset(self) -> None:
@@ -325,12 +327,14 @@ class VisualReachWorld:
         self.next_capture_s = float(self.rng.uniform(0.0, self.frame_period_s))
         self.frames: deque[tuple[int, U8]] = deque()
         self.tick = 0
+        self.ball_tick = 0
         self._capture()
 
     def new_ball(self) -> None:
         """Move the ball to a new random position (seen from the next captured frame on)."""
         self.obj, goal = self.task.sample(self.rng)
         self.world.new_goal(goal)
+        self.ball_tick = self.tick
 
     def _capture(self) -> None:
         """Render a frame when the camera captures one in this control period."""
@@ -342,17 +346,29 @@ class VisualReachWorld:
         raw = self.camera.render(self.world.sim.joint_positions(), self.obj, self.look,
                                  self.rng)
         self.frames.append((self.tick, resize_area(raw, self.term.height, self.term.width)))
-        while len(self.frames) > 8:
+        while len(self.frames) > 32:   # > 0.5 s of frames at 30 Hz
             self.frames.popleft()
+
+    def _visible(self) -> tuple[int, U8]:
+        due = self.tick - self.look.image_delay_periods - self.extra_delay_periods
+        best = self.frames[0]
+        for k, f in self.frames:
+            if k <= due:
+                best = (k, f)
+        return best
 
     def image(self) -> U8:
         """Return the newest frame delivered by now (captured at least the delay ago)."""
-        due = self.tick - self.look.image_delay_periods
-        best = self.frames[0][1]
-        for k, f in self.frames:
-            if k <= due:
-                best = f
-        return best
+        return self._visible()[1]
+
+    @property
+    def shows_ball(self) -> bool:
+        """Whether the frame the policy sees was captured after the ball last moved.
+
+        Training labels no step before that: the expert's label is for a ball the image
+        does not show yet.
+        """
+        return self._visible()[0] >= self.ball_tick
 
     def observe(self) -> tuple[F64, U8, F64] | None:
         """Return (student vector, image, expert vector), or None while stale."""

@@ -12,7 +12,8 @@ round r >= 1 executes the student, the expert with probability 0.5^(r+1) per ste
 moves to a new random position every ``ball_interval_s`` (0.8-1.5 s) so that the arm also
 starts from earlier goals, and the in-process check starts every episode at home; every
 visited step the node would act on is labelled and the student is refit on all data so far
-(warm-started, ``epochs`` passes per round). Worlds are
+(warm-started, ``epochs`` passes per round; the last round adds ``polish_epochs`` passes at
+``polish_lr_factor`` times the learning rate). Worlds are
 :class:`~simreal_ros.policy.visual_task.VisualReachWorld`: the training World's physics with
 domain randomization and the latency injector's command/observation routes (one preset per
 episode), plus the per-episode visual randomization and image delay.
@@ -72,10 +73,12 @@ class VisualTrainConfig:
     seed: int = 0
     threads: int = 1
     envs: int = 12
-    rounds: int = 8
+    rounds: int = 12
     episode_s: float = 3.0
     ball_interval_s: tuple[float, float] = (0.8, 1.5)
     epochs: int = 4
+    polish_epochs: int = 6
+    polish_lr_factor: float = 0.3
     batch_size: int = 128
     learning_rate: float = 1e-3
     aux_weight: float = 1.0
@@ -268,6 +271,7 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
                     switch[i] += float(rng.uniform(*cfg.ball_interval_s))
             obs = [wd.observe() for wd in worlds]
             live = [i for i, o in enumerate(obs) if o is not None]
+            seen = [i for i in live if worlds[i].shows_ball]
             actions = [np.zeros(spec.act_dim) for _ in worlds]
             if live:
                 vec = np.stack([obs[i][0] for i in live])      # type: ignore[index]
@@ -277,10 +281,11 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
                     label = expert_net(torch.as_tensor(evec, dtype=torch.float32)).numpy()
                     student = (net(torch.as_tensor(vec, dtype=torch.float32),
                                    images_to_tensor(img, spec)).numpy() if rnd > 0 else label)
-                xs.append(vec)
-                ims.append(img)
-                ys.append(label.astype(np.float64))
-                gs.append(evec[:, goal_slice[0]:goal_slice[1]])
+                keep = np.array([i in seen for i in live])
+                xs.append(vec[keep])
+                ims.append(img[keep])
+                ys.append(label[keep].astype(np.float64))
+                gs.append(evec[keep, goal_slice[0]:goal_slice[1]])
                 for j, i in enumerate(live):
                     use_expert = rng.random() < beta
                     actions[i] = np.asarray(label[j] if use_expert else student[j], np.float64)
@@ -293,7 +298,11 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
         g = torch.as_tensor(np.concatenate(gs), dtype=torch.float32)
         net.train()
         loss_sum, aux_sum, batches = 0.0, 0.0, 0
-        for _epoch in range(cfg.epochs):
+        last = rnd == cfg.rounds - 1
+        if last and cfg.polish_epochs:
+            for group in opt.param_groups:
+                group['lr'] = cfg.learning_rate * cfg.polish_lr_factor
+        for _epoch in range(cfg.epochs + (cfg.polish_epochs if last else 0)):
             perm = torch.randperm(len(x), generator=shuffle)
             for s in range(0, len(x), cfg.batch_size):
                 b = perm[s:s + cfg.batch_size]
