@@ -65,7 +65,6 @@ def curves(model_paths: Sequence[Path], episodes: int = 8, seed: int = 9000,
     robot = load_robot(spec.robot)
     task = ReachTask(robot)
     camera = TargetCamera(robot)
-    plain = camera.render
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {'episodes': episodes, 'seed': seed, 'models': {}}
     points = [('baseline', 0.0)] + [(a, lv) for a, levels in (axes or AXES).items()
@@ -76,10 +75,9 @@ def curves(model_paths: Sequence[Path], episodes: int = 8, seed: int = 9000,
             for axis, level in points:
                 fx = effects(axis, level) if axis != 'baseline' else None
 
-                def harmed(*a: Any, _fx: ImageEffects | None = fx) -> Any:
-                    img = plain(*a)
+                def harmed(img: Any, _fx: ImageEffects | None = fx) -> Any:
                     return img if _fx is None else perturb_frame(img, _fx, rng)
-                camera.render = harmed  # type: ignore[method-assign]
+                camera.harm = harmed
                 worlds = make_worlds(spec, expert, camera, task,
                                      [seed + i for i in range(episodes)], False, False)
                 delay = int(round(level / 0.02)) if axis == 'latency_s' else 0
@@ -94,7 +92,6 @@ def curves(model_paths: Sequence[Path], episodes: int = 8, seed: int = 9000,
                       flush=True)
             out['models'][str(path)] = rows
     finally:
-        camera.render = plain  # type: ignore[method-assign]
         camera.close()
     return out
 

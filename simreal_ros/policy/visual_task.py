@@ -44,6 +44,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 import math
+import time
+from typing import Callable
 
 import mujoco
 import numpy as np
@@ -61,7 +63,7 @@ from simreal_ros.policy.images import resize_area
 from simreal_ros.policy.spec import ImageTerm, ObservationBuilder, ObsInputs
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.goals import GoalSampler
-from simreal_ros.sim.mujoco.renderer import MujocoCameraRenderer
+from simreal_ros.sim.mujoco.physics import MujocoSim
 from simreal_ros.sim.scene import Scene, load_scene
 
 F64 = npt.NDArray[np.float64]
@@ -118,9 +120,12 @@ class ReachTask:
         ball = next(o for o in scene.objects if o.name == OBJECT)
         self.object_radius_m = float(ball.size[0])
         floor_only = Scene(scene.source, floor=True, light=False, objects=())
-        self.sim = make_sim(robot, scene=floor_only)
-        self.goals = GoalSampler(robot, margin_rad=self.geo.goal_margin_rad, sim=self.sim)
-        m = self.sim.model
+        sim = make_sim(robot, scene=floor_only)
+        if not isinstance(sim, MujocoSim):  # the kinematics below are MuJoCo's
+            raise ValueError(f'the visual reach task needs MuJoCo, not {sim.engine}')
+        self.sim = sim
+        self.goals = GoalSampler(robot, margin_rad=self.geo.goal_margin_rad, sim=sim)
+        m = sim.model
         self.model, self.data = m, mujoco.MjData(m)
         self.tool = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, robot.tool_frame)
         if self.tool < 0:
@@ -137,7 +142,8 @@ class ReachTask:
         d.qpos[:len(q)] = q
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)  # the Jacobian needs the com-based frames
-        return np.array(d.xpos[self.tool], dtype=np.float64)
+        out: F64 = np.array(d.xpos[self.tool], dtype=np.float64)
+        return out
 
     def inverse(self, point: F64, iterations: int = 60) -> tuple[F64, float]:
         """Return (q, residual m) putting tool0 on ``point`` from home (module doc)."""
@@ -156,7 +162,8 @@ class ReachTask:
 
     def reach_point(self, obj: F64) -> F64:
         """Return the point tool0 must reach for a ball at ``obj``."""
-        return np.asarray(obj, dtype=np.float64) + np.array([0.0, 0.0, self.geo.approach_m])
+        out: F64 = np.asarray(obj, dtype=np.float64) + np.array([0.0, 0.0, self.geo.approach_m])
+        return out
 
     def in_view(self, obj: F64) -> bool:
         """Whether the ball's centre projects inside the frame by the view margin."""
@@ -247,24 +254,35 @@ class TargetCamera:
         cams = [c for c in robot.cameras if c.name == camera or not camera]
         self.nominal = cams[0]
         self.cam = scaled_camera(cams[0], *render_size)
-        self.sim = make_sim(robot, scene=load_scene(SCENE))
-        renderer = self.sim.camera_renderer([self.cam])
-        if not isinstance(renderer, MujocoCameraRenderer):  # the looks need MuJoCo's renderer
-            renderer.close()
-            raise ValueError(f'the visual reach task renders with MuJoCo, not {self.sim.engine}')
-        self.renderer = renderer
-        self.base = np.array(self.sim.render_state(), dtype=np.float64)
-        self.obj_index = self.sim.object_position_index(OBJECT)
-        m = self.sim.model
+        sim = make_sim(robot, scene=load_scene(SCENE))
+        if not isinstance(sim, MujocoSim):  # the looks need MuJoCo's renderer
+            raise ValueError(f'the visual reach task renders with MuJoCo, not {sim.engine}')
+        self.sim = sim
+        self.renderer = sim.camera_renderer([self.cam])
+        self.base = np.array(sim.render_state(), dtype=np.float64)
+        self.obj_index = sim.object_position_index(OBJECT)
+        m = sim.model
         self.model = m
         self.floor_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, 'floor')
         self.ball_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, OBJECT)
         self.floor_rgba = m.geom_rgba[self.floor_geom].copy()
         self.ball_rgba = m.geom_rgba[self.ball_geom].copy()
         self.n_joints = len(robot.joint_names)
+        #: applied to every rendered frame when set (the perception-gap curves' harm)
+        self.harm: Callable[[U8], U8] | None = None
+        #: time spent rendering (s) and frames rendered, for the training record
+        self.render_s = 0.0
+        self.renders = 0
 
     def render(self, q: F64, obj: F64, look: VisualDraw, rng: np.random.Generator) -> U8:
         """Return the rgb8 frame at ``render_size`` of the arm at ``q`` and the ball at ``obj``."""
+        t0 = time.perf_counter()
+        img = self._render(q, obj, look, rng)
+        self.render_s += time.perf_counter() - t0
+        self.renders += 1
+        return img if self.harm is None else self.harm(img)
+
+    def _render(self, q: F64, obj: F64, look: VisualDraw, rng: np.random.Generator) -> U8:
         m, r = self.model, self.renderer
         xyz, rpy = offset_pose(self.cam.xyz, self.cam.rpy, look.camera_translation_m,
                                look.camera_rotation_rad)

@@ -114,7 +114,8 @@ def build_network(obs_dim: int, act_dim: int, channels: int, height: int, width:
         def keypoints(self, image: torch.Tensor) -> torch.Tensor:
             f = self.conv(image)
             p = torch.softmax(f.flatten(2), dim=-1)
-            return torch.cat([(p * self.px).sum(-1), (p * self.py).sum(-1)], dim=1)
+            return torch.cat([(p * self.px).sum(-1), (p * self.py).sum(-1)],  # type: ignore[operator]
+                             dim=1)
 
         def heads(self, obs: torch.Tensor, image: torch.Tensor
                   ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,18 +244,6 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
     ys: list[F64] = []
     gs: list[F64] = []
     history = []
-    render_s = 0.0
-    renders = 0
-    orig_render = camera.render
-
-    def timed_render(*a: Any) -> U8:
-        nonlocal render_s, renders
-        t0 = time.perf_counter()
-        out = orig_render(*a)
-        render_s += time.perf_counter() - t0
-        renders += 1
-        return out
-    camera.render = timed_render  # type: ignore[method-assign]
     log(f'training {spec.name}: {cfg.envs} worlds, {cfg.rounds} rounds of {cfg.episode_s:g} s, '
         f'visual randomization {cfg.visual_randomization}, seed {cfg.seed}')
     fit_s = 0.0
@@ -337,7 +326,8 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
     summary: dict[str, Any] = {
         'policy': spec.name, 'expert': cfg.expert, 'config': asdict(cfg), 'rounds': history,
         'samples': n_samples, 'image_bytes': int(sum(a.nbytes for a in ims)),
-        'frames_rendered': renders, 'render_ms_mean': 1e3 * render_s / max(1, renders),
+        'frames_rendered': camera.renders,
+        'render_ms_mean': 1e3 * camera.render_s / max(1, camera.renders),
         'render_size': list(cfg.render_size), 'fit_time_s': fit_s, 'train_time_s': train_s,
         'machine': {'host_cpus': os.cpu_count(), 'platform': platform.platform(),
                     'python': sys.version.split()[0], 'torch': torch.__version__,
