@@ -34,8 +34,8 @@ episode, 0-40 ms), so the policy sees a frame up to ~73 ms old as behind a real 
 Visual randomization per episode (:class:`VisualRandomization`, the keys of the virtual
 camera's visual reality, ``docs/camera.md``): light diffuse and ambient scale, light direction
 rotation, camera pose offset (translation in the optical frame, rotation vector), exposure gain,
-white balance, shot + read noise (:func:`~simreal_ros.hardware.emulator.optics.sensor_noise`,
-:func:`~simreal_ros.hardware.emulator.optics.colour_gain`, the emulator's own functions), and
+white balance, shot + read noise (:func:`~simreal_ros.core.optics.sensor_noise`,
+:func:`~simreal_ros.core.optics.colour_gain`, the virtual camera's own functions), and
 floor / ball colour. A nominal episode draws none of them.
 """
 
@@ -47,22 +47,22 @@ import math
 import time
 from typing import Callable
 
-import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.robot import CameraSpec, RobotSpec
-from simreal_ros.hardware.emulator.optics import (
+from simreal_ros.core.optics import (
     colour_gain,
     offset_pose,
     rotation_matrix,
     sensor_noise,
 )
+from simreal_ros.core.robot import CameraSpec, RobotSpec
 from simreal_ros.policy.env import World
 from simreal_ros.policy.images import resize_area
 from simreal_ros.policy.spec import ImageTerm, ObservationBuilder, ObsInputs
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.goals import GoalSampler
+from simreal_ros.sim.mujoco.kinematics import BodyPoint, geom_id
 from simreal_ros.sim.mujoco.physics import MujocoSim
 from simreal_ros.sim.scene import Scene, load_scene
 
@@ -125,25 +125,15 @@ class ReachTask:
             raise ValueError(f'the visual reach task needs MuJoCo, not {sim.engine}')
         self.sim = sim
         self.goals = GoalSampler(robot, margin_rad=self.geo.goal_margin_rad, sim=sim)
-        m = sim.model
-        self.model, self.data = m, mujoco.MjData(m)
-        self.tool = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, robot.tool_frame)
-        if self.tool < 0:
-            raise ValueError(f'{robot.name}: tool frame {robot.tool_frame!r} is not a body')
+        self.tool = BodyPoint(sim.model, robot.tool_frame)
         cams = [c for c in robot.cameras if c.name == camera or not camera]
         if not cams or cams[0].parent != 'world':
             raise ValueError(f'{robot.name}: the task needs a camera fixed in the world')
         self.camera = cams[0]
-        self._jac = np.zeros((3, m.nv))
 
     def tool_position(self, q: F64) -> F64:
         """Return tool0's world position at joint positions ``q`` (robot order)."""
-        m, d = self.model, self.data
-        d.qpos[:len(q)] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)  # the Jacobian needs the com-based frames
-        out: F64 = np.array(d.xpos[self.tool], dtype=np.float64)
-        return out
+        return self.tool.position(q)
 
     def inverse(self, point: F64, iterations: int = 60) -> tuple[F64, float]:
         """Return (q, residual m) putting tool0 on ``point`` from home (module doc)."""
@@ -155,8 +145,7 @@ class ReachTask:
             err = float(np.linalg.norm(e))
             if err < 1e-6:
                 break
-            mujoco.mj_jacBody(self.model, self.data, self._jac, None, self.tool)
-            jac = self._jac[:, cols]
+            jac = self.tool.jacobian()[:, cols]
             q[cols] += jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), e)
         return q, err
 
@@ -263,8 +252,8 @@ class TargetCamera:
         self.obj_index = sim.object_position_index(OBJECT)
         m = sim.model
         self.model = m
-        self.floor_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, 'floor')
-        self.ball_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, OBJECT)
+        self.floor_geom = geom_id(m, 'floor')
+        self.ball_geom = geom_id(m, OBJECT)
         self.floor_rgba = m.geom_rgba[self.floor_geom].copy()
         self.ball_rgba = m.geom_rgba[self.ball_geom].copy()
         self.n_joints = len(robot.joint_names)

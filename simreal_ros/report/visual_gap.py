@@ -1,6 +1,6 @@
 """Closed-loop perception-gap curves of a visuomotor policy: task success against image harm.
 
-``python -m simreal_ros.policy.visual_gap --out FILE.json MODEL.pt [MODEL.pt ...]`` runs each
+``python -m simreal_ros.report.visual_gap --out FILE.json MODEL.pt [MODEL.pt ...]`` runs each
 TorchScript network of the ``simreal_arm_visual_reach`` spec (the node's preprocess and model
 loader) on the reach task of :mod:`simreal_ros.policy.visual_task` while every frame it sees
 is harmed by one of the latency injector's image perturbations at increasing strength, and
@@ -98,7 +98,7 @@ def curves(model_paths: Sequence[Path], episodes: int = 8, seed: int = 9000,
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (module doc)."""
-    p = argparse.ArgumentParser(prog='python -m simreal_ros.policy.visual_gap')
+    p = argparse.ArgumentParser(prog='python -m simreal_ros.report.visual_gap')
     p.add_argument('models', nargs='+', type=Path)
     p.add_argument('--out', required=True, type=Path)
     p.add_argument('--episodes', type=int, default=8)
