@@ -10,6 +10,11 @@
   ``cv2.VideoCapture`` (FFMPEG) as the camera driver reads it: achieved fps and
   capture-to-read latency per frame (frames are identified by a barcode the virtual camera
   draws), with the reality's ``latency_s`` = 0, so the figure is the pipeline's own latency.
+* ``visual_reality``: the cost of ``worn_camera``'s visual reality per frame at the camera's
+  resolution, on the same arm state one after the other: the ideal render alone, the render
+  as the reality needs it (padded for the lens, relit, from the offset pose), and each image
+  stage of :class:`~simreal_ros.hardware.emulator.optics.Optics` (lens remap, blur, shot +
+  read noise, gain and white balance); ratios to the ideal render.
 
 The figures are what this machine achieves; they are not asserted anywhere.
 """
@@ -176,11 +181,66 @@ def bench_real(seconds: float) -> dict[str, Any]:
             'capture_to_read': _stats_ms(latency)}
 
 
+def bench_visual_reality(frames: int) -> dict[str, Any]:
+    from dataclasses import replace
+
+    import cv2
+
+    from simreal_ros.core.camera_info import OpticalReality
+    from simreal_ros.hardware.emulator import optics as op
+    robot = load_robot('simreal_arm')
+    cam = robot.cameras[0]
+    reality = OpticalReality.from_reality('worn_camera')
+    sim = make_sim(robot, scene=load_scene('tabletop'))
+    k = reality.intrinsics or cam.intrinsics()
+    o = op.Optics(reality, cam.width, cam.height, k)
+    xyz, rpy = op.offset_pose(cam.xyz, cam.rpy, reality.pose_translation_m,
+                              reality.pose_rotation_rad)
+    w, h = o.ideal_size
+    ideal_spec = replace(cam, encoding='rgb8')
+    true_spec = replace(cam, fovy_deg=None, width=w, height=h, xyz=xyz, rpy=rpy,
+                        encoding='rgb8', given_intrinsics=o.ideal_intrinsics(k))
+    ideal_r = sim.camera_renderer([ideal_spec])
+    true_r = sim.camera_renderer([true_spec])
+    true_r.set_lighting(reality.light_diffuse_scale, reality.light_ambient_scale,
+                        op.rotation_matrix(reality.light_rotation_rad))
+    state = np.array(sim.render_state())
+    times: dict[str, list[int]] = {k: [] for k in ('ideal_render', 'reality_render', 'lens',
+                                                   'blur', 'noise', 'gain_wb', 'optics_total')}
+
+    def timed(key: str, fn: Any, *args: Any) -> Any:
+        t0 = time.perf_counter_ns()
+        out = fn(*args)
+        times[key].append(time.perf_counter_ns() - t0)
+        return out
+
+    rng = np.random.default_rng(0)
+    assert o.maps is not None
+    for _ in range(frames):
+        timed('ideal_render', ideal_r.render, state)
+        img = timed('reality_render', true_r.render, state)[0]
+        timed('optics_total', o.apply, img)
+        lensed = timed('lens', cv2.remap, img, o.maps[0], o.maps[1], cv2.INTER_LINEAR)
+        blurred = timed('blur', cv2.GaussianBlur, lensed, (0, 0), reality.blur_sigma_px)
+        f = blurred.astype(np.float32)
+        timed('noise', op.sensor_noise, f, reality.full_well_e, reality.noise_std, rng)
+        timed('gain_wb', op.colour_gain, f, reality.gain, reality.white_balance)
+    ideal_r.close()
+    true_r.close()
+    stats = {key: _stats_ms(v) for key, v in times.items()}
+    base = stats['ideal_render']['p50_ms']
+    return {'camera': f'{cam.width}x{cam.height} (render {w}x{h}, pad {o.pad} px)',
+            **stats,
+            'ratio_reality_render_over_ideal': stats['reality_render']['p50_ms'] / base,
+            'ratio_optics_over_ideal_render': stats['optics_total']['p50_ms'] / base}
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     """Run every part and return the figures."""
     seconds = 3.0 if quick else 10.0
     out = bench_sim(seconds)
     out['real'] = bench_real(seconds)
+    out['visual_reality'] = bench_visual_reality(10 if quick else 50)
     return out
 
 

@@ -19,4 +19,5 @@ def test_camera_benchmark_reports_its_figures(ros_env):
     figures = json.loads(r.stdout)
     assert figures['sim']['render_ms']['n'] > 0
     assert figures['real']['capture_to_read']['n'] > 0
+    assert figures['visual_reality']['optics_total']['n'] == 10
     assert set(figures['physics_loop']) >= {'alone', 'render_thread', 'render_process'}

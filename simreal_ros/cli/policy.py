@@ -1,4 +1,7 @@
-"""``simreal train`` and ``simreal eval``: the example policy, trained in MuJoCo, run over ROS."""
+"""``simreal train``, ``simreal eval`` and ``simreal perception-gap``.
+
+The example policy, trained in MuJoCo, run over ROS; an image model's perception-gap curves.
+"""
 
 from __future__ import annotations
 
@@ -64,6 +67,62 @@ def cmd_eval(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_perception_gap(ns: argparse.Namespace) -> int:
+    """Perception-gap curves of an image model: one HTML report (and JSON rows)."""
+    from pathlib import Path
+
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.report.perception_gap import (
+        AXES,
+        render_target_episodes,
+        run_curves,
+        table,
+        torchscript_model,
+        write_html,
+    )
+    from simreal_ros.sim.scene import load_scene
+    if ns.episodes < 1:
+        raise SimrealError(f'--episodes {ns.episodes}: expected an integer >= 1')
+    if not ns.tolerance_px > 0:
+        raise SimrealError(f'--tolerance-px {ns.tolerance_px}: expected a number of px > 0')
+    axes = ns.axes or list(AXES)
+    for a in axes:
+        if a not in AXES:
+            raise SimrealError(f'--axes {a!r}: expected some of {", ".join(AXES)}')
+    size = None
+    if ns.size:
+        w, sep, h = ns.size.partition('x')
+        if not (sep and w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
+            raise SimrealError(f'--size {ns.size!r}: expected WIDTHxHEIGHT in px, e.g. 160x120')
+        size = (int(w), int(h))
+    if not Path(ns.model).is_file():
+        raise SimrealError(f'--model {ns.model}: no such file')
+    model = torchscript_model(ns.model)
+    robot = load_robot(ns.robot)
+    longest = max(AXES['latency_s'][0]) if 'latency_s' in axes else 0.0
+    fps = robot.cameras[0].fps_hz if robot.cameras else 30.0
+    steps = max(ns.steps, int(round(longest * fps)) + 1)
+    print(f'rendering {ns.episodes} episodes x {steps} frames', file=sys.stderr, flush=True)
+    eps = render_target_episodes(robot, load_scene(ns.scene), ns.object, ns.episodes, steps,
+                                 ns.seed, size)
+    points = run_curves(model, eps, ns.tolerance_px,
+                        {a: AXES[a][0] for a in axes}, seed=ns.seed)
+    h, w = eps.frames.shape[2:4]
+    out = write_html(ns.out, points, ns.tolerance_px, {
+        'model': ns.model, 'robot': ns.robot, 'camera': f'{eps.camera} at {w}x{h}',
+        'scene / object': f'{ns.scene} / {ns.object}', 'episodes': ns.episodes,
+        'seed': ns.seed})
+    rows = table(points)
+    if ns.json:
+        print(json.dumps({'report': str(out), 'rows': rows}))
+    else:
+        for r in rows:
+            print(f'{r["axis"]:>14} {r["level"]:>7g}  success {r["successes"]}/'
+                  f'{r["episodes"]}  final error mean {r["final_error_mean_px"]:.2f} px')
+        print(f'report: {out}')
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     """Add this group's sub-commands to the ``simreal`` parser."""
     p = sub.add_parser('train', help='train a policy in MuJoCo (seeded, reproducible)',
@@ -105,3 +164,28 @@ def add_commands(sub: Any) -> None:
                    help='a previous --json result of the same episodes: report |J - J_other|')
     p.add_argument('--json', action='store_true', help='print the result as JSON')
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser('perception-gap', help="an image model's success against each image "
+                       'perturbation of the injector at increasing strength (HTML curves)',
+                       description='Render seeded episodes of a moving scene object on the '
+                       "robot's camera and run a TorchScript image model (RGB (1, 3, H, W) in "
+                       '[0, 1] -> (1, 2) pixel position) on them under blur, noise, exposure, '
+                       'JPEG quality and image latency at increasing strength; success = the '
+                       'final error within --tolerance-px. See docs/policy.md.')
+    p.add_argument('--model', required=True, help='TorchScript file of the image model')
+    p.add_argument('--robot', default='simreal_arm', help='robot spec [default: simreal_arm]')
+    p.add_argument('--scene', default='tabletop', help='scene name or path [default: tabletop]')
+    p.add_argument('--object', default='cube', help='free scene object the model must find '
+                   '[default: cube]')
+    p.add_argument('--episodes', type=int, default=10, help='episodes [default: 10]')
+    p.add_argument('--steps', type=int, default=9, help='frames per episode (at least the '
+                   'longest latency + 1) [default: 9]')
+    p.add_argument('--seed', type=int, default=0, help='seed of the episodes [default: 0]')
+    p.add_argument('--size', default='', metavar='WxH', help="render size (the camera's lens "
+                   "scaled) [default: the camera's]")
+    p.add_argument('--tolerance-px', type=float, default=2.0,
+                   help='success: final error within this many px [default: 2]')
+    p.add_argument('--axes', nargs='+', metavar='AXIS', help='blur_sigma_px noise_std '
+                   'exposure_ev jpeg_quality latency_s [default: all]')
+    p.add_argument('--out', default='perception_gap.html', help='the HTML report to write')
+    p.add_argument('--json', action='store_true', help='print the rows as JSON')
+    p.set_defaults(func=cmd_perception_gap)

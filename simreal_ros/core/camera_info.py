@@ -186,26 +186,68 @@ def device_argument(device: str) -> int | str:
     return int(device) if device.isdigit() else device
 
 
+#: bounds of a camera pose offset: an extrinsics *error*, not another camera placement
+POSE_OFFSET_MAX_M = 0.5
+POSE_OFFSET_MAX_RAD = 0.5
+
+
+def _vector3(sec: Section, key: str, default: tuple[float, float, float], expected: str,
+             bound: float) -> tuple[float, float, float]:
+    """Return a list of 3 numbers each in [-bound, bound]; ConfigError naming the element."""
+    v = sec.raw(key, list(default))
+    if not isinstance(v, list) or len(v) != 3:
+        raise ConfigError(sec.source, sec.path(key), expected, v)
+    x, y, z = (check_number(e, sec.source, f'{sec.path(key)}[{i}]', minimum=-bound,
+                            maximum=bound) for i, e in enumerate(v))
+    return x, y, z
+
+
 @dataclass(frozen=True)
 class OpticalReality:
     """How the virtual robot's camera really images (``camera:`` of a reality file).
 
-    Applied in this order to the ideal render: lens (``intrinsics`` that differ from the
-    nominal calibration, and ``distortion`` k1, k2, p1, p2, k3 of OpenCV's plumb_bob model),
-    ``blur_sigma_px`` (Gaussian), exposure ``gain`` and ``white_balance`` (per-channel R, G, B
-    factors), sensor ``noise_std`` (in 8-bit grey levels, Gaussian), then the frame is served
-    ``latency_s`` after the state it shows.
+    The scene is rendered under ``lighting`` (every light of the scene, the headlight too:
+    ``diffuse_scale`` and ``ambient_scale`` multiply their diffuse + specular and ambient
+    colours; ``rotation_rad``, a rotation vector in the world frame, turns the direction of
+    every light but the headlight) from the camera displaced by ``pose_offset``
+    (``translation_m`` and ``rotation_rad``, a rotation vector, both in the camera's optical
+    frame: x right, y down, z forward; the true pose is ``nominal * offset``), through the true
+    ``intrinsics`` (which differ from the nominal calibration). Then, in this order, on the
+    ideal render: lens ``distortion`` (k1, k2, p1, p2, k3 of the Brown-Conrady model, OpenCV's
+    plumb_bob), ``blur_sigma_px`` (Gaussian), sensor noise (shot noise of a pixel that
+    collects ``full_well_e`` electrons at full scale, 0 = none, and read noise ``noise_std``
+    in 8-bit grey levels), exposure ``gain`` and ``white_balance`` (per-channel R, G, B
+    factors; both amplify the noise, as analog gain and the ISP's white balance do),
+    quantization to 8 bits; the frame is served ``latency_s`` after the state it shows.
     """
 
     gain: float = 1.0
     white_balance: tuple[float, float, float] = (1.0, 1.0, 1.0)
     noise_std: float = 0.0
+    full_well_e: float = 0.0
     blur_sigma_px: float = 0.0
     distortion: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)
     intrinsics: tuple[float, float, float, float] | None = None
     latency_s: float = 0.0
     jpeg_quality: int = 85
     seed: int = 0
+    light_diffuse_scale: float = 1.0
+    light_ambient_scale: float = 1.0
+    light_rotation_rad: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pose_translation_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pose_rotation_rad: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    @property
+    def nominal_lighting(self) -> bool:
+        """Whether the scene is lit as modelled (no ``lighting:`` change)."""
+        return (self.light_diffuse_scale, self.light_ambient_scale, self.light_rotation_rad) \
+            == (1.0, 1.0, (0.0, 0.0, 0.0))
+
+    @property
+    def nominal_pose(self) -> bool:
+        """Whether the camera sits where the robot spec says (no ``pose_offset:``)."""
+        return self.pose_translation_m == (0.0, 0.0, 0.0) \
+            and self.pose_rotation_rad == (0.0, 0.0, 0.0)
 
     @classmethod
     def from_reality(cls, path: str | Path) -> 'OpticalReality':
@@ -234,13 +276,32 @@ class OpticalReality:
             k = (ks.number('fx', positive=True), ks.number('fy', positive=True),
                  ks.number('cx', minimum=0.0), ks.number('cy', minimum=0.0))
             ks.reject_unknown()
+        light = sec.section('lighting', {})
+        diffuse = light.number('diffuse_scale', 1.0, minimum=0.0, maximum=10.0)
+        ambient = light.number('ambient_scale', 1.0, minimum=0.0, maximum=10.0)
+        light_rot = _vector3(light, 'rotation_rad', (0.0, 0.0, 0.0), 'a list of 3 numbers '
+                             '[rx, ry, rz] (a rotation vector in the world frame, rad)', math.pi)
+        light.reject_unknown()
+        pose = sec.section('pose_offset', {})
+        t = _vector3(pose, 'translation_m', (0.0, 0.0, 0.0), 'a list of 3 numbers [x, y, z] '
+                     '(m, optical frame: x right, y down, z forward)', POSE_OFFSET_MAX_M)
+        rot = _vector3(pose, 'rotation_rad', (0.0, 0.0, 0.0), 'a list of 3 numbers '
+                       '[rx, ry, rz] (a rotation vector in the optical frame, rad)',
+                       POSE_OFFSET_MAX_RAD)
+        pose.reject_unknown()
         out = cls(gain=sec.number('gain', 1.0, positive=True, maximum=16.0),
                   white_balance=(r, g, b),
                   noise_std=sec.number('noise_std', 0.0, minimum=0.0, maximum=128.0),
+                  full_well_e=sec.number('full_well_e', 0.0, minimum=0.0, maximum=1e7),
                   blur_sigma_px=sec.number('blur_sigma_px', 0.0, minimum=0.0, maximum=20.0),
                   distortion=d, intrinsics=k,
                   latency_s=sec.number('latency_s', 0.0, minimum=0.0, maximum=2.0),
                   jpeg_quality=sec.integer('jpeg_quality', 85, minimum=1, maximum=100),
-                  seed=sec.integer('seed', 0, minimum=0))
+                  seed=sec.integer('seed', 0, minimum=0),
+                  light_diffuse_scale=diffuse, light_ambient_scale=ambient,
+                  light_rotation_rad=light_rot, pose_translation_m=t, pose_rotation_rad=rot)
+        if 0.0 < out.full_well_e < 1.0:
+            raise ConfigError(src, sec.path('full_well_e'), 'electrons >= 1 (0: no shot noise)',
+                              out.full_well_e)
         sec.reject_unknown()
         return out

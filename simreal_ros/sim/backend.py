@@ -348,6 +348,14 @@ class SimBackend(ABC):
         """
         raise NotImplementedError(f'the {self.engine} engine does not render cameras')
 
+    def object_position_index(self, name: str) -> int:
+        """Index in :meth:`render_state` of free scene object ``name``'s x (then y, z).
+
+        Writing a snapshot there places the object for a render (the physics is untouched);
+        ValueError when the scene has no free object of that name.
+        """
+        raise NotImplementedError(f'the {self.engine} engine does not render cameras')
+
     def camera_renderer(self, cameras: Sequence[CameraSpec]) -> CameraRenderer:
         """Return a renderer of ``cameras`` for :meth:`render_state` snapshots.
 

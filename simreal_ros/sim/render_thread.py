@@ -50,6 +50,12 @@ class CameraRenderer(Protocol):
                ) -> list[Image | None]:
         """Render every camera (or those with ``which[i]``) at engine state ``state``."""
 
+    def pose(self, i: int) -> tuple[FloatArray, FloatArray]:
+        """Return camera ``i``'s world position and rotation at the last rendered state.
+
+        The rotation's columns are the optical frame's x right, y down, z forward.
+        """
+
     def close(self) -> None:
         """Free the renderer's resources (GL contexts)."""
 

@@ -46,7 +46,9 @@ def small_robot(tmp_path: Path) -> str:
     reality.write_text(yaml.safe_dump({'robot': 'simreal_arm', 'camera': {
         'gain': 1.2, 'white_balance': [1.05, 1.0, 0.9], 'noise_std': 1.5,
         'blur_sigma_px': 0.5, 'distortion': [-0.08, 0.01, 0.0, 0.0, 0.0], 'latency_s': 0.03,
-        'intrinsics': {'fx': 151.0, 'fy': 152.0, 'cx': 80.5, 'cy': 58.0}}}))
+        'intrinsics': {'fx': 151.0, 'fy': 152.0, 'cx': 80.5, 'cy': 58.0},
+        'full_well_e': 6000, 'lighting': {'diffuse_scale': 0.8, 'rotation_rad': [0.1, 0, 0]},
+        'pose_offset': {'translation_m': [0.004, 0, 0], 'rotation_rad': [0, 0.01, 0]}}}))
     return str(path)
 
 
@@ -162,8 +164,9 @@ def test_optics_distort_as_opencv_projects() -> None:
     k = (151.0, 152.0, 80.5, 58.0)
     dist = (-0.2, 0.05, 0.001, -0.002, 0.0)
     optics = Optics(OpticalReality(distortion=dist), 160, 120, k)
-    ideal = np.zeros((120, 160, 3), np.uint8)
-    ideal[30, 130] = 255  # one bright pixel of the ideal (pinhole) image, off-centre
+    w, h = optics.ideal_size  # padded: the lens sees beyond the pinhole's frame
+    ideal = np.zeros((h, w, 3), np.uint8)
+    ideal[30 + optics.pad, 130 + optics.pad] = 255  # one bright pixel, off-centre
     out = optics.apply(ideal)
     ys, xs = np.nonzero(out[:, :, 0])
     w = out[ys, xs, 0].astype(float)

@@ -36,6 +36,9 @@ import numpy.typing as npt
 from simreal_ros.core.camera_info import OpticalReality
 from simreal_ros.core.robot import CameraSpec
 from simreal_ros.errors import ConfigError
+from simreal_ros.hardware.emulator.optics import Optics, offset_pose, rotation_matrix
+
+__all__ = ['CameraFaults', 'Optics', 'VirtualCamera', 'start_cameras']
 
 Image = npt.NDArray[np.uint8]
 BOUNDARY = 'simrealframe'
@@ -68,42 +71,6 @@ class CameraFaults:
             raise ConfigError('--camera-faults', 'restore_at', 'a time after drop_at',
                               out.restore_at)
         return out
-
-
-class Optics:
-    """The optical reality applied to an ideal render of the true intrinsics."""
-
-    def __init__(self, reality: OpticalReality, width: int, height: int,
-                 k: tuple[float, float, float, float]) -> None:
-        self.r = reality
-        self.rng = np.random.default_rng(reality.seed)
-        fx, fy, cx, cy = k
-        self.maps: tuple[Any, Any] | None = None
-        if any(reality.distortion):
-            # for every pixel of the distorted output, where it comes from in the ideal image
-            kmat = np.array([[fx, 0, cx], [0, fy, cy], [0, 0, 1]], dtype=np.float64)
-            u, v = np.meshgrid(np.arange(width, dtype=np.float64),
-                               np.arange(height, dtype=np.float64))
-            pts = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
-            ideal = cv2.undistortPoints(pts, kmat, np.asarray(reality.distortion), P=kmat)
-            ideal = ideal.reshape(height, width, 2).astype(np.float32)
-            self.maps = (ideal[:, :, 0], ideal[:, :, 1])
-        wb = np.asarray(reality.white_balance) * reality.gain
-        self.colour = wb.astype(np.float32)
-
-    def apply(self, rgb: Image) -> Image:
-        """Return the frame the sensor delivers (RGB) for an ideal render."""
-        img: npt.NDArray[Any] = rgb
-        if self.maps is not None:
-            img = cv2.remap(img, self.maps[0], self.maps[1], cv2.INTER_LINEAR,
-                            borderMode=cv2.BORDER_CONSTANT)
-        if self.r.blur_sigma_px > 0:
-            img = cv2.GaussianBlur(img, (0, 0), self.r.blur_sigma_px)
-        out = img.astype(np.float32) * self.colour
-        if self.r.noise_std > 0:
-            out += self.rng.normal(0.0, self.r.noise_std, out.shape).astype(np.float32)
-        frame: Image = np.clip(out + 0.5, 0, 255).astype(np.uint8)
-        return frame
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -158,10 +125,16 @@ class VirtualCamera:
         self.reality = reality
         self.faults = faults or CameraFaults()
         self.true_intrinsics = reality.intrinsics or spec.intrinsics()
-        # the render is the ideal pinhole of the *true* lens; the nominal one is the spec's
         self.spec = spec
-        self._render_spec = replace(spec, fovy_deg=None, given_intrinsics=self.true_intrinsics,
-                                    encoding='rgb8')
+        self.optics = Optics(reality, spec.width, spec.height, self.true_intrinsics)
+        # the render is the ideal pinhole of the *true* lens (padded for the lens to see
+        # beyond it) at the *true* camera pose; the nominal ones are the spec's
+        xyz, rpy = offset_pose(spec.xyz, spec.rpy, reality.pose_translation_m,
+                               reality.pose_rotation_rad)
+        w, h = self.optics.ideal_size
+        self._render_spec = replace(
+            spec, fovy_deg=None, width=w, height=h, xyz=xyz, rpy=rpy, encoding='rgb8',
+            given_intrinsics=self.optics.ideal_intrinsics(self.true_intrinsics))
         self.host = host
         self.barcode = barcode  # frame number drawn in the top rows (simreal bench camera)
         self._cond = threading.Condition()
@@ -228,8 +201,11 @@ class VirtualCamera:
     def _run(self) -> None:
         try:
             renderer = self.arm.sim.camera_renderer([self._render_spec])
-            fx, fy, cx, cy = self.true_intrinsics
-            optics = Optics(self.reality, self.spec.width, self.spec.height, (fx, fy, cx, cy))
+            r = self.reality
+            if not r.nominal_lighting:
+                renderer.set_lighting(r.light_diffuse_scale, r.light_ambient_scale,
+                                      rotation_matrix(r.light_rotation_rad))
+            optics = self.optics
         except Exception as exc:  # noqa: BLE001 - reported by the emulator, the bus goes on
             self.error = repr(exc)
             self.ready.set()

@@ -127,7 +127,10 @@ def _add_scene(spec: mujoco.MjSpec, scene: Scene) -> None:
         world.add_geom(name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[2, 2, 0.05],
                        rgba=[0.82, 0.84, 0.86, 1])
     if scene.light:
-        world.add_light(name='key_light', pos=[0.5, -0.5, 1.5], dir=[-0.3, 0.3, -1])
+        # no shadow map: in software rendering it cost 6x a frame (17 vs 100-135 ms at
+        # 640x480, tabletop, load 5), see docs/camera.md
+        world.add_light(name='key_light', pos=[0.5, -0.5, 1.5], dir=[-0.3, 0.3, -1],
+                        castshadow=False)
     shapes = {'box': mujoco.mjtGeom.mjGEOM_BOX, 'sphere': mujoco.mjtGeom.mjGEOM_SPHERE,
               'cylinder': mujoco.mjtGeom.mjGEOM_CYLINDER,
               'capsule': mujoco.mjtGeom.mjGEOM_CAPSULE}
@@ -159,7 +162,7 @@ def _add_stage(spec: mujoco.MjSpec, scene: Scene | None) -> None:
                                 conaffinity=2)
     if scene is None or not scene.light:
         spec.worldbody.add_light(name='stage_light', pos=[0.5, -0.5, 1.5], dir=[-0.3, 0.3, -1],
-                                 diffuse=[0.6, 0.6, 0.6])
+                                 diffuse=[0.6, 0.6, 0.6], castshadow=False)
     spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
 
 

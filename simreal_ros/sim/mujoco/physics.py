@@ -227,6 +227,13 @@ class MujocoSim(SimBackend):
         qpos: FloatArray = self.data.qpos  # a view: RenderThread.offer copies it when due
         return qpos
 
+    def object_position_index(self, name: str) -> int:
+        """Index of free object ``name``'s position in ``qpos`` (its free joint's address)."""
+        j = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f'{name}_free')
+        if j < 0:
+            raise ValueError(f'the scene has no free object {name!r}')
+        return int(self.model.jnt_qposadr[j])
+
     def camera_renderer(self, cameras: Sequence[CameraSpec]) -> MujocoCameraRenderer:
         """Return an offscreen MuJoCo renderer of ``cameras`` with its own ``MjData``."""
         return MujocoCameraRenderer(self.model, cameras)

@@ -73,6 +73,7 @@ class MujocoCameraRenderer:
             if key not in self._renderers:
                 self._renderers[key] = self._make_renderer(c.height, c.width)
         self._vcam = mujoco.MjvCamera()
+        self._lighting: tuple[float, float, FloatArray] | None = None
         self.near = float(model.vis.map.znear * model.stat.extent)
         self.far = float(model.vis.map.zfar * model.stat.extent)
 
@@ -82,6 +83,37 @@ class MujocoCameraRenderer:
         m.vis.global_.offwidth = max(m.vis.global_.offwidth, width)
         m.vis.global_.offheight = max(m.vis.global_.offheight, height)
         return mujoco.Renderer(m, height, width)
+
+    def set_lighting(self, diffuse_scale: float, ambient_scale: float,
+                     rotation: FloatArray) -> None:
+        """Light the scene otherwise than modelled (a visual reality; render-only).
+
+        Every light of the rendered scene (the headlight too) gets its diffuse and specular
+        colours times ``diffuse_scale`` and its ambient colour times ``ambient_scale``; every
+        light but the headlight has its direction turned by ``rotation`` (3x3, world frame).
+        The model is untouched: the lights of ``mjvScene`` are changed after each
+        ``update_scene``.
+        """
+        self._lighting = (diffuse_scale, ambient_scale, np.asarray(rotation, dtype=np.float64))
+
+    def _relight(self, scene: mujoco.MjvScene) -> None:
+        if self._lighting is None:
+            return
+        diffuse, ambient, rot = self._lighting
+        for j in range(scene.nlight):
+            light = scene.lights[j]
+            light.diffuse[:] = np.asarray(light.diffuse) * diffuse
+            light.specular[:] = np.asarray(light.specular) * diffuse
+            light.ambient[:] = np.asarray(light.ambient) * ambient
+            if not light.headlight:
+                light.dir[:] = rot @ np.asarray(light.dir, dtype=np.float64)
+
+    def set_camera_pose(self, i: int, xyz: Sequence[float], rpy: Sequence[float]) -> None:
+        """Mount camera ``i`` at ``xyz``, ``rpy`` in its parent (render-only).
+
+        E.g. a pose jitter drawn per training episode (:mod:`simreal_ros.policy.visual_task`).
+        """
+        self.local[i] = (np.asarray(xyz, dtype=np.float64), euler2mat(*rpy, axes='sxyz'))
 
     def pose(self, i: int) -> tuple[FloatArray, FloatArray]:
         """World position and rotation (columns x right, y down, z forward) of camera ``i``."""
@@ -98,6 +130,10 @@ class MujocoCameraRenderer:
         m, d = self.model, self.data
         d.qpos[:] = state
         mujoco.mj_kinematics(m, d)
+        # light poses are computed in mj_camlight, not mj_kinematics: without it every light
+        # of the scene had direction (0, 0, 0) and lit with its ambient colour only (a plate
+        # facing a 0.8 diffuse light rendered 0 instead of 184 of 255)
+        mujoco.mj_camlight(m, d)
         out: list[Image | None] = []
         for i, cam in enumerate(self.cameras):
             if which is not None and not which[i]:
@@ -105,6 +141,7 @@ class MujocoCameraRenderer:
                 continue
             r = self._renderers[(cam.height, cam.width)]
             r.update_scene(d, self._vcam)
+            self._relight(r.scene)
             pos, rot = self.pose(i)
             n = self.near
             fx, fy, cx, cy = cam.intrinsics()
