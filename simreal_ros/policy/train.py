@@ -285,6 +285,19 @@ def _success_rates(worlds: list[World], act: Callable[[FloatArray], FloatArray],
                           for k, (g, h) in sorted(per.items())}}
 
 
+#: the one image spec with a trainer (:mod:`simreal_ros.policy.visual_train`)
+VISUAL_POLICY = 'simreal_arm_visual_reach'
+
+
+def image_terms_hint(policy: str) -> str:
+    """Return what ``simreal train`` says of a spec with image terms: where it is trained."""
+    if policy == VISUAL_POLICY:
+        return ('vector terms only (simreal train does not train image terms); train '
+                f'{VISUAL_POLICY} with `python -m simreal_ros.policy.visual_train --out DIR`')
+    return ('vector terms only (simreal train does not train image terms; '
+            f'`python -m simreal_ros.policy.visual_train` trains {VISUAL_POLICY} only)')
+
+
 def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
           ) -> dict[str, Any]:
     """Train the spec's network with ``cfg``; write ``<policy>.pt``, spec and summary."""
@@ -292,11 +305,9 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
 
     t_start = time.monotonic()
     spec = load_policy_spec(cfg.policy)
-    if spec.images:  # the worlds render no cameras yet
-        raise ConfigError(str(spec.source), 'observation', 'vector terms only: simreal train '
-                          'does not train image terms yet (the policy node runs image '
-                          'policies trained elsewhere)', [f'image: {t.camera}'
-                                                          for t in spec.images])
+    if spec.images:  # these worlds render no cameras: the visual reach task has its trainer
+        raise ConfigError(str(spec.source), 'observation', image_terms_hint(spec.name),
+                          [f'image: {t.camera}' for t in spec.images])
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)

@@ -49,7 +49,7 @@ from simreal_ros.policy.env import World
 from simreal_ros.policy.images import FrameHistory, image_stack, preprocess
 from simreal_ros.policy.model import load_model
 from simreal_ros.policy.spec import ObservationBuilder, PolicySpec, load_policy_spec
-from simreal_ros.policy.train import TrainConfig
+from simreal_ros.policy.train import VISUAL_POLICY, TrainConfig
 from simreal_ros.policy.visual_task import (
     ReachTask,
     TargetCamera,
@@ -60,7 +60,7 @@ from simreal_ros.policy.visual_task import (
 F64 = npt.NDArray[np.float64]
 U8 = npt.NDArray[np.uint8]
 
-POLICY = 'simreal_arm_visual_reach'
+POLICY = VISUAL_POLICY
 EXPERT = 'simreal_arm_reach'
 
 

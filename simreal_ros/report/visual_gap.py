@@ -1,6 +1,7 @@
 """Closed-loop perception-gap curves of a visuomotor policy: task success against image harm.
 
-``python -m simreal_ros.report.visual_gap --out FILE.json MODEL.pt [MODEL.pt ...]`` runs each
+``python -m simreal_ros.report.visual_gap --out FILE.json MODEL.pt [MODEL.pt ...]
+[--episodes N] [--seed S] [--axis AXIS [--levels L ...]]`` runs each
 TorchScript network of the ``simreal_arm_visual_reach`` spec (the node's preprocess and model
 loader) on the reach task of :mod:`simreal_ros.policy.visual_task` while every frame it sees
 is harmed by one of the latency injector's image perturbations at increasing strength, and
@@ -16,6 +17,12 @@ scale with the resolution. The worlds are nominal (no domain, latency or visual
 randomization), the same seeded episodes at every level, so a curve differs only by the
 perturbation. Blur, noise and exposure are the injector's own code
 (:func:`simreal_ros.report.perception_gap.perturb_frame`).
+
+The JSON holds, per model path, one row per point: the baseline (axis ``baseline``, level 0)
+and then each level of each axis (all of :data:`AXES`, or ``--axis`` alone, at its own levels
+or ``--levels``), each with :func:`simreal_ros.policy.visual_train.evaluate`'s figures and
+``time_s``. An unknown axis, a level list without an axis, fewer than one episode or a
+missing model file is one ``error:`` line (exit status 2) before anything runs.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+import sys
 import time
 from typing import Any, Sequence
 
 import numpy as np
 
 from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import ConfigError, PolicyError, SimrealError
 from simreal_ros.latency.injection import ImageEffects
 from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.policy.visual_task import ReachTask, TargetCamera
@@ -59,7 +68,19 @@ def effects(axis: str, level: float) -> ImageEffects | None:
 
 def curves(model_paths: Sequence[Path], episodes: int = 8, seed: int = 9000,
            axes: dict[str, tuple[float, ...]] | None = None) -> dict[str, Any]:
-    """Run every model at the baseline and every level of every axis (module doc)."""
+    """Run every model at the baseline and every level of every axis (module doc).
+
+    Raises :class:`ConfigError` for an axis not in :data:`AXES` or ``episodes < 1`` and
+    :class:`PolicyError` for a model file that does not exist, before any episode runs.
+    """
+    for axis in (axes or {}):
+        if axis not in AXES:
+            raise ConfigError('visual_gap', 'axis', f'one of {", ".join(AXES)}', axis)
+    if episodes < 1:
+        raise ConfigError('visual_gap', 'episodes', 'at least 1', episodes)
+    for path in model_paths:
+        if not Path(path).is_file():
+            raise PolicyError(f'{path}: model file not found')
     spec = load_policy_spec(POLICY)
     expert = load_policy_spec(EXPERT)
     robot = load_robot(spec.robot)
@@ -102,10 +123,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument('models', nargs='+', type=Path)
     p.add_argument('--out', required=True, type=Path)
     p.add_argument('--episodes', type=int, default=8)
+    p.add_argument('--seed', type=int, default=9000, help='first episode seed [default: 9000]')
+    p.add_argument('--axis', default=None, help=f'one perturbation only ({", ".join(AXES)}) '
+                   '[default: all]')
+    p.add_argument('--levels', type=float, nargs='+', default=None,
+                   help="the axis' levels at 640x480 [default: the built-in ones]")
     a = p.parse_args(argv)
-    import torch
-    torch.set_num_threads(1)
-    result = curves(a.models, a.episodes)
+    try:
+        if a.levels is not None and a.axis is None:
+            raise ConfigError('visual_gap', 'levels', 'an --axis to apply them to', a.levels)
+        axes = None if a.axis is None else {a.axis: tuple(a.levels or AXES.get(a.axis, ()))}
+        import torch
+        torch.set_num_threads(1)
+        result = curves(a.models, a.episodes, a.seed, axes)
+    except SimrealError as exc:
+        print(f'{p.prog}: error: {exc}', file=sys.stderr)
+        return 2
     a.out.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
     return 0
 
