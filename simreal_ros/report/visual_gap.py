@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     except SimrealError as exc:
         print(f'{p.prog}: error: {exc}', file=sys.stderr)
         return 2
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
     return 0
 
