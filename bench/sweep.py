@@ -10,14 +10,16 @@
   kind, the ROS sim bridge in ``timing_mode:=lockstep`` at 50 Hz with a stand-in controller
   doing one topic round trip per tick (bench/sim_bridge.py's measurement): real-time factor
   and round trip per tick.
-* ``workers``: a grid of 64 cells (8 in ``--quick``) on 2 local worker processes against 1:
+* ``workers``: a grid of 64 cells of 10 episodes (8 of 2 in ``--quick``) on 2 local worker
+  processes against 1, twice each, alternating (once in ``--quick``):
   the whole command's wall time (spawn and imports included, what a user waits for) and the
   steady throughput (cells per second between the first and the last cell's end), their
   ratios (target >= 1.7 on 2 cores), with the 1-minute load average before and after.
-* ``ray``: the same cells on a loopback-only local Ray instance with 1 CPU against 1 local
-  worker, alternating: per-cell period in steady state (the span between the first and the
-  last cell's end over the cells between) of each path, Ray's over the local one minus 1 is
-  the per-cell overhead (target <= 5 %); the instance's start-up is reported apart.
+* ``ray``: 24 cells of 10 episodes (6 of 2) on a loopback-only local Ray instance with 1 CPU
+  against 1 local worker, alternating, twice each (once): the per-cell period in steady
+  state (the span between the first and the last cell's end over the cells between) of each
+  path; Ray's over the local one minus 1 is the per-cell overhead (target <= 5 %), the
+  instance's start-up is reported apart.
 
 Every run of a path is in a fresh output directory (no resume). Figures move with the host's
 load (the machine is shared): ratios are measured in one run, back to back.
@@ -68,9 +70,9 @@ def _run(sweep: Sweep, tmp: Path, tag: str, **kw: Any) -> dict[str, Any]:
         raise RuntimeError(f'{o.failed} cells failed: {o.rows[0].get("error")}')
     ends = sorted(_end_s(r) for r in o.rows)
     span = ends[-1] - ends[0]
-    return {'wall_s': wall, 'cells': len(o.rows),
-            'steady_period_s': span / (len(ends) - 1),
-            'cells_own_time_mean_s': sum(r['wall_time_s'] for r in o.rows) / len(o.rows)}
+    own = sorted(r['wall_time_s'] for r in o.rows)
+    return {'wall_s': wall, 'cells': len(o.rows), 'steady_period_s': span / (len(ends) - 1),
+            'cells_own_time_median_s': own[len(own) // 2]}
 
 
 def cell_kinds(quick: bool) -> dict[str, Any]:
@@ -123,7 +125,7 @@ def _lockstep(seconds: float) -> dict[str, Any]:
 
 def workers(quick: bool, tmp: Path) -> dict[str, Any]:
     """The grid on 1 and on 2 local workers (1, 2, 1, 2 in the full form)."""
-    sweep = grid(8 if quick else 64, 2 if quick else 4)
+    sweep = grid(8 if quick else 64, 2 if quick else 10)
     runs: dict[str, list[dict[str, Any]]] = {'1': [], '2': []}
     load = [os.getloadavg()[0]]
     for _ in range(1 if quick else 2):
@@ -141,7 +143,7 @@ def workers(quick: bool, tmp: Path) -> dict[str, Any]:
 def ray_overhead(quick: bool, tmp: Path) -> dict[str, Any]:
     """Per-cell period on a 1-CPU loopback Ray instance against 1 local worker."""
     from simreal_ros.sweep.runner import start_local_ray
-    sweep = grid(6 if quick else 24, 2 if quick else 4)
+    sweep = grid(6 if quick else 24, 2 if quick else 10)
     t0 = time.monotonic()
     start_local_ray(1)
     startup = time.monotonic() - t0
@@ -154,7 +156,7 @@ def ray_overhead(quick: bool, tmp: Path) -> dict[str, Any]:
     finally:
         ray.shutdown()
     per = {k: min(r['steady_period_s'] for r in rs) for k, rs in runs.items()}
-    own = {k: min(r['cells_own_time_mean_s'] for r in rs) for k, rs in runs.items()}
+    own = {k: min(r['cells_own_time_median_s'] for r in rs) for k, rs in runs.items()}
     return {'cells': len(sweep.cells), 'episodes_per_cell': sweep.eval.episodes,
             'ray_startup_s': startup, 'runs': runs,
             'per_cell_overhead': ratio(per['ray'], per['local']) - 1.0,

@@ -108,8 +108,10 @@ def cmd_eval_gap(ns: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    from simreal_ros.jobs.gap_real import run_emulator
     report = run_eval_gap(zoo, s, Path(ns.out), workers=ns.workers, ray_address=ns.ray,
-                          policies_dir=Path(ns.policies) if ns.policies else None, log=log)
+                          policies_dir=Path(ns.policies) if ns.policies else None, log=log,
+                          real_runner=run_emulator)
     if ns.json:
         print(json.dumps(report, default=str), flush=True)
     else:

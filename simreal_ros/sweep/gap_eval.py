@@ -17,7 +17,7 @@ real        the hidden reality (``--reality``, an overlay: dynamics, masses, com
             with the ``--real-latency`` preset's command and observation routes: the
             in-process stand-in for the virtual robot. Not modelled in-process: the servo-bus
             emulator's imperfections (backlash, encoder quantization and noise, thermal).
-            With ``--real emulator`` (:mod:`simreal_ros.sweep.gap_real`) ``real`` is the
+            With ``--real emulator`` (:mod:`simreal_ros.jobs.gap_real`) ``real`` is the
             virtual robot itself (``simreal eval --backend real``, the emulator with the
             reality, over ROS) on the same goals, and the stand-in is reported as ``standin``
             with its agreement with the emulator.
@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass
 import json
 import math
 from pathlib import Path
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -56,7 +57,7 @@ from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.sweep import ranking
 from simreal_ros.sweep.config import Cell, EvalSettings, Sweep
-from simreal_ros.sweep.gap_real import REAL_KINDS, run_emulator, standin_agreement
+from simreal_ros.sweep.gap_real import REAL_KINDS, standin_agreement
 from simreal_ros.sweep.runner import read_results, run_sweep
 from simreal_ros.sweep.zoo import Zoo, check_built
 
@@ -295,25 +296,26 @@ def analyse(zoo: Zoo, cells: dict[tuple[str, str], Cell], out_dir: Path, s: GapS
 
 def run_eval_gap(zoo: Zoo, s: GapSettings, out_dir: Path, *, policies_dir: Path | None = None,
                  workers: int = 1, ray_address: str | None = None,
-                 log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the cells not finished in ``out_dir``, then write ``gap.json`` and ``gap.html``."""
+                 log: Callable[[str], None] = print,
+                 real_runner: Callable[..., dict[str, dict[str, Any]]] | None = None
+                 ) -> dict[str, Any]:
+    """Run the cells not finished in ``out_dir``, then write ``gap.json`` and ``gap.html``.
+
+    ``real_runner``: with ``--real emulator``, what runs the reality's episodes on the virtual
+    robot (:func:`simreal_ros.jobs.gap_real.run_emulator`; a layer above this one).
+    """
     from simreal_ros.sweep.gap_html import write_gap_html
     check_settings(s)
     sweep, cells = plan_cells(zoo, s, policies_dir)
     outcome = run_sweep(sweep, out_dir, workers=workers, ray_address=ray_address, log=log)
     emulator = None
     if s.real == 'emulator':
-        import os
-        import time
-
-        from simreal_ros import __version__
-        from simreal_ros.core.netenv import ros_env
-        from simreal_ros.sweep.runner import git_commit
+        if real_runner is None:
+            raise SimrealError('--real emulator: no runner of the virtual robot given '
+                               '(simreal_ros.jobs.gap_real.run_emulator)')
         t0 = time.monotonic()
-        emulator = run_emulator({e.name: cells[(e.name, 'real')] for e in zoo.entries},
-                                out_dir, ros_env(dict(os.environ)),
-                                {'git_commit': git_commit(), 'package_version': __version__},
-                                log)
+        emulator = real_runner({e.name: cells[(e.name, 'real')] for e in zoo.entries},
+                               out_dir, log)
         outcome.wall_time_s += time.monotonic() - t0
     report = analyse(zoo, cells, out_dir, s, emulator)
     report['run'] = {'ran': outcome.ran, 'skipped': outcome.skipped, 'failed': outcome.failed,

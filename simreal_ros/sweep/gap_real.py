@@ -1,6 +1,7 @@
-"""eval-gap's ``real`` backend on the virtual robot: ``simreal eval --backend real`` per policy.
+"""eval-gap's ``real`` backend on the virtual robot: the results file and the agreement.
 
-``simreal eval-gap --real emulator`` runs each zoo policy's real episodes through
+``simreal eval-gap --real emulator`` runs (:mod:`simreal_ros.jobs.gap_real`, a layer above
+this one: ``sweep/`` runs no ROS) each zoo policy's real episodes through
 :func:`simreal_ros.jobs.eval.run_eval` (``--backend real``): the virtual servo bus emulator of
 the zoo's robot with ``--reality`` as its hidden reality (dynamics, masses, command delay, and
 what the in-process stand-in does not model: backlash, encoder quantization and noise, thermal
@@ -16,20 +17,16 @@ The runs are sequential, after the in-process cells (a wall-clock run next to bu
 would measure their load). Each finished policy is one line of ``OUT/emulator.jsonl``, appended
 and flushed at once, with its provenance (``source: emulator``, the emulator's reality, the
 git commit, host, process, UTC start and end, wall time); a rerun skips the policies that have
-a line (resume). Measured: 20-45 s per policy for 10 episodes of 4 s at most on the 2-core
-development machine, most of it the stack's start and the episodes' real time.
+a line (resume). Measured: 26-64 s per policy for 10 episodes of 4 s at most on the 2-core
+development machine at a load average of 10-14, most of it the stack's start and the episodes'
+real time.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-import socket
-import time
-from typing import Any, Callable, Mapping
-
-from simreal_ros.sweep.config import Cell
+from typing import Any
 
 EMULATOR_RESULTS = 'emulator.jsonl'
 #: The kinds of eval-gap's ``real`` backend (``--real``).
@@ -49,55 +46,6 @@ def read_emulator_lines(out_dir: Path) -> dict[str, dict[str, Any]]:
             continue
         lines[str(line['policy'])] = line
     return lines
-
-
-def emulator_settings(cell: Cell) -> Any:
-    """Return the ``simreal eval`` settings that run ``cell``'s episodes on the virtual robot."""
-    from simreal_ros.jobs.eval import EvalSettings
-    return EvalSettings(backend='real', engine=cell.engine, policy=cell.policy,
-                        episodes=cell.episodes, seed=cell.goal_seed,
-                        tolerance_rad=cell.tolerance_rad, dwell_s=cell.dwell_s,
-                        goal_timeout_s=cell.goal_timeout_s, goal_margin_rad=cell.goal_margin_rad,
-                        reality=cell.overlay)
-
-
-def run_emulator(real_cells: dict[str, Cell], out_dir: Path, env: Mapping[str, str],
-                 provenance: Mapping[str, str], log: Callable[[str], None]
-                 ) -> dict[str, dict[str, Any]]:
-    """Run every policy of ``real_cells`` (name -> its stand-in cell) without a line yet.
-
-    Returns every policy's line (the earlier ones included). A run that fails raises (the
-    lines written so far stay; a rerun resumes).
-    """
-    from simreal_ros.jobs.eval import run_eval
-    from simreal_ros.sweep.runner import _utc
-    done = read_emulator_lines(out_dir)
-    todo = [n for n in real_cells if n not in done]
-    log(f'eval-gap: {len(todo)} of {len(real_cells)} policies to run on the virtual servo bus '
-        f'(simreal eval --backend real), one at a time')
-    for i, name in enumerate(todo):
-        cell = real_cells[name]
-        settings = emulator_settings(cell)
-        start_ns, t0 = time.time_ns(), time.monotonic()
-        result = run_eval(settings, env, log=lambda _line: None)
-        line = {'policy': name, 'cell_id': cell.cell_id, 'source': 'emulator',
-                'command': 'simreal eval --backend real', 'reality': cell.overlay,
-                'seed': settings.seed, 'episodes': settings.episodes,
-                'metrics': result['metrics'], 'episode_results': result['episodes'],
-                'policy_diagnostics': result['policy_diagnostics'], 'status': 'ok',
-                **provenance, 'host': socket.gethostname(),
-                'worker': f'emulator:{socket.gethostname()}:{os.getpid()}',
-                'start_utc': _utc(start_ns), 'end_utc': _utc(time.time_ns()),
-                'wall_time_s': round(time.monotonic() - t0, 3)}
-        with open(out_dir / EMULATOR_RESULTS, 'a', encoding='utf-8') as f:
-            f.write(json.dumps(line, allow_nan=True) + '\n')
-            f.flush()
-            os.fsync(f.fileno())
-        done[name] = line
-        k = sum(bool(e['success']) for e in result['episodes'])
-        log(f'eval-gap: emulator {i + 1}/{len(todo)} {name}: {k}/{settings.episodes} goals, '
-            f'{line["wall_time_s"]:.0f} s')
-    return {n: done[n] for n in real_cells}
 
 
 def standin_agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
