@@ -6,7 +6,8 @@
   real-time factor (simulated over wall seconds), next to the **raw physics floor**: MuJoCo
   stepping the same robot with nothing else (``raw_step_rate``), turned into the episodes/s
   and real-time factor the same simulated time would take with physics alone; the ratio is
-  what the policy, the latency model and the observation building cost. And the ``lockstep``
+  what the policy, the latency model and the observation building cost (alternating, three
+  rounds, the medians). And the ``lockstep``
   kind, the ROS sim bridge in ``timing_mode:=lockstep`` at 50 Hz with a stand-in controller
   doing one topic round trip per tick (bench/sim_bridge.py's measurement): real-time factor
   and round trip per tick.
@@ -89,25 +90,40 @@ def cell_kinds(quick: bool) -> dict[str, Any]:
     episodes = 4 if quick else 10
     cell = grid(1, episodes).cells[0]
     run_eval_cell(grid(1, 1).cells[0])  # imports, torch and MuJoCo warm
-    c0, w0 = time.process_time(), time.monotonic()
-    res = run_eval_cell(cell)
-    cpu, wall = time.process_time() - c0, time.monotonic() - w0
     robot = load_robot(cell.robot)
     spec = load_policy_spec(POLICY)
     tick_s = max(1, round(1.0 / (spec.control_rate_hz * robot.timestep_s))) * robot.timestep_s
-    sim_s = res['control_periods'] * tick_s
-    steps_s = make_sim(robot).raw_step_rate(2000 if quick else 20000)
-    floor_rtf = steps_s * robot.timestep_s
-    eps_s_core = episodes / cpu
-    floor_eps_s = floor_rtf / (sim_s / episodes)
+    sim = make_sim(robot)
+    rounds: list[dict[str, float]] = []
+    # alternating, three rounds, the median: the host's load moved the floor 2.6x between runs
+    for _ in range(3):
+        c0, w0 = time.process_time(), time.monotonic()
+        res = run_eval_cell(cell)
+        cpu, wall = time.process_time() - c0, time.monotonic() - w0
+        steps_s = sim.raw_step_rate(2000 if quick else 20000)
+        sim_s = res['control_periods'] * tick_s
+        floor_eps_s = steps_s * robot.timestep_s / (sim_s / episodes)
+        rounds.append({'wall_s': wall, 'cpu_s': cpu, 'simulated_s': sim_s,
+                       'mujoco_steps_s': steps_s,
+                       'episodes_per_s_per_core': episodes / cpu,
+                       'floor_episodes_per_s_per_core': floor_eps_s,
+                       'over_floor': episodes / cpu / floor_eps_s})
+
+    def med(key: str) -> float:
+        return float(np.median([r[key] for r in rounds]))
+
+    sim_s = rounds[0]['simulated_s']
     out: dict[str, Any] = {
-        'in_process': {'episodes': episodes, 'simulated_s': sim_s, 'wall_s': wall,
-                       'cpu_s': cpu, 'episodes_per_s_per_core': eps_s_core,
-                       'real_time_factor': sim_s / wall, 'real_time_factor_cpu': sim_s / cpu},
-        'physics_floor': {'mujoco_steps_s': steps_s, 'timestep_s': robot.timestep_s,
-                          'episodes_per_s_per_core': floor_eps_s,
-                          'real_time_factor': floor_rtf},
-        'in_process_over_floor': eps_s_core / floor_eps_s,
+        'in_process': {'episodes': episodes, 'simulated_s': sim_s, 'wall_s': med('wall_s'),
+                       'cpu_s': med('cpu_s'),
+                       'episodes_per_s_per_core': med('episodes_per_s_per_core'),
+                       'real_time_factor': sim_s / med('wall_s'),
+                       'real_time_factor_cpu': sim_s / med('cpu_s')},
+        'physics_floor': {'mujoco_steps_s': med('mujoco_steps_s'),
+                          'timestep_s': robot.timestep_s,
+                          'episodes_per_s_per_core': med('floor_episodes_per_s_per_core'),
+                          'real_time_factor': med('mujoco_steps_s') * robot.timestep_s},
+        'in_process_over_floor': med('over_floor'), 'rounds': rounds,
     }
     out['lockstep_ros'] = _lockstep(2.0 if quick else 6.0)
     return out
