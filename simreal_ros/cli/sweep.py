@@ -98,7 +98,8 @@ def cmd_eval_gap(ns: argparse.Namespace) -> int:
                     real_latency=ns.real_latency, episodes=ns.episodes, seed=ns.seed,
                     pilot=min(10, ns.episodes) if ns.pilot is None else ns.pilot,
                     resamples=ns.resamples, confidence=ns.confidence,
-                    half_width=ns.half_width, rank_confidence=ns.rank_confidence)
+                    half_width=ns.half_width, rank_confidence=ns.rank_confidence,
+                    real=ns.real)
     check_settings(s)
     zoo = load_zoo(ns.zoo)
     from simreal_ros.core.netenv import ros_env
@@ -107,8 +108,10 @@ def cmd_eval_gap(ns: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    from simreal_ros.jobs.gap_real import run_emulator
     report = run_eval_gap(zoo, s, Path(ns.out), workers=ns.workers, ray_address=ns.ray,
-                          policies_dir=Path(ns.policies) if ns.policies else None, log=log)
+                          policies_dir=Path(ns.policies) if ns.policies else None, log=log,
+                          real_runner=run_emulator)
     if ns.json:
         print(json.dumps(report, default=str), flush=True)
     else:
@@ -157,6 +160,10 @@ def add_zoo_commands(sub: Any) -> None:
                    '[default: weak_servo_reality_identified]')
     p.add_argument('--real-latency', default='usb_serial', metavar='PRESET',
                    help='latency routes of the reality [default: usb_serial]')
+    p.add_argument('--real', default='standin', metavar='standin|emulator',
+                   help="the reality's runs: standin (in-process, lockstep; fast) or emulator "
+                        '(simreal eval --backend real on the virtual servo bus, over ROS, one '
+                        'policy at a time in real time) [default: standin]')
     p.add_argument('--episodes', type=int, default=40,
                    help='goal episodes per policy and backend [default: 40]')
     p.add_argument('--pilot', type=int, default=None, help='real pilot episodes the episode '

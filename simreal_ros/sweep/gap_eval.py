@@ -17,6 +17,10 @@ real        the hidden reality (``--reality``, an overlay: dynamics, masses, com
             with the ``--real-latency`` preset's command and observation routes: the
             in-process stand-in for the virtual robot. Not modelled in-process: the servo-bus
             emulator's imperfections (backlash, encoder quantization and noise, thermal).
+            With ``--real emulator`` (:mod:`simreal_ros.jobs.gap_real`) ``real`` is the
+            virtual robot itself (``simreal eval --backend real``, the emulator with the
+            reality, over ROS) on the same goals, and the stand-in is reported as ``standin``
+            with its agreement with the emulator.
 =========== =================================================================================
 
 Per policy: success rate (with its Wilson 95 % interval), median final error and mean tracking
@@ -43,6 +47,7 @@ from dataclasses import asdict, dataclass
 import json
 import math
 from pathlib import Path
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -52,6 +57,7 @@ from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.sweep import ranking
 from simreal_ros.sweep.config import Cell, EvalSettings, Sweep
+from simreal_ros.sweep.gap_real import REAL_KINDS, standin_agreement
 from simreal_ros.sweep.runner import read_results, run_sweep
 from simreal_ros.sweep.zoo import Zoo, check_built
 
@@ -76,6 +82,7 @@ class GapSettings:
     half_width: float = 0.1
     rank_confidence: float = 0.9
     min_gap: float = 0.05
+    real: str = 'standin'   # or 'emulator': the virtual servo bus (gap_real)
 
 
 def check_settings(s: GapSettings) -> None:
@@ -101,6 +108,8 @@ def check_settings(s: GapSettings) -> None:
         raise bad('half-width', s.half_width, 'a number in (0, 0.5)')
     if not isinstance(s.min_gap, float) or not 0.0 < s.min_gap <= 1.0:
         raise bad('min-gap', s.min_gap, 'a number in (0, 1]')
+    if s.real not in REAL_KINDS:
+        raise bad('real', s.real, f'one of {list(REAL_KINDS)}')
     if not s.reality:
         raise bad('reality', s.reality, 'an overlay name or path (the hidden reality)')
 
@@ -146,37 +155,43 @@ def plan_cells(zoo: Zoo, s: GapSettings, policies_dir: Path | None = None
     return sweep, cells
 
 
-def _policy_rows(zoo: Zoo, cells: dict[tuple[str, str], Cell], lines: dict[str, Any]
-                 ) -> list[dict[str, Any]]:
+def _backend_row(line: dict[str, Any], cell_id: str) -> dict[str, Any]:
+    eps = line['episode_results']
+    k = sum(bool(x['success']) for x in eps)
+    lo, hi = ranking.wilson_interval(k, len(eps))
+    m = line['metrics']
+    return {'success_rate': k / len(eps), 'successes': k, 'episodes': len(eps),
+            'wilson95': [lo, hi], 'final_error_median_rad': m['final_error_median_rad'],
+            'tracking_rmse_mean_rad': m['tracking_rmse_mean_rad'],
+            'success': [int(bool(x['success'])) for x in eps],
+            'tracking_rmse_rad': [float(x['tracking_rmse_rad']) for x in eps],
+            'cell_id': cell_id, 'source': line.get('source', 'cell'),
+            'worker': line.get('worker', ''), 'wall_time_s': line.get('wall_time_s')}
+
+
+def _policy_rows(zoo: Zoo, cells: dict[tuple[str, str], Cell], lines: dict[str, Any],
+                 emulator: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     rows = []
     for e in zoo.entries:
         row: dict[str, Any] = {'policy': e.name, 'train': e.train}
         for backend in BACKENDS:
             c = cells.get((e.name, backend))
-            if c is None:
-                continue
-            line = lines[c.cell_id]
-            eps = line['episode_results']
-            k = sum(bool(x['success']) for x in eps)
-            lo, hi = ranking.wilson_interval(k, len(eps))
-            m = line['metrics']
-            row[backend] = {
-                'success_rate': k / len(eps), 'successes': k, 'episodes': len(eps),
-                'wilson95': [lo, hi], 'final_error_median_rad': m['final_error_median_rad'],
-                'tracking_rmse_mean_rad': m['tracking_rmse_mean_rad'],
-                'success': [int(bool(x['success'])) for x in eps],
-                'tracking_rmse_rad': [float(x['tracking_rmse_rad']) for x in eps],
-                'cell_id': c.cell_id, 'wall_time_s': line.get('wall_time_s')}
+            if c is not None:
+                row[backend] = _backend_row(lines[c.cell_id], c.cell_id)
+        if emulator is not None:  # the emulator is the reality; the stand-in is reported
+            row['standin'] = row['real']
+            row['real'] = _backend_row(emulator[e.name], row['standin']['cell_id'])
         rows.append(row)
     return rows
 
 
-def _agreement(rows: list[dict[str, Any]], sim: str, s: GapSettings) -> dict[str, Any]:
+def _agreement(rows: list[dict[str, Any]], sim: str, s: GapSettings, real: str = 'real'
+               ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for metric, stats in (('success', ('srcc', 'mmrv', 'pearson')),
                           ('tracking_rmse_rad', ('srcc', 'pearson'))):
         se = [r[sim][metric] for r in rows]
-        re_ = [r['real'][metric] for r in rows]
+        re_ = [r[real][metric] for r in rows]
         out[metric] = {st: ranking.bootstrap(se, re_, st, resamples=s.resamples,
                                              confidence=s.confidence, seed=s.seed).as_dict()
                        for st in stats}
@@ -245,9 +260,12 @@ def _episode_plan(rows: list[dict[str, Any]], s: GapSettings) -> dict[str, Any]:
     return out
 
 
-def analyse(zoo: Zoo, cells: dict[tuple[str, str], Cell], out_dir: Path, s: GapSettings
-            ) -> dict[str, Any]:
-    """Turn the finished cells into the report (every cell must have an ``ok`` line)."""
+def analyse(zoo: Zoo, cells: dict[tuple[str, str], Cell], out_dir: Path, s: GapSettings,
+            emulator: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Turn the finished cells into the report (every cell must have an ``ok`` line).
+
+    ``emulator``: the virtual robot's runs by policy (``--real emulator``), then ``real``.
+    """
     lines: dict[str, Any] = {}
     for line in read_results(out_dir):
         if line.get('status') == 'ok':
@@ -256,12 +274,20 @@ def analyse(zoo: Zoo, cells: dict[tuple[str, str], Cell], out_dir: Path, s: GapS
     if missing:
         raise SimrealError(f'{len(missing)} cells have no result ({", ".join(missing[:4])}); '
                            f'see {out_dir / "results.jsonl"}')
-    rows = _policy_rows(zoo, cells, lines)
+    rows = _policy_rows(zoo, cells, lines, emulator)
     report: dict[str, Any] = {'zoo': zoo.name, 'zoo_file': zoo.source,
                               'settings': asdict(s), 'policies': rows, 'agreement': {}}
     for sim, label in SIMS:
         if sim in rows[0]:
             report['agreement'][sim] = {'label': label, **_agreement(rows, sim, s)}
+    if emulator is not None:
+        # the stand-in as one more sim of the emulator, and the sims against the stand-in
+        report['agreement']['standin'] = {'label': 'in-process stand-in',
+                                          **_agreement(rows, 'standin', s)}
+        report['agreement_standin'] = {
+            sim: {'label': label, **_agreement(rows, sim, s, 'standin')}
+            for sim, label in SIMS if sim in rows[0]}
+        report['standin_vs_emulator'] = standin_agreement(rows)
     report['real_episodes'] = _episode_plan(rows, s)
     report['cells_wall_time_s'] = sum(float(line.get('wall_time_s') or 0.0)
                                       for line in lines.values())
@@ -270,13 +296,28 @@ def analyse(zoo: Zoo, cells: dict[tuple[str, str], Cell], out_dir: Path, s: GapS
 
 def run_eval_gap(zoo: Zoo, s: GapSettings, out_dir: Path, *, policies_dir: Path | None = None,
                  workers: int = 1, ray_address: str | None = None,
-                 log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the cells not finished in ``out_dir``, then write ``gap.json`` and ``gap.html``."""
+                 log: Callable[[str], None] = print,
+                 real_runner: Callable[..., dict[str, dict[str, Any]]] | None = None
+                 ) -> dict[str, Any]:
+    """Run the cells not finished in ``out_dir``, then write ``gap.json`` and ``gap.html``.
+
+    ``real_runner``: with ``--real emulator``, what runs the reality's episodes on the virtual
+    robot (:func:`simreal_ros.jobs.gap_real.run_emulator`; a layer above this one).
+    """
     from simreal_ros.sweep.gap_html import write_gap_html
     check_settings(s)
     sweep, cells = plan_cells(zoo, s, policies_dir)
     outcome = run_sweep(sweep, out_dir, workers=workers, ray_address=ray_address, log=log)
-    report = analyse(zoo, cells, out_dir, s)
+    emulator = None
+    if s.real == 'emulator':
+        if real_runner is None:
+            raise SimrealError('--real emulator: no runner of the virtual robot given '
+                               '(simreal_ros.jobs.gap_real.run_emulator)')
+        t0 = time.monotonic()
+        emulator = real_runner({e.name: cells[(e.name, 'real')] for e in zoo.entries},
+                               out_dir, log)
+        outcome.wall_time_s += time.monotonic() - t0
+    report = analyse(zoo, cells, out_dir, s, emulator)
     report['run'] = {'ran': outcome.ran, 'skipped': outcome.skipped, 'failed': outcome.failed,
                      'wall_time_s': outcome.wall_time_s}
     (out_dir / 'gap.json').write_text(json.dumps(report, indent=1, default=_json) + '\n',
@@ -291,26 +332,42 @@ def _json(v: Any) -> Any:
     raise TypeError(type(v).__name__)
 
 
+def _iv(d: dict[str, Any]) -> str:
+    return f'{d["estimate"]:.3f} [{d["low"]:.3f}, {d["high"]:.3f}]'
+
+
+def _agreement_lines(ags: dict[str, Any], real: str) -> list[str]:
+    lines = []
+    for sim, ag in ags.items():
+        su = ag['success']
+        lines.append(f'{ag["label"]}: success SRCC {_iv(su["srcc"])}, MMRV {_iv(su["mmrv"])}, '
+                     f'Pearson {_iv(su["pearson"])}; tracking SRCC '
+                     f'{_iv(ag["tracking_rmse_rad"]["srcc"])}  ({sim} vs {real}, '
+                     f'{su["srcc"]["confidence"]:.0%} bootstrap)')
+    return lines
+
+
 def format_summary(report: dict[str, Any]) -> str:
     """Return a terminal table: per policy success on each backend, then the agreement lines."""
     rows = report['policies']
-    backs = [b for b in BACKENDS if b in rows[0]]
+    backs = [b for b in (*BACKENDS, 'standin') if b in rows[0]]
     lines = [f'{"policy":<20}' + ''.join(f'{b:>12}' for b in backs)
              + ''.join(f'{b + " rmse":>16}' for b in backs)]
     for r in rows:
         lines.append(f'{r["policy"]:<20}' + ''.join(f'{r[b]["success_rate"]:>12.0%}'
                                                     for b in backs)
                      + ''.join(f'{r[b]["tracking_rmse_mean_rad"]:>16.4f}' for b in backs))
-
-    def iv(d: dict[str, Any]) -> str:
-        return f'{d["estimate"]:.3f} [{d["low"]:.3f}, {d["high"]:.3f}]'
-
-    for sim, ag in report['agreement'].items():
-        su = ag['success']
-        lines.append(f'{ag["label"]}: success SRCC {iv(su["srcc"])}, MMRV {iv(su["mmrv"])}, '
-                     f'Pearson {iv(su["pearson"])}; tracking SRCC '
-                     f'{iv(ag["tracking_rmse_rad"]["srcc"])}  ({sim} vs real, '
-                     f'{su["srcc"]["confidence"]:.0%} bootstrap)')
+    if rows[0]['real']['source'] == 'emulator':
+        lines.append('real: the virtual servo bus (simreal eval --backend real); standin: the '
+                     'in-process stand-in')
+    blocks = [(report['agreement'], 'real')]
+    if 'agreement_standin' in report:
+        blocks.append((report['agreement_standin'], 'standin'))
+        sv = report['standin_vs_emulator']
+        lines.append(f'stand-in vs emulator: the same outcome on {sv["same_outcome"]} of '
+                     f'{sv["episodes"]} paired episodes')
+    for ags, real in blocks:
+        lines.extend(_agreement_lines(ags, real))
     ep = report['real_episodes']
     rk = ep['ranking']
     lines.append(f'real episodes per policy to rank the zoo at {ep["rank_confidence"]:.0%}: '

@@ -40,7 +40,9 @@ def _scatter(report: dict[str, Any]) -> str:
             x, y = r[sim]['success_rate'], r['real']['success_rate']
             xl, xh = r[sim]['wilson95']
             yl, yh = r['real']['wilson95']
-            ax.errorbar(x, y, xerr=[[x - xl], [xh - x]], yerr=[[y - yl], [yh - y]], fmt='o',
+            # max(0, .): the Wilson bound of 10/10 is 1 - 1e-16 (matplotlib refuses < 0)
+            ax.errorbar(x, y, xerr=[[max(0.0, x - xl)], [max(0.0, xh - x)]],
+                        yerr=[[max(0.0, y - yl)], [max(0.0, yh - y)]], fmt='o',
                         color=_COLORS.get(sim, 'k'), ecolor='#bbbbbb', capsize=2)
             ax.annotate(r['policy'], (x, y), fontsize=6, xytext=(3, 3),
                         textcoords='offset points')

@@ -139,3 +139,44 @@ def test_zoo_build_trains_each_entry_once(tmp_path):
                         str(out)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count('built before, skipped') == 2
+
+
+@pytest.mark.e2e
+@pytest.mark.ros
+def test_eval_gap_real_on_the_virtual_servo_bus(tmp_path):
+    """``--real emulator``: the real episodes come from simreal eval on the emulator."""
+    zoo = tiny_zoo(tmp_path, ['rand_lat_14', 'rand_lat_2'])
+    out = tmp_path / 'out'
+    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'eval-gap', str(zoo), '--out',
+                        str(out), '--episodes', '2', '--pilot', '2', '--resamples', '50',
+                        '--identified', '', '--real', 'emulator', '--json'],
+                       cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    pols = report['policies']
+    assert [p['policy'] for p in pols] == ['rand_lat_14', 'rand_lat_2']
+    lines = [json.loads(x) for x in (out / 'emulator.jsonl').read_text().splitlines()]
+    assert [x['policy'] for x in lines] == ['rand_lat_14', 'rand_lat_2']
+    cells = {c['cell_id']: c for c in (json.loads(x) for x in
+                                       (out / 'results.jsonl').read_text().splitlines())}
+    assert len(cells) == 4  # sim and the stand-in per policy; no identified sim
+    for p, line in zip(pols, lines, strict=True):
+        assert {b: p[b]['episodes'] for b in ('sim', 'real', 'standin')} == \
+            {'sim': 2, 'real': 2, 'standin': 2}
+        # the real results are the emulator run's, by provenance, on the stand-in's goals
+        assert (p['real']['source'], line['source']) == ('emulator', 'emulator')
+        assert p['real']['worker'] == line['worker'] and line['worker'].startswith('emulator:')
+        assert line['command'] == 'simreal eval --backend real'
+        assert line['reality'] == 'weak_servo_reality'
+        standin = cells[p['standin']['cell_id']]
+        assert standin['overlay'] == 'weak_servo_reality' and standin['latency'] == 'usb_serial'
+        assert line['seed'] == standin['goal_seed']
+        assert [e['goal'] for e in line['episode_results']] == \
+            [e['goal'] for e in standin['episode_results']]
+        assert p['real']['success'] == [int(e['success']) for e in line['episode_results']]
+    # two DAgger rounds reach no goal on the virtual robot either
+    assert pols[1]['real']['successes'] == 0
+    sv = report['standin_vs_emulator']
+    assert sv['episodes'] == 4
+    assert set(report['agreement']) == {'sim', 'standin'}
+    assert set(report['agreement_standin']) == {'sim'}
