@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import os
 import select
-import termios
 import time
 from typing import Any
 
@@ -60,6 +59,7 @@ from simreal_ros.hardware.family import (
 )
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.family import FAMILY
+from simreal_ros.hardware.feetech.port import BufferedPort
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
 from simreal_ros.hardware.sdk_bus import (
     PORT_FAILURES,
@@ -109,52 +109,6 @@ def describe_servo_status(robot: RobotSpec, errors: dict[int, int]) -> str:
                      f'{ct.describe_status(errors[j.servo.servo_id])} '
                      f'(0x{errors[j.servo.servo_id]:02x})'
                      for j in robot.joints if errors.get(j.servo.servo_id))
-
-
-class BufferedPort(sdk.PortHandler):  # type: ignore[misc]
-    """The SDK's PortHandler with a greedy, blocking read and an input-flushing clearPort.
-
-    Measured on the loaded 2-core host (docs/feetech.md): the SDK's own read polls the port
-    with ``timeout=0`` in a busy loop, taking the CPU the emulator (or the adapter's driver)
-    needs, and asks for one packet's bytes at a time (6, then the rest), so every status
-    packet of a SYNC READ costs two wake-ups. :meth:`readPort` here waits in ``select`` (up
-    to ``read_timeout_s``) and then takes everything that has arrived into a buffer, so the
-    SDK's packet loop runs from memory for packets that came together. :meth:`clearPort`,
-    which the SDK calls before sending each request, drops stale input (``TCIFLUSH``, what
-    Feetech's C++ SDK does there) instead of the Python SDK's ``flush()`` of the output
-    (``tcdrain``, a wait for the other end to read the request).
-    """
-
-    read_timeout_s = 0.002
-
-    def __init__(self, port_name: str) -> None:
-        super().__init__(port_name)
-        self._rx = bytearray()
-
-    def readPort(self, length: int) -> bytes:  # noqa: N802 - the SDK's name
-        rx = self._rx
-        if len(rx) < length:
-            fd = self.ser.fileno()
-            deadline = time.monotonic() + self.read_timeout_s
-            while len(rx) < length:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    break
-                data = os.read(fd, 4096)
-                if not data:  # readable but empty: the device is gone (pyserial says so too)
-                    raise serial.SerialException('device reports readiness to read but '
-                                                 'returned no data (disconnected?)')
-                rx += data
-        out = bytes(rx[:length])
-        del rx[:length]
-        return out
-
-    def getBytesAvailable(self) -> int:  # noqa: N802 - the SDK's name
-        return len(self._rx) + int(self.ser.in_waiting)
-
-    def clearPort(self) -> None:  # noqa: N802 - the SDK's name
-        self._rx.clear()
-        termios.tcflush(self.ser.fileno(), termios.TCIFLUSH)
 
 
 class FeetechBus(SdkBus):
