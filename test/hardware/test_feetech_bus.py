@@ -271,6 +271,48 @@ def test_a_late_answer_of_a_longer_read_is_stale_not_a_state(tmp_path):
         bus.close()
 
 
+def _leave_unanswered(bus: FeetechBus, tx: list[int]) -> None:
+    """Send ``tx`` (its checksum filled in) and leave its answer on the line, unread."""
+    port = bus.port
+    assert bus.ph.txPacket(port, tx) == sdk.COMM_SUCCESS
+    port.is_using = False  # the SDK clears it only when it reads an answer
+
+
+def test_a_late_answer_of_a_longer_read_is_not_read_as_status(tmp_path):
+    """Every answer 20 ms late: the answer to an earlier 2-byte READ of the Model Number (777 =
+    0x0309) arrives after the Status read was sent, and the SDK copies its first byte as Status
+    (0x09: input voltage + over-current). On simreal_quad the late 15-byte state answers read
+    as 0x7c/0x96/0x61 per leg ("servo protection" on ~/reset). The bus checks the length of
+    the raw answer (stale, retried)."""
+    with emulator(tmp_path, sts_spec(tmp_path), faults='late=1.0,late_s=0.02,seed=1') as emu:
+        bus = make_bus(sts_spec(tmp_path), emu.port)
+        try:
+            bus.check_servos(5.0)
+            sid = bus.ids[2]
+            model = ct.BY_NAME['model_number']
+            _leave_unanswered(bus, [0xFF, 0xFF, sid, 4, sdk.INST_READ, model.address, 2, 0])
+            value = bus.read_register(sid, 'status')
+        finally:
+            bus.close()
+    assert value == 0  # the SDK alone reads 9
+
+
+def test_a_late_answer_of_the_same_length_is_not_reported_as_a_protection(tmp_path):
+    """A late 1-byte answer (Present Temperature, ~25) passes every check of the packet: the
+    bits a Status read finds are confirmed by a second read after the line is quiet."""
+    with emulator(tmp_path, sts_spec(tmp_path), faults='late=1.0,late_s=0.02,seed=1') as emu:
+        bus = make_bus(sts_spec(tmp_path), emu.port)
+        try:
+            bus.check_servos(5.0)
+            sid = bus.ids[0]
+            temp = ct.BY_NAME['present_temperature']
+            _leave_unanswered(bus, [0xFF, 0xFF, sid, 4, sdk.INST_READ, temp.address, 1, 0])
+            errors = bus.hardware_errors()
+        finally:
+            bus.close()
+    assert errors == {}
+
+
 def test_an_unplugged_adapter_is_port_lost(tmp_path):
     with emulator(tmp_path, sts_spec(tmp_path), faults='unplug_at=1.0') as emu:
         bus = make_bus(sts_spec(tmp_path), emu.port)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import os
 import select
-import termios
 import time
 from typing import Any
 
@@ -60,6 +59,7 @@ from simreal_ros.hardware.family import (
 )
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.family import FAMILY
+from simreal_ros.hardware.feetech.port import BufferedPort
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
 from simreal_ros.hardware.sdk_bus import (
     PORT_FAILURES,
@@ -82,8 +82,9 @@ _POS, _VEL, _CUR = (_A[n].address - ct.STATE_ADDR
                     for n in ('present_position', 'present_velocity', 'present_current'))
 
 
-#: status packet layout (the SDK's protocol_packet_handler): FF FF ID LEN ERROR PARAMS.. SUM
-_PKT_ID, _PKT_LENGTH, _PKT_PARAMETER0 = 2, 3, 5
+#: packet layout (the SDK's protocol_packet_handler): FF FF ID LEN INSTRUCTION PARAMS.. SUM
+#: for a request, FF FF ID LEN ERROR PARAMS.. SUM for a status packet
+_PKT_ID, _PKT_LENGTH, _PKT_INSTRUCTION, _PKT_ERROR, _PKT_PARAMETER0 = 2, 3, 4, 4, 5
 COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout',
               sdk.COMM_RX_CORRUPT: 'corrupt (checksum)', sdk.COMM_TX_FAIL: 'tx failed',
               sdk.COMM_PORT_BUSY: 'port busy', sdk.COMM_RX_FAIL: 'rx failed',
@@ -108,52 +109,6 @@ def describe_servo_status(robot: RobotSpec, errors: dict[int, int]) -> str:
                      f'{ct.describe_status(errors[j.servo.servo_id])} '
                      f'(0x{errors[j.servo.servo_id]:02x})'
                      for j in robot.joints if errors.get(j.servo.servo_id))
-
-
-class BufferedPort(sdk.PortHandler):  # type: ignore[misc]
-    """The SDK's PortHandler with a greedy, blocking read and an input-flushing clearPort.
-
-    Measured on the loaded 2-core host (docs/feetech.md): the SDK's own read polls the port
-    with ``timeout=0`` in a busy loop, taking the CPU the emulator (or the adapter's driver)
-    needs, and asks for one packet's bytes at a time (6, then the rest), so every status
-    packet of a SYNC READ costs two wake-ups. :meth:`readPort` here waits in ``select`` (up
-    to ``read_timeout_s``) and then takes everything that has arrived into a buffer, so the
-    SDK's packet loop runs from memory for packets that came together. :meth:`clearPort`,
-    which the SDK calls before sending each request, drops stale input (``TCIFLUSH``, what
-    Feetech's C++ SDK does there) instead of the Python SDK's ``flush()`` of the output
-    (``tcdrain``, a wait for the other end to read the request).
-    """
-
-    read_timeout_s = 0.002
-
-    def __init__(self, port_name: str) -> None:
-        super().__init__(port_name)
-        self._rx = bytearray()
-
-    def readPort(self, length: int) -> bytes:  # noqa: N802 - the SDK's name
-        rx = self._rx
-        if len(rx) < length:
-            fd = self.ser.fileno()
-            deadline = time.monotonic() + self.read_timeout_s
-            while len(rx) < length:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    break
-                data = os.read(fd, 4096)
-                if not data:  # readable but empty: the device is gone (pyserial says so too)
-                    raise serial.SerialException('device reports readiness to read but '
-                                                 'returned no data (disconnected?)')
-                rx += data
-        out = bytes(rx[:length])
-        del rx[:length]
-        return out
-
-    def getBytesAvailable(self) -> int:  # noqa: N802 - the SDK's name
-        return len(self._rx) + int(self.ser.in_waiting)
-
-    def clearPort(self) -> None:  # noqa: N802 - the SDK's name
-        self._rx.clear()
-        termios.tcflush(self.ser.fileno(), termios.TCIFLUSH)
 
 
 class FeetechBus(SdkBus):
@@ -244,26 +199,86 @@ class FeetechBus(SdkBus):
 
     def _read_checked(self, port: Any, sid: int, address: int, size: int
                       ) -> tuple[list[int], int, int]:
-        """Run the SDK's READ and check the answer's length (STALE when it is not ``size``).
+        """One READ of ``size`` bytes at ``address``, its answer checked against the request.
 
-        The SDK takes the first status packet with the servo's ID: after a timeout, the late
-        answer to a write (no data) can be taken for a read's answer (seen in configure on a
-        loaded host), and the SDK then returns the checksum byte as data.
+        The input is dropped before the request; the answer must carry the servo's ID (other
+        IDs are skipped, as the SDK does), a valid checksum (the SDK's ``rxPacket``) and the
+        LENGTH of ``size`` parameters, else the result is STALE. The SDK's ``readTxRx``
+        copies the first ``size`` bytes of whatever packet of the ID comes first: the late
+        15-byte answer to a state sync read was read as Status (its first byte Present
+        Position's low byte, 0x7c/0x96/0x61 per leg: "servo protection" on every servo of
+        simreal_quad on a loaded host), and the late answer to a write (no data) made the
+        checksum byte the data. An answer of the same length to an earlier request passes
+        these checks: :meth:`hardware_errors` confirms what it finds.
         """
-        data, result, error = self.ph.readTxRx(port, sid, address, size)
-        if result == sdk.COMM_SUCCESS and len(data) != size:
-            result = STALE
-        return data, result, error
+        if not isinstance(port, BufferedPort) and port.ser is not None:
+            port.ser.reset_input_buffer()  # BufferedPort.clearPort does it in txPacket
+        tx = [0] * 8
+        tx[_PKT_ID], tx[_PKT_LENGTH], tx[_PKT_INSTRUCTION] = sid, 4, sdk.INST_READ
+        tx[_PKT_PARAMETER0:_PKT_PARAMETER0 + 2] = [address, size]
+        result = self.ph.txPacket(port, tx)
+        if result != sdk.COMM_SUCCESS:
+            return [], int(result), 0
+        port.setPacketTimeout(size + 6)
+        while True:
+            packet, result = self.ph.rxPacket(port)
+            if result != sdk.COMM_SUCCESS:
+                return [], int(result), 0
+            if packet[_PKT_ID] == sid:
+                break
+        if packet[_PKT_LENGTH] != size + 2:  # parameters + ERROR + CHECKSUM
+            return [], STALE, 0
+        return list(packet[_PKT_PARAMETER0:_PKT_PARAMETER0 + size]), int(sdk.COMM_SUCCESS), \
+            int(packet[_PKT_ERROR])
 
     def read_address(self, sid: int, address: int, size: int) -> int:
         """Read ``size`` bytes at ``address`` of servo ``sid`` once (not retried), unsigned."""
-        data, result, _error = self._guard(self.ph.readTxRx, self._port(), sid, address, size)
+        data, result, _error = self._guard(self._read_checked, self._port(), sid, address, size)
         if result != sdk.COMM_SUCCESS:
             self._drop_input()
-            raise BusError(f'servo {sid}: read address {address}: {self._count(result)}')
-        if len(data) != size:
-            raise BusError(f'servo {sid}: read address {address}: {self._count(STALE)} answer')
+            raise BusError(f'servo {sid}: read address {address}: {self._count(result)}'
+                           + (' answer' if result == STALE else ''))
         return int.from_bytes(bytes(data), 'little')
+
+    def hardware_errors(self) -> dict[int, int]:
+        """Status (65) of every servo: ``{servo ID: bits}`` of those with bits set.
+
+        Bits found are confirmed: once the line has been quiet for :attr:`quiet_s` (late
+        answers drained and dropped), Status is read again and the second value is reported
+        (0: not a protection). A late 1-byte answer to an earlier READ of the same servo
+        (Present Temperature 25, say) passes every check of the packet; a latched protection
+        stays set until torque off.
+        """
+        first = super().hardware_errors()
+        if not first:
+            return {}
+        self._drain_input()
+        out = {}
+        for sid in first:
+            bits = self.read_register(sid, self.error_register)
+            if bits:
+                out[sid] = bits
+        return out
+
+    #: how long the line must stay silent before a confirming read (late answers seen: 20-50
+    #: ms after a timed-out request on a loaded host)
+    quiet_s = 0.1
+
+    def _drain_input(self, budget_s: float = 1.0) -> None:
+        """Drop input until none has arrived for :attr:`quiet_s` (at most ``budget_s``)."""
+        port = self._port()
+        deadline = time.monotonic() + budget_s
+        try:
+            while True:
+                self._drop_input()
+                fd = port.ser.fileno()
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], min(self.quiet_s, left))[0]:
+                    break
+        except PORT_FAILURES as exc:
+            self.close()
+            raise PortLostError(f'{self.port_name}: {exc or type(exc).__name__}') from None
+        self._drop_input()
 
     def write_register(self, sid: int, name: str, value: int) -> None:
         """Write one item of servo ``sid`` (retried on comm errors); EEPROM items stay locked.
