@@ -213,6 +213,7 @@ def test_a_second_quadruped_names_its_frames_with_its_prefix() -> None:
                 for n in plan({'backend': 'sim2sim', 'robot': 'simreal_quad'})}
     assert prefixes == {('sim_bridge', '/sim_a'): '', ('sim_bridge', '/sim_b'): 'sim_b/',
                         ('state_publisher', ''): '', ('state_publisher', '/sim_b'): 'sim_b/'}
-    twin = [n for n in plan({'backend': 'twin', 'robot': 'simreal_quad', 'port': '/tmp/q'})
+    twin = [n for n in plan({'backend': 'twin', 'robot': 'simreal_quad', 'port': '/tmp/q',
+                          'imu_port': '/tmp/imu'})
             if n.kind == 'sim_bridge']
     assert [n.parameters['frame_prefix'] for n in twin] == ['twin/']
