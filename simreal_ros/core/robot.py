@@ -34,7 +34,7 @@ all default to 0 (a perfect IMU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -196,6 +196,14 @@ class CameraSpec:
         assert self.fovy_deg is not None
         f = 0.5 * self.height / math.tan(math.radians(self.fovy_deg) / 2.0)
         return f, f, (self.width - 1) / 2.0, (self.height - 1) / 2.0
+
+    def scaled(self, width: int, height: int) -> CameraSpec:
+        """Return the same lens and pose at another resolution (binned pixels, rgb8)."""
+        fx, fy, cx, cy = self.intrinsics()
+        sx, sy = width / self.width, height / self.height
+        return replace(self, width=width, height=height, fovy_deg=None, encoding='rgb8',
+                       given_intrinsics=(fx * sx, fy * sy, (cx + 0.5) * sx - 0.5,
+                                         (cy + 0.5) * sy - 0.5))
 
 
 @dataclass(frozen=True)

@@ -90,16 +90,6 @@ class ReachGeometry:
     goal_margin_rad: float = 0.25
 
 
-def scaled_camera(cam: CameraSpec, width: int, height: int) -> CameraSpec:
-    """Return the same lens and pose at another resolution (binned)."""
-    from dataclasses import replace
-    fx, fy, cx, cy = cam.intrinsics()
-    sx, sy = width / cam.width, height / cam.height
-    return replace(cam, width=width, height=height, fovy_deg=None, encoding='rgb8',
-                   given_intrinsics=(fx * sx, fy * sy, (cx + 0.5) * sx - 0.5,
-                                     (cy + 0.5) * sy - 0.5))
-
-
 def camera_pixel(cam: CameraSpec, point: F64) -> tuple[float, float, float]:
     """Return (u, v, depth) of world ``point`` in ``cam`` (a camera fixed in the world)."""
     from transforms3d.euler import euler2mat
@@ -242,7 +232,7 @@ class TargetCamera:
                  camera: str = '') -> None:
         cams = [c for c in robot.cameras if c.name == camera or not camera]
         self.nominal = cams[0]
-        self.cam = scaled_camera(cams[0], *render_size)
+        self.cam = cams[0].scaled(*render_size)
         sim = make_sim(robot, scene=load_scene(SCENE))
         if not isinstance(sim, MujocoSim):  # the looks need MuJoCo's renderer
             raise ValueError(f'the visual reach task renders with MuJoCo, not {sim.engine}')

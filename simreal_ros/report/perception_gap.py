@@ -33,7 +33,7 @@ docs/policy.md, "Perception-gap curves").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import html
 import math
 from pathlib import Path
@@ -74,15 +74,6 @@ class TargetEpisodes:
     camera: str
 
 
-def scaled_camera(cam: CameraSpec, width: int, height: int) -> CameraSpec:
-    """Return the same lens and pose at another resolution (binned)."""
-    fx, fy, cx, cy = cam.intrinsics()
-    sx, sy = width / cam.width, height / cam.height
-    return replace(cam, width=width, height=height, fovy_deg=None, encoding='rgb8',
-                   given_intrinsics=(fx * sx, fy * sy, (cx + 0.5) * sx - 0.5,
-                                     (cy + 0.5) * sy - 0.5))
-
-
 def project(cam: CameraSpec, pos: F64, rot: F64, point: F64) -> tuple[float, float]:
     """Return pixel (u, v) of world ``point`` seen by ``cam`` at ``pos``, ``rot``.
 
@@ -111,7 +102,7 @@ def render_target_episodes(robot: RobotSpec, scene: Scene, obj: str = 'cube',
         raise SimrealError(f'camera {camera!r}: not a camera of {robot.name} '
                            f'({", ".join(c.name for c in robot.cameras)})')
     cam = cams[0]
-    cam = scaled_camera(cam, *(size or (cam.width, cam.height)))
+    cam = cam.scaled(*(size or (cam.width, cam.height)))
     sim = make_sim(robot, scene=scene)
     try:
         idx = sim.object_position_index(obj)

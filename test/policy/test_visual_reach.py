@@ -11,7 +11,6 @@ from simreal_ros.policy.visual_task import (
     TargetCamera,
     VisualDraw,
     camera_pixel,
-    scaled_camera,
 )
 
 ROBOT = load_robot('simreal_arm')
@@ -60,7 +59,7 @@ def test_sampled_goal_puts_the_tool_on_the_reach_point_of_a_ball_in_view(task):
 
 def test_the_ball_is_rendered_where_the_camera_model_projects_it(task, camera):
     rng = np.random.default_rng(11)
-    small = scaled_camera(task.camera, 128, 96)
+    small = task.camera.scaled(128, 96)
     for _ in range(3):
         obj, _q = task.sample(rng)
         img = camera.render(ROBOT.home, obj, VisualDraw(), rng)
@@ -81,7 +80,7 @@ def test_a_look_changes_the_frame_and_the_nominal_look_does_not(task, camera):
     moved = camera.render(ROBOT.home, obj, VisualDraw(camera_rotation_rad=(0.0, 0.05, 0.0)),
                           rng)
     # a rotation of 0.05 rad about the optical y axis moves the scene -fx * tan(0.05) px
-    small = scaled_camera(task.camera, 128, 96)
+    small = task.camera.scaled(128, 96)
     pu, pv, _z = camera_pixel(small, obj)
     shift = -small.intrinsics()[0] * np.tan(0.05)
     du = red_centroid(moved, (pu + shift, pv))[0] - red_centroid(a, (pu, pv))[0]
