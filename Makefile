@@ -65,11 +65,12 @@ endif
 # PYTEST_ARGS: more pytest arguments (e.g. PYTEST_ARGS="-m 'ros and not e2e and not bench'").
 # pytest's exit code 5 (no test selected) fails the target like any other failure.
 PYTEST_ARGS ?=
-# pytest-xdist workers (docs/testing.md "Where the time goes"): the ros tier waits on DDS and
-# on timed episodes more than it computes, so two workers share 2 cores well; TEST_WORKERS=0
-# runs everything in one process. loadfile: a module's tests run in one worker, so its
-# module-scoped fixtures (a fitted bag, started nodes) are made once.
-TEST_WORKERS ?= 2
+# pytest-xdist workers (docs/testing.md "Two workers"), 0 by default: one process. With
+# TEST_WORKERS=2 the whole suite took 797 s on 2 cores with one kept busy (the last serial CI
+# run, 130 tests fewer: 1065 s), but the injector's delivery-timing test measured a floor
+# median of 17.6 ms (budget 5 ms) beside the other worker. loadfile: a module's tests run in one worker (its module-scoped
+# fixtures are made once).
+TEST_WORKERS ?= 0
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 TIER_PURE := -m 'not ros and not e2e and not bench'
 TIER_ROS := -m 'ros and not e2e and not bench'
