@@ -68,8 +68,8 @@ PYTEST_ARGS ?=
 # pytest-xdist workers (docs/testing.md "Two workers"), 0 by default: one process. With
 # TEST_WORKERS=2 the whole suite took 797 s on 2 cores with one kept busy (the last serial CI
 # run, 130 tests fewer: 1065 s), but the injector's delivery-timing test measured a floor
-# median of 17.6 ms (budget 5 ms) beside the other worker. loadfile: a module's tests run in one worker (its module-scoped
-# fixtures are made once).
+# median of 17.6 ms (budget 5 ms) beside the other worker. loadfile: a module's tests run in
+# one worker (its module-scoped fixtures are made once).
 TEST_WORKERS ?= 0
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 TIER_PURE := -m 'not ros and not e2e and not bench'
