@@ -34,7 +34,7 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.core.validate import Section, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
 from simreal_ros.policy.env import World
-from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.spec import PolicySpec, load_policy_spec
 from simreal_ros.policy.train_delays import LatencyPreset, parse_latency_presets
 
 FloatArray = npt.NDArray[np.float64]
@@ -387,20 +387,35 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
         log('  by preset: ' + ', '.join(
             f'{k} {v["success_rate"]:.0%} of {v["goals"]}'
             for k, v in summary['check_randomized']['by_preset'].items()))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model_path = out_dir / f'{spec.name}.pt'
-    torch.jit.script(net).save(str(model_path))
-    spec_text = spec.source.read_text(encoding='utf-8')
-    spec_text = re.sub(r'^model:\s*\S+', f'model: {model_path.name}', spec_text, count=1,
-                       flags=re.M)
-    spec_path = out_dir / f'{spec.name}.yaml'
-    if spec_path.resolve() != spec.source.resolve():
-        spec_path.write_text(spec_text, encoding='utf-8')
-    summary['total_time_s'] = time.monotonic() - t_start
-    summary['model'] = str(model_path)
-    summary['spec'] = str(spec_path)
-    (out_dir / f'{spec.name}.training.json').write_text(json.dumps(summary, indent=2) + '\n',
-                                                        encoding='utf-8')
+    model_path, spec_path = save_policy(net, spec, out_dir)
+    write_training_record(out_dir, spec.name, summary, model_path, spec_path, t_start)
     log(f'wrote {model_path} ({model_path.stat().st_size / 1024:.0f} kB) and {spec_path} in '
         f'{summary["total_time_s"]:.0f} s')
     return summary
+
+
+def save_policy(net: Any, spec: PolicySpec, out_dir: Path) -> tuple[Path, Path]:
+    """Save ``net`` as TorchScript ``OUT/NAME.pt`` and the spec beside it naming that model.
+
+    Returns (model path, spec path); a spec that already is ``OUT/NAME.yaml`` is left as it is.
+    """
+    import torch
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path = out_dir / f'{spec.name}.pt'
+    torch.jit.script(net).save(str(model_path))
+    spec_path = out_dir / f'{spec.name}.yaml'
+    if spec_path.resolve() != spec.source.resolve():
+        text = spec.source.read_text(encoding='utf-8')
+        spec_path.write_text(re.sub(r'^model:\s*\S+', f'model: {model_path.name}', text,
+                                    count=1, flags=re.M), encoding='utf-8')
+    return model_path, spec_path
+
+
+def write_training_record(out_dir: Path, name: str, summary: dict[str, Any], model_path: Path,
+                          spec_path: Path, t_start: float) -> None:
+    """Add total time, model and spec to ``summary``; write it to ``OUT/NAME.training.json``."""
+    summary['total_time_s'] = time.monotonic() - t_start
+    summary['model'] = str(model_path)
+    summary['spec'] = str(spec_path)
+    (out_dir / f'{name}.training.json').write_text(json.dumps(summary, indent=2) + '\n',
+                                                   encoding='utf-8')

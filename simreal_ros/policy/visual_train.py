@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, dataclass
-import json
 import math
 import os
 from pathlib import Path
 import platform
-import re
 import sys
 import time
 from typing import Any, Callable
@@ -49,7 +47,12 @@ from simreal_ros.policy.env import World
 from simreal_ros.policy.images import FrameHistory, image_stack, preprocess
 from simreal_ros.policy.model import load_model
 from simreal_ros.policy.spec import ObservationBuilder, PolicySpec, load_policy_spec
-from simreal_ros.policy.train import VISUAL_POLICY, TrainConfig
+from simreal_ros.policy.train import (
+    VISUAL_POLICY,
+    TrainConfig,
+    save_policy,
+    write_training_record,
+)
 from simreal_ros.policy.visual_task import (
     ReachTask,
     TargetCamera,
@@ -314,14 +317,7 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
             f'rad^2, {time.monotonic() - t_start:.0f} s')
     net.eval()
     train_s = time.monotonic() - t_start
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model_path = out_dir / f'{spec.name}.pt'
-    torch.jit.script(net).save(str(model_path))
-    spec_path = out_dir / f'{spec.name}.yaml'
-    if spec_path.resolve() != spec.source.resolve():
-        text = spec.source.read_text(encoding='utf-8')
-        spec_path.write_text(re.sub(r'^model:\s*\S+', f'model: {model_path.name}', text,
-                                    count=1, flags=re.M), encoding='utf-8')
+    model_path, spec_path = save_policy(net, spec, out_dir)
     n_samples = int(sum(len(a) for a in xs))
     summary: dict[str, Any] = {
         'policy': spec.name, 'expert': cfg.expert, 'config': asdict(cfg), 'rounds': history,
@@ -347,11 +343,7 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
                 f'({summary[name]["success_rate"]:.0%}), final error median '
                 f'{summary[name]["final_error_median_m"] * 100:.1f} cm')
     camera.close()
-    summary['total_time_s'] = time.monotonic() - t_start
-    summary['model'] = str(model_path)
-    summary['spec'] = str(spec_path)
-    (out_dir / f'{spec.name}.training.json').write_text(json.dumps(summary, indent=2) + '\n',
-                                                        encoding='utf-8')
+    write_training_record(out_dir, spec.name, summary, model_path, spec_path, t_start)
     log(f'wrote {model_path} ({model_path.stat().st_size / 1024:.0f} kB) in '
         f'{summary["total_time_s"]:.0f} s')
     return summary
