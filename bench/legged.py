@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import load_robot
 from simreal_ros.gap.legged import LeggedGapConfig
 from simreal_ros.sim.cross_engine import legged_sim2sim
 from simreal_ros.sim.engines import make_sim
+from simreal_ros.sim.gait import Trot
 
 KEYS = ('base_height_error_m', 'orientation_error_rad', 'velocity_error_m_s',
         'gyro_error_rad_s', 'acc_error_m_s2', 'contact_onset_offset_s',

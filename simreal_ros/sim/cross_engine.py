@@ -8,7 +8,7 @@ each against its commands. ``variant`` removes one passive effect from both engi
 share of each effect in the gap can be measured (docs/sim_bridge.md, "Engines").
 
 :func:`legged_sim2sim` is the floating-base counterpart: every engine stands, or trots open
-loop (:class:`simreal_ros.core.gait.Trot`) under a constant ``cmd_vel``, from its reset
+loop (:class:`simreal_ros.sim.gait.Trot`) under a constant ``cmd_vel``, from its reset
 state, pushed on the base (:class:`Push`) where asked; :func:`legged_episode` samples what
 the bridge would publish (odom, imu/data, foot_contacts) at the command rate, and
 :func:`simreal_ros.gap.legged.legged_gap` compares each engine with the first
@@ -24,11 +24,11 @@ import numpy as np
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.excitation import Excitation, ExcitationConfig
-from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.gap.legged import LeggedEpisode, LeggedGapConfig, legged_gap
 from simreal_ros.sim.backend import FloatArray, Observation, SimBackend
 from simreal_ros.sim.engines import ENGINES, make_sim
+from simreal_ros.sim.gait import Trot
 
 VARIANTS = ('nominal', 'no_friction', 'no_passive')
 

@@ -26,10 +26,10 @@ import pytest
 from sensor_msgs.msg import Imu, JointState
 
 from simreal_ros.bringup.planner import plan
-from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import load_robot
 from simreal_ros.gap.legged import LeggedEpisode, LeggedGapConfig, legged_gap
 from simreal_ros.ros import messages
+from simreal_ros.sim.gait import Trot
 
 pytestmark = [pytest.mark.ros, pytest.mark.e2e]
 ROBOT = load_robot('simreal_quad')

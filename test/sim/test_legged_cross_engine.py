@@ -17,11 +17,11 @@ The bounds come from where the engines may differ, not from this run's figures:
 
 from __future__ import annotations
 
-from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import load_robot
 from simreal_ros.gap.legged import LeggedGapConfig, legged_gap
 from simreal_ros.sim.cross_engine import Push, legged_episode, legged_sim2sim
 from simreal_ros.sim.engines import make_sim
+from simreal_ros.sim.gait import Trot
 
 ROBOT = load_robot('simreal_quad')
 #: the trot's touch-downs fall at multiples of 0.25 s (the diagonal pairs alternate): a window

@@ -1,12 +1,12 @@
-"""The open-loop trot (simreal_ros/core/gait.py): joint targets by hand."""
+"""The open-loop trot (simreal_ros/sim/gait.py): joint targets by hand."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from simreal_ros.core.gait import Trot
 from simreal_ros.core.robot import load_robot
+from simreal_ros.sim.gait import Trot
 
 QUAD = load_robot('simreal_quad')
 S = 0.1 / (4 * 2.0 * 0.165)  # v / (4 f h): 0.0758 rad
