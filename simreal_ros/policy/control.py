@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.robot import RobotSpec, map_names
+from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder, ramp_duration, ramp_point
 from simreal_ros.policy.images import (
     ENCODING_CHANNELS,
     FrameHistory,
@@ -44,14 +45,7 @@ from simreal_ros.policy.images import (
     image_stack,
     preprocess,
 )
-from simreal_ros.policy.spec import (
-    ActionProcessor,
-    ObservationBuilder,
-    ObsInputs,
-    PolicySpec,
-    ramp_duration,
-    ramp_point,
-)
+from simreal_ros.policy.spec import ObsInputs, PolicySpec
 
 FloatArray = npt.NDArray[np.float64]
 F32Array = npt.NDArray[np.float32]

@@ -3,8 +3,8 @@
 Method: DAgger distillation. A privileged teacher knows each world's randomized masses and
 servo gains and commands the position that holds the goal exactly against gravity (a static
 P-servo inverse: ``q_goal + tau_gravity(q_goal) / kp``). The student is an MLP that sees only
-the policy spec's observation (built by the same :class:`ObservationBuilder` the node uses)
-and whose outputs go through the same :class:`ActionProcessor` (clip, rate limit, limits).
+the policy spec's observation (built by the same ``codec.ObservationBuilder`` the node uses)
+and whose outputs go through the same ``codec.ActionProcessor`` (clip, rate limit, limits).
 Round 0 executes the teacher; later rounds mostly execute the student, the teacher labels
 every visited observation, and the student is refit on everything collected so far.
 

@@ -57,9 +57,10 @@ from simreal_ros.core.optics import (
     sensor_noise,
 )
 from simreal_ros.core.robot import CameraSpec, RobotSpec
+from simreal_ros.policy.codec import ObservationBuilder
 from simreal_ros.policy.env import World
 from simreal_ros.policy.images import resize_area
-from simreal_ros.policy.spec import ImageTerm, ObservationBuilder, ObsInputs
+from simreal_ros.policy.spec import ImageTerm, ObsInputs
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.goals import GoalSampler
 from simreal_ros.sim.mujoco.kinematics import BodyPoint, geom_id

@@ -43,10 +43,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.robot import load_robot
+from simreal_ros.policy.codec import ObservationBuilder
 from simreal_ros.policy.env import World
 from simreal_ros.policy.images import FrameHistory, image_stack, preprocess
 from simreal_ros.policy.model import load_model
-from simreal_ros.policy.spec import ObservationBuilder, PolicySpec, load_policy_spec
+from simreal_ros.policy.spec import PolicySpec, load_policy_spec
 from simreal_ros.policy.train import (
     VISUAL_POLICY,
     TrainConfig,

@@ -169,7 +169,8 @@ ARM_POLICIES = [('so101_reach', 'so101'), ('koch_reach', 'koch'),
 @pytest.mark.parametrize('name,arm', ARM_POLICIES)
 def test_shipped_arm_policy_loads_for_its_arm_and_steps_toward_the_goal(name, arm):
     from simreal_ros.core.robot import load_robot
-    from simreal_ros.policy.spec import ActionProcessor, ObservationBuilder, ObsInputs
+    from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder
+    from simreal_ros.policy.spec import ObsInputs
     spec = load_policy_spec(name)
     robot = load_robot(arm)
     assert spec.robot == arm

@@ -11,17 +11,14 @@ import yaml
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
+from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder, ramp_duration, ramp_point
 from simreal_ros.policy.spec import (
     SOURCES,
     TERMS,
-    ActionProcessor,
-    ObservationBuilder,
     ObsInputs,
     TermDef,
     load_policy_spec,
     projected_gravity,
-    ramp_duration,
-    ramp_point,
     register_term,
 )
 
