@@ -60,6 +60,22 @@ def node_command(spec: NodeSpec, params_file: Path, python: str | None = None) -
     return cmd
 
 
+def signal_node(pid: int, sig: int) -> None:
+    """Send ``sig`` to a node: SIGINT and SIGUSR1 to its process, SIGTERM and SIGKILL to its group.
+
+    A stop request is the node's to handle: its children either ignore SIGINT (the bag writer
+    process) or are not its to stop. One was glfw's library probe, a ``python -c`` child that
+    ``import mujoco`` starts without ``MUJOCO_GL``: a group-wide SIGINT during the probe's
+    start-up printed its KeyboardInterrupt traceback into the node's output (Jazzy CI, stop
+    35), and SIGUSR1 (stacks) would kill a child that has no handler for it. The escalations
+    reach every process of the group, so nothing the node started outlives a failed stop.
+    """
+    if sig in (signal.SIGINT, signal.SIGUSR1):
+        os.kill(pid, sig)
+    else:
+        os.killpg(pid, sig)
+
+
 def write_params_file(spec: NodeSpec, directory: Path) -> Path:
     """Write the node's parameters as a ROS 2 parameter YAML file."""
     path = directory / f'{spec.fqn.strip("/").replace("/", "__")}.yaml'
@@ -165,7 +181,7 @@ class Launcher:
             for spec, proc in alive:
                 last_signal[spec.fqn] = signal.Signals(sig).name
                 try:
-                    os.killpg(proc.pid, sig)
+                    signal_node(proc.pid, sig)
                 except ProcessLookupError:
                     pass
             deadline = time.monotonic() + wait_s
@@ -228,13 +244,13 @@ class NodeProcess:
     def stop(self) -> int:
         """SIGINT the node (SIGUSR1 for its stacks, then SIGKILL, after 10 s); return its code."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
+            signal_node(self.proc.pid, signal.SIGINT)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGUSR1)
+                signal_node(self.proc.pid, signal.SIGUSR1)
                 time.sleep(0.5)
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                signal_node(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()
         return self.proc.returncode

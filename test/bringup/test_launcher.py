@@ -174,3 +174,38 @@ def test_live_demo_sim_only_prints_a_tracking_summary(ros_env):
     for name, e in summary['tracking']['joints'].items():
         assert 0 <= e['rmse'] < 0.1, name
     assert summary['commands_rejected'] == 0 and 'gap' not in summary
+
+
+def test_a_stop_reaches_the_node_not_the_children_of_its_start_up(ros_env, tmp_path,
+                                                                  monkeypatch):
+    """``import mujoco`` without MUJOCO_GL starts glfw's probe, a ``python -c`` child in the
+    node's process group; a group-wide SIGINT during its start-up printed the child's
+    KeyboardInterrupt traceback into the node's output (Jazzy CI). The stop goes to the node."""
+    from simreal_ros.bringup import spec as spec_module
+
+    (tmp_path / 'node_with_a_child.py').write_text(
+        'import subprocess\nimport sys\nimport time\n\n\n'
+        'def main(args):\n'
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3)'])\n"
+        "    print('child started', flush=True)\n"
+        '    try:\n'
+        '        while True:\n'
+        '            time.sleep(0.05)\n'
+        '    except KeyboardInterrupt:\n'
+        "        print(f'child exited with {child.wait()}', flush=True)\n"
+        '    return 0\n')
+    monkeypatch.setitem(spec_module.NODES, 'with_a_child', ('with_a_child', 'node_with_a_child'))
+    env = dict(ros_env, PYTHONPATH=f'{tmp_path}{os.pathsep}{REPO}')
+    lines: list = []
+    launcher = Launcher([NodeSpec('with_a_child', 'parent')], env, echo=lines.append)
+    launcher.start()
+    deadline = time.monotonic() + 30
+    while not any('child started' in line for line in lines):
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.02)
+    launcher.request_stop('test')
+    code = launcher.wait()
+    text = '\n'.join(lines)
+    assert code == 0, text
+    assert 'child exited with 0' in text  # with killpg: -2 (its KeyboardInterrupt)
+    assert 'Traceback' not in text

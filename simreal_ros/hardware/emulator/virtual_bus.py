@@ -120,7 +120,9 @@ class EmulatorProcess:
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
+            # the emulator alone: a child still starting up in its group (glfw's probe after
+            # `import mujoco`) would print its KeyboardInterrupt; SIGKILL takes the group
+            os.kill(self.proc.pid, signal.SIGINT)
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
