@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
-import importlib
 import os
 from pathlib import Path
-import struct
 import sys
 import threading
 import time
@@ -58,12 +56,12 @@ from typing import Any, Sequence
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image, JointState
 
 from simreal_ros import __version__
-from simreal_ros.bag import BagWriter, QosSpec, TypeRegistry
+from simreal_ros.bag import BagWriter, TypeRegistry
 from simreal_ros.bag.process_writer import ProcessBagWriter
 from simreal_ros.bag.provenance import embed_files, git_revision
 from simreal_ros.bag.recorder_config import RecorderConfig
@@ -71,9 +69,15 @@ from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.gap.image_metrics import IMAGE, UInt8Array, to_array
 from simreal_ros.gap.live import LiveGap
 from simreal_ros.gap.live_camera import PRIMARY, SECONDARY, LiveCameraGap
-from simreal_ros.gap.stream_stats import StreamStats
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.recorded_topic import (
+    RecordedTopic,
+    import_message,
+    offered_profile,
+    offered_qos,
+    stamp_of,
+)
 from simreal_ros.ros.runtime import run_node
 
 #: The take thread drains every subscription this often when nothing waits. Together with the
@@ -85,62 +89,6 @@ TAKE_PERIOD_S = 0.005
 TAKE_BATCH = 500
 #: The take thread holds the GIL for whole turns; the executor (timers only) needs it rarely.
 GIL_SWITCH_INTERVAL_S = 0.005
-#: With keep-all, the depth bounds the samples DDS holds for the recorder before it refuses
-#: more (the publisher then re-sends them after its next heartbeat, seconds later).
-KEEP_ALL_DEPTH = 20_000
-
-
-def offered_qos(infos: list[Any]) -> list[QosSpec]:
-    """Return the QoS each publisher (TopicEndpointInfo) offers."""
-    offered: list[QosSpec] = []
-    for info in infos:
-        q = info.qos_profile
-        rel = q.reliability == ReliabilityPolicy.RELIABLE
-        dur = q.durability == DurabilityPolicy.TRANSIENT_LOCAL
-        offered.append(QosSpec('reliable' if rel else 'best_effort',
-                               'transient_local' if dur else 'volatile',
-                               'keep_all' if q.history == HistoryPolicy.KEEP_ALL else 'keep_last',
-                               int(q.depth)))
-    return offered
-
-
-def offered_profile(reliable: bool, transient: bool, depth: int = 0) -> QoSProfile:
-    """Return the recorder's subscription profile (depth 0 = keep all)."""
-    return QoSProfile(depth=depth or KEEP_ALL_DEPTH,
-                      history=HistoryPolicy.KEEP_ALL if depth == 0 else HistoryPolicy.KEEP_LAST,
-                      reliability=(ReliabilityPolicy.RELIABLE if reliable
-                                   else ReliabilityPolicy.BEST_EFFORT),
-                      durability=(DurabilityPolicy.TRANSIENT_LOCAL if transient
-                                  else DurabilityPolicy.VOLATILE))
-
-
-def import_message(msgtype: str) -> type:
-    """``sensor_msgs/msg/JointState`` -> the Python class (SimrealError when not installed)."""
-    pkg, _, name = msgtype.partition('/msg/')
-    if not pkg or not name:
-        raise SimrealError(f'message type {msgtype!r} is not of the form pkg/msg/Name')
-    try:
-        return getattr(importlib.import_module(f'{pkg}.msg'), name)  # type: ignore[no-any-return]
-    except (ImportError, AttributeError):
-        raise SimrealError(f'message type {msgtype!r} is not installed for Python (no '
-                           f'{pkg}.msg.{name}); source the workspace that builds {pkg}') from None
-
-
-def _has_header(cls: type) -> bool:
-    fields: dict[str, str] = getattr(cls, 'get_fields_and_field_types', lambda: {})()
-    first = next(iter(fields.items()), ('', ''))
-    return first == ('header', 'std_msgs/Header')
-
-
-def _stamp_of(data: bytes) -> int | None:
-    """Header stamp (ns) from the CDR bytes of a message whose first field is a Header."""
-    if len(data) < 12:
-        return None
-    fmt = '<iI' if data[1] == 1 else '>iI'
-    sec, nsec = struct.unpack_from(fmt, data, 4)
-    return int(sec) * 1_000_000_000 + int(nsec)
-
-
 def _untaken(_msg: object) -> None:
     """Do nothing: the take node's subscriptions need a callback, which no executor calls."""
 
@@ -159,56 +107,6 @@ def _key_values(entries: Sequence[str], what: str) -> dict[str, str]:
             raise ConfigError('recorder', what, 'entries of the form key=value', e)
         out[key] = value
     return out
-
-
-class _Topic:
-    __slots__ = ('name', 'msgtype', 'cls', 'handle', 'has_header', 'stats', 'sub', 'received',
-                 'live_role', 'reliable', 'transient', 'publishers', 'last_stamp', 'held_back',
-                 'camera', 'missed', 'unattributed', 'last_seq')
-
-    def __init__(self, name: str, msgtype: str, cls: type, handle: int) -> None:
-        self.name = name
-        self.msgtype = msgtype
-        self.cls = cls
-        self.handle = handle
-        self.has_header = _has_header(cls)
-        self.stats = StreamStats(window=20_000)
-        self.sub: Any = None
-        self.received = 0
-        self.live_role = ''
-        self.reliable = True
-        self.transient = False
-        self.publishers = 0
-        self.last_stamp = 0  # the bag timestamp of the message taken last (ns)
-        self.held_back = 0  # messages received before one taken ahead of them (DDS repair)
-        self.camera: tuple[LiveCameraGap, int] | None = None  # (live camera gap, side)
-        self.missed = 0  # messages a publisher sent that never reached the recorder
-        self.unattributed = 0  # taken while no gap could be attributed (see the docstring)
-        self.last_seq: dict[bytes | None, int] = {}  # publisher GID -> last sequence number
-
-    def count_missed(self, info: Any, single_writer: bool) -> None:
-        """Count the gap between this message's publisher sequence number and the last one.
-
-        ``single_writer``: whether the subscription matches one publisher, which is what
-        attributes a sample to its publisher when the info carries no GID.
-        """
-        seq = info.get('publication_sequence_number')
-        if not seq:
-            self.unattributed += 1
-            return
-        gid = info.get('publisher_gid')
-        key = bytes(gid['data']) if gid else None
-        if key is None and not single_writer:
-            self.last_seq.clear()  # the next gap would span two publishers' numbers
-            self.unattributed += 1
-            return
-        last = self.last_seq.get(key)
-        if last is not None and seq > last + 1:
-            self.missed += seq - last - 1
-        if last is None or seq > last:
-            self.last_seq[key] = seq
-        elif key is None:  # a new publisher, numbering from 1 again (Jazzy: no GID)
-            self.last_seq[key] = seq
 
 
 DESCRIPTIONS = {
@@ -251,7 +149,7 @@ class Recorder(Node):
             else BagWriter(bag, p.bag_options, custom, TypeRegistry()))
         self.use_sim_time = bool(self.get_parameter('use_sim_time').value)
 
-        self.topics: dict[str, _Topic] = {}
+        self.topics: dict[str, RecordedTopic] = {}
         self.failed: dict[str, str] = {}
         self.written = 0
         self.write_error = ''
@@ -329,7 +227,7 @@ class Recorder(Node):
                 self.failed[name] = str(exc)
                 self.get_logger().error(f'cannot record {name}: {exc}')
                 continue
-            t = _Topic(name, types[0], cls, handle)
+            t = RecordedTopic(name, types[0], cls, handle)
             t.reliable, t.transient = profile.reliability == ReliabilityPolicy.RELIABLE, \
                 profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
             t.publishers = len(infos)
@@ -347,7 +245,7 @@ class Recorder(Node):
                                    f'({profile.reliability.name.lower()}, '
                                    f'{profile.durability.name.lower()})')
 
-    def _attach_camera(self, t: _Topic) -> None:
+    def _attach_camera(self, t: RecordedTopic) -> None:
         """Feed an image topic of either robot of the gap pair to its live camera gap."""
         if not self.gap_topics[0] or self.p.camera_gap_period_s <= 0:
             return
@@ -376,7 +274,7 @@ class Recorder(Node):
             for gap in gaps:
                 gap.evaluate(_decode_image)
 
-    def _revisit_qos(self, t: _Topic) -> None:
+    def _revisit_qos(self, t: RecordedTopic) -> None:
         """Weaken a subscription when a publisher joins that it could not match.
 
         A best-effort publisher never reaches a reliable subscription, a volatile one never a
@@ -410,7 +308,7 @@ class Recorder(Node):
         self.get_logger().warning(
             f'{t.name}: a publisher with weaker QoS joined; recording it {rel}, {dur} from now on')
 
-    def _record(self, t: _Topic, data: bytes, info: Any) -> None:
+    def _record(self, t: RecordedTopic, data: bytes, info: Any) -> None:
         """Write one taken message into the bag (the caller holds the lock)."""
         stamp = (self.get_clock().now().nanoseconds if self.use_sim_time
                  else info['received_timestamp'])
@@ -427,14 +325,14 @@ class Recorder(Node):
         self.writer.write(t.handle, stamp, data)  # raises: _take_loop ends the recording
         self.written += 1
         t.received += 1
-        hstamp = _stamp_of(data) if t.has_header else None
+        hstamp = stamp_of(data) if t.has_header else None
         t.stats.add(hstamp, stamp)
         if t.live_role:
             self._feed_live(t, data)
         if t.camera is not None and hstamp is not None:
             t.camera[0].offer(t.camera[1], hstamp, data)
 
-    def _take_waiting(self, t: _Topic, sub: Any, limit: int) -> int:
+    def _take_waiting(self, t: RecordedTopic, sub: Any, limit: int) -> int:
         """Take and record up to ``limit`` messages waiting on ``sub``; return how many.
 
         The caller holds the lock.
@@ -500,7 +398,7 @@ class Recorder(Node):
             # more waits: go on at once, after handing the GIL to the executor thread
             time.sleep(0 if full else TAKE_PERIOD_S)
 
-    def _feed_live(self, t: _Topic, data: bytes) -> None:
+    def _feed_live(self, t: RecordedTopic, data: bytes) -> None:
         try:
             msg = deserialize_message(data, JointState)
         except Exception:  # noqa: BLE001 - a malformed message must not stop recording

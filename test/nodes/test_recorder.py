@@ -23,8 +23,8 @@ from std_msgs.msg import String
 
 from simreal_ros.bag import BagReader
 from simreal_ros.errors import SimrealError
-from simreal_ros.nodes.recorder import import_message
 from simreal_ros.ros import messages
+from simreal_ros.ros.recorded_topic import import_message
 
 pytestmark = pytest.mark.ros
 #: the load generator of the benchmarks, run as a script
@@ -441,11 +441,12 @@ import sys
 import rclpy
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
-from simreal_ros.nodes.recorder import Recorder, _Topic
+from simreal_ros.nodes.recorder import Recorder
+from simreal_ros.ros.recorded_topic import RecordedTopic
 rclpy.init(args=['--ros-args', '-p', f'bag:={sys.argv[1]}', '-p', 'topics:=["/held"]'])
 rec = Recorder()
-t = _Topic('/held', 'std_msgs/msg/String', String, rec.writer.add_topic('/held',
-                                                                         'std_msgs/msg/String'))
+t = RecordedTopic('/held', 'std_msgs/msg/String', String,
+                  rec.writer.add_topic('/held', 'std_msgs/msg/String'))
 rec.topics['/held'] = t
 # take order a, b, c, d; c was re-sent by DDS, so b was received before it (and waited)
 for data, received in (('a', 1000), ('b', 3000), ('c', 2000), ('d', 4000)):
