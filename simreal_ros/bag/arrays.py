@@ -3,7 +3,7 @@
 Everything that turns a bag's ``sensor_msgs/msg/JointState`` topics (or the header stamps of
 any stamped topic) into numbers reads them here: ``simreal gap`` and ``simreal check``
 (:func:`simreal_ros.gap.episode.load_episode`), sysid (:mod:`simreal_ros.sysid.data`), the
-flywheel's comparison window (:func:`simreal_ros.jobs.flywheel.window_of`) and the empirical
+flywheel's comparison window (:func:`simreal_ros.jobs.excitation.window_of`) and the empirical
 delay profile of a recording (:mod:`simreal_ros.bag.receive_delays`). So a sample, its time
 and its joint order mean the same thing to all of them. Built on
 :class:`~simreal_ros.bag.reader.BagReader`; one pass over the bag for any number of topics.

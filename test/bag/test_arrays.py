@@ -101,7 +101,7 @@ def test_every_caller_reads_one_bag_alike(tmp_path):
     """
     from simreal_ros.bag.receive_delays import bag_latencies_s
     from simreal_ros.gap.episode import load_episode
-    from simreal_ros.jobs.flywheel import excitation_window
+    from simreal_ros.jobs.excitation import excitation_window
     from simreal_ros.sysid.data import load_sysid_data
 
     bag = tmp_path / 'bag'

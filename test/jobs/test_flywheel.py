@@ -14,10 +14,10 @@ import pytest
 from startup import cli_error_line
 
 from simreal_ros.errors import SimrealError
+from simreal_ros.jobs.excitation import RECORD_TRIES
 from simreal_ros.jobs.flywheel import (
     LAYOUT,
     ONLY_IF_RESIDUAL_PAYS_OFF,
-    RECORD_TRIES,
     FlywheelSettings,
     default_settings,
 )
@@ -341,7 +341,7 @@ def test_the_excitation_window_is_the_window_sysid_reads(tmp_path):
     import numpy as np
 
     from simreal_ros.bag import BagWriter, QosSpec
-    from simreal_ros.jobs.flywheel import excitation_window
+    from simreal_ros.jobs.excitation import excitation_window
     from simreal_ros.sysid.data import load_sysid_data
 
     bag = tmp_path / 'bag'
