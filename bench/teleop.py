@@ -154,7 +154,8 @@ def so101(seconds: float, env: dict[str, str], tmp: Path, reality: str = 'so101_
                                  for k in range(robot.n)]).T
     # what the driver added to each goal (gravity_ff: nominal masses and kp)
     ff = float(drv_params.get('gravity_ff', 0.0))
-    offset = (np.array([GravityFeedForward(robot, ff).offset(q) for q in on_grid]) if ff
+    model = GravityFeedForward(robot, ff) if ff else None
+    offset = (np.array([model.offset(q) for q in on_grid]) if model is not None
               else np.zeros_like(on_grid))
     # what is left once the sag is added back and the offset taken off
     rest = follower_on_grid - on_grid + droop - offset
