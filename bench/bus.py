@@ -4,7 +4,9 @@
   position, 16 bytes a servo; group sync write of goal position) at 1 Mbps and 4 Mbps, as a
   ratio to the byte-time limit of exactly those packets at that baud (Return Delay Time 0);
 * the driver node's achieved ``joint_states`` rate at 250 Hz and 500 Hz (1 Mbps), measured by
-  a subscriber, as a ratio to the configured rate;
+  a subscriber, as a ratio to the configured rate; and at 30 Hz, the rate LeRobot records
+  at, on the SO-101's STS bus (``driver_30hz_so101``) and on the Dynamixel arm
+  (``driver_30hz``), target >= 0.95;
 * the time from the port coming back (emulator ``replugged``) to the first fresh
   ``joint_states`` (target < 1 s);
 * the same raw cycle on the virtual Feetech STS bus (6 STS3215, SYNC READ of present position
@@ -49,6 +51,7 @@ from _load import context, cpu_load, ratio, variants  # noqa: E402
 
 DOMAIN = bench_domain(0)
 RT_LOOP_PRIORITY = 80  # the raw bus loops under --rt (the driver's bus thread has 80 too)
+LEROBOT_FPS = 30.0  # the rate LeRobot records (and its SO-101 datasets hold) frames at
 
 
 def driver_spec(args: dict[str, str]) -> NodeSpec:
@@ -160,16 +163,21 @@ def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
 
 
 def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: float,
-                seconds: float, rt: bool = False) -> dict[str, float]:
-    """The driver node's joint_states rate; ``rt``: driver and emulator under SCHED_FIFO."""
+                seconds: float, rt: bool = False, robot: str = 'simreal_arm'
+                ) -> dict[str, float]:
+    """The driver node's joint_states rate; ``rt``: driver and emulator under SCHED_FIFO.
+
+    ``robot``: the arm on the virtual bus (``so101``: its STS bus, the plan's driver for it).
+    """
     from diagnostic_msgs.msg import DiagnosticArray
-    ns = f'rate{int(rate_hz)}{"rt" if rt else ""}'
+    ns = f'rate{int(rate_hz)}{"rt" if rt else ""}{robot}'
     states = client.collect(JointState, f'/{ns}/joint_states')
     diags = client.collect(DiagnosticArray, '/diagnostics')
-    with EmulatorProcess(link=tmp / f'drv_{ns}', env=env,
+    with EmulatorProcess(link=tmp / f'drv_{ns}', env=env, robot=robot,
                          rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu:
         spec = driver_spec({'backend': 'real', 'port': emu.port, 'namespace': ns,
-                            'driver_rate': str(rate_hz), 'realtime': str(rt).lower()})
+                            'robot': robot, 'driver_rate': str(rate_hz),
+                            'realtime': str(rt).lower()})
         node = NodeProcess(spec, env, tmp)
         try:
             client.wait_for(lambda: len(states) > 50, 60, f'{ns} joint_states')
@@ -255,6 +263,12 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                 for hz in (250.0, 500.0):
                     out[f'driver_{int(hz)}hz{sfx}'] = driver_rate(client, tmp, env, hz,
                                                                   seconds, variant == 'rt')
+            # the rate LeRobot records its datasets at (30 fps): target >= 0.95 of it, on the
+            # SO-101's STS bus and on the Dynamixel arm; twice as long (a count of 30 Hz
+            # messages is coarse)
+            for robot, key in (('so101', 'driver_30hz_so101'), ('simreal_arm', 'driver_30hz')):
+                out[key] = {**driver_rate(client, tmp, env, LEROBOT_FPS, 2 * seconds,
+                                          robot=robot), 'target_ratio': 0.95}
             if rt:
                 out['rt_over_default'] = {
                     f'driver_{hz}hz.ratio_to_configured': ratio(

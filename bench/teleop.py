@@ -27,8 +27,12 @@ joint after removing the lag; ``tracking_rms.ratio_to_target`` is the largest jo
 the 0.05 rad target; ``operator_speed_rad_s_max`` is how fast the operator moved the leader
 (50 ms steps); ``gravity_droop_rms_rad`` is the sag the position loop's stiffness allows under
 gravity (the holding torque at each commanded pose, MuJoCo's ``qfrc_bias`` with the reality's
-masses, over the reality's kp: the STS runs P and D only) and
-``tracking_rms_without_droop_rad`` the error left once that sag is added back.
+masses, over the reality's kp: the STS runs P and D only), ``gravity_ff`` the driver's
+gravity feed-forward fraction (the plan's: 1 with a leader), ``gravity_ff_offset_rms_rad``
+the goal offset it wrote (nominal model: :mod:`simreal_ros.hardware.gravity_ff`) and
+``tracking_rms_without_droop_rad`` the error left once the sag is added back and that offset
+taken off (the part neither the sag nor its compensation explain). ``so101_no_gravity_ff``:
+the same loop with ``gravity_ff:=false``, in the same run.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.gap.metrics import Series
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+from simreal_ros.hardware.gravity_ff import GravityFeedForward
 from simreal_ros.ros import messages
 from simreal_ros.ros.client import RosClient
 from simreal_ros.sim.engines import make_sim
@@ -109,8 +114,8 @@ def so101(seconds: float, env: dict[str, str], tmp: Path, reality: str = 'so101_
         # (docs/teleop.md), a "loss" that restarts the blend mid-measurement
         lead_spec = replace(specs['leader'], parameters={**specs['leader'].parameters,
                                                           'leader_timeout_s': 1.0})
-        drv = NodeProcess(replace(specs['dynamixel_driver'], parameters={
-            **specs['dynamixel_driver'].parameters, **(driver or {})}), env, tmp)
+        drv_params = {**specs['dynamixel_driver'].parameters, **(driver or {})}
+        drv = NodeProcess(replace(specs['dynamixel_driver'], parameters=drv_params), env, tmp)
         lead = NodeProcess(lead_spec, env, tmp)
         try:
             client.wait_for(lambda: 'blend done' in lead.output(), 90, 'the blend to the leader')
@@ -147,7 +152,13 @@ def so101(seconds: float, env: dict[str, str], tmp: Path, reality: str = 'so101_
     follower_on_grid = np.array([np.interp(grid + shift, follower_q.stamps,
                                            follower_q.position[:, k])
                                  for k in range(robot.n)]).T
-    rest = follower_on_grid - on_grid + droop  # what is left once the sag is added back
+    # what the driver added to each goal (gravity_ff: nominal masses and kp)
+    ff = float(drv_params.get('gravity_ff', 0.0))
+    model = GravityFeedForward(robot, ff) if ff else None
+    offset = (np.array([model.offset(q) for q in on_grid]) if model is not None
+              else np.zeros_like(on_grid))
+    # what is left once the sag is added back and the offset taken off
+    rest = follower_on_grid - on_grid + droop - offset
     def named(values: Any) -> dict[str, float]:
         return {n: float(v) for n, v in zip(robot.joint_names, values, strict=True)}
 
@@ -157,6 +168,8 @@ def so101(seconds: float, env: dict[str, str], tmp: Path, reality: str = 'so101_
             'tracking_rms.ratio_to_target': ratio(float(np.max(rms)), SO101_TARGET_RAD),
             'operator_speed_rad_s_max': named(speed.max(axis=0)),
             'gravity_droop_rms_rad': named(np.sqrt(np.mean(droop ** 2, axis=0))),
+            'gravity_ff': ff,
+            'gravity_ff_offset_rms_rad': named(np.sqrt(np.mean(offset ** 2, axis=0))),
             'tracking_rms_without_droop_rad': named(np.sqrt(np.mean(rest ** 2, axis=0)))}
 
 
@@ -195,6 +208,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         writes = goal_writes(trace, ids)
         # whole chirp periods (10 s): the error grows with the chirp's frequency
         out['so101'] = so101(10.0 if quick else 30.0, env, tmp)
+        out['so101_no_gravity_ff'] = so101(10.0 if quick else 30.0, env, tmp,
+                                           launch={'gravity_ff': 'false'})
     cmds = [(messages.stamp_to_ns(m.header.stamp),
              tuple(j.servo.rad_to_ticks(float(q)) for j, q in zip(robot.joints, m.position,
                                                                  strict=True)))

@@ -117,6 +117,10 @@ ARGUMENTS: dict[str, Argument] = {
     'reboot_on_error': Argument('false', 'real: REBOOT servos that report a hardware error '
                                 '(at start and on ~/reset) instead of failing',
                                 ('true', 'false')),
+    'gravity_ff': Argument('auto', 'real/twin: the servo driver offsets each goal by the sag '
+                           'its P/D position loop would leave under gravity (robot model); '
+                           'auto = on with teleop:=leader (a leader pose is a pose to reach; '
+                           'a policy trained in sim learned the sag)', ('auto', 'true', 'false')),
     'external_states': Argument('/joint_states_raw',
                                 'external: joint_states topic of the existing driver'),
     'external_command': Argument('forward_position', 'external: command interface',
@@ -277,6 +281,7 @@ class LaunchArgs:
     watchdog: str
     give_up_after_s: float
     reboot_on_error: bool
+    gravity_ff: bool  # gravity_ff:=, auto resolved
     calibration: Calibration | None  # calibration:=, checked against robot:= (None: none)
     external_states: str
     external_command: str
@@ -430,6 +435,11 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
                     else None)
     _leader_calibration(a['leader_calibration'], robot)
     calibration = _joint_calibration(a, robot)
+    if a['gravity_ff'] == 'true' and (a['backend'] not in ('real', 'twin')
+                                      or a['real_driver'] != 'dynamixel'):
+        raise PlanError(f'gravity_ff:=true: the servo driver offsets its goals: use it with '
+                        f'backend:=real or twin and real_driver:=dynamixel (got '
+                        f'backend:={a["backend"]} real_driver:={a["real_driver"]})')
     loaded = tuple(k for k in ('robot', 'calibration', 'leader_robot', 'leader_calibration',
                                'overlay', 'overlay_b', 'randomization', 'scene', 'latency',
                                'policy')
@@ -466,6 +476,8 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         driver_rate_hz=number('driver_rate', 'a number (Hz)'), watchdog=a['watchdog'],
         give_up_after_s=at_least_zero('give_up_after', 'a number of seconds >= 0 (0 = never)'),
         reboot_on_error=a['reboot_on_error'] == 'true', calibration=calibration,
+        gravity_ff=(a['gravity_ff'] == 'true'
+                    or (a['gravity_ff'] == 'auto' and a['teleop'] == 'leader')),
         external_states=a['external_states'], external_command=a['external_command'],
         external_command_topic=a['external_command_topic'], cameras=a['cameras'],
         camera_device=a['camera_device'].strip(), teleop=a['teleop'],

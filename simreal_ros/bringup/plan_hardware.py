@@ -14,6 +14,10 @@ serial device of a WitMotion WT901 (or the ``--imu-link`` of ``simreal emulate``
 PlanError line naming the argument to pass; ``imu_port:=`` on a robot without an IMU, or with
 another backend, is one too (:func:`check_imu_port`).
 
+``gravity_ff:=`` (``auto``: on with ``teleop:=leader``) gives the driver ``gravity_ff`` 1.0:
+every goal is offset by the sag its P/D position loop would leave under gravity
+(:mod:`simreal_ros.hardware.gravity_ff`).
+
 The driver is one node for every family (kind ``dynamixel_driver``), named after the family:
 ``/dynamixel_driver`` on a Dynamixel bus, ``/feetech_driver`` on a Feetech STS bus. A Feetech
 robot's plan says in one ``note:`` line on stderr that the STS servos have no Bus Watchdog
@@ -59,6 +63,8 @@ def real_driver(a: LaunchArgs) -> NodeSpec:
               'rate_hz': a.driver_rate_hz,
               'watchdog': a.watchdog, 'give_up_after_s': a.give_up_after_s,
               'reboot_on_error': a.reboot_on_error}
+    if a.gravity_ff:  # the whole modelled sag (docs/hardware.md#gravity-feed-forward)
+        params['gravity_ff'] = 1.0
     if a.calibration is not None:
         params['calibration'] = str(Path(a.text['calibration']).resolve())
     prevalidate('dynamixel_driver', params, 'driver')

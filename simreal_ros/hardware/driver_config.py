@@ -57,6 +57,10 @@ class DriverConfig(FromMapping):
     * ``calibration``: a joint calibration file (``simreal calibrate``, docs/calibration.md;
       '' = none): the driver uses the calibrated spec (zero, direction, limits from it) and,
       at connect, checks every servo's Homing Offset against it and writes those that differ.
+    * ``gravity_ff``: gravity feed-forward on every goal written, as a fraction (0 = off, 1 =
+      the whole modelled sag): the goal is offset by ``gravity_ff * tau_hold(goal) / kp``
+      from the robot model (:mod:`simreal_ros.hardware.gravity_ff`), so the P/D position loop
+      holds the commanded pose instead of sagging below it.
     * ``sysfs_root``: where the kernel's sysfs is (the adapter's ``latency_timer`` is read
       below it; tests point it at a fake tree).
     """
@@ -86,6 +90,7 @@ class DriverConfig(FromMapping):
     lock_memory: bool = False
     sysfs_root: str = '/sys'
     calibration: str = ''
+    gravity_ff: float = 0.0
 
     def __post_init__(self) -> None:
         src = 'dynamixel_driver'
@@ -117,6 +122,9 @@ class DriverConfig(FromMapping):
         if not 0 <= self.return_delay_us <= 508:
             raise ConfigError(src, 'return_delay_us', 'an integer in [0, 508]',
                               self.return_delay_us)
+        if not (isinstance(self.gravity_ff, (int, float)) and 0.0 <= self.gravity_ff <= 1.0):
+            raise ConfigError(src, 'gravity_ff', 'a fraction in [0, 1] (0 = off)',
+                              self.gravity_ff)
         if self.baud < 0:
             raise ConfigError(src, 'baud', '0 (from the robot spec) or a baud rate', self.baud)
 

@@ -41,6 +41,9 @@ bound on the cycle rate (each family's packet sizes:
 :func:`simreal_ros.hardware.feetech.wire.byte_time_limit_hz`) and the Bus Watchdog: a bus
 without one (Feetech STS, ``has_watchdog`` False) is never armed, ``bus_watchdog_ms`` reads 0 in
 ``/diagnostics`` and the servos keep their last goal when the driver dies (docs/feetech.md).
+With ``gravity_ff`` > 0 every goal written is offset by that fraction of the sag the P/D
+position loop would leave under gravity at the goal (:mod:`simreal_ros.hardware.gravity_ff`);
+``joint_commands`` and the driver's decisions stay in joint angles, only the bus sees it.
 The SO-101's USB boards (CH340-type, driver ``ch341``) have no latency-timer knob in sysfs:
 the driver says so in one INFO line and does not check it.
 """
@@ -76,6 +79,7 @@ from simreal_ros.hardware.dynamixel.driver_control import (
 )
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.hardware.family import WATCHDOG_EXPIRED, BusState, ServoBus, bus_class
+from simreal_ros.hardware.gravity_ff import GravityFeedForward
 from simreal_ros.hardware.homing import sync_homing_offsets
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
@@ -121,6 +125,9 @@ class DynamixelDriver(Node):
         self.baud = cfg.baud or self.robot.bus_baud
         self.dt = 1.0 / cfg.rate_hz
         self.intake = CommandIntake(self.robot, self._log_rejection)
+        # the goal written = the goal decided + the modelled sag of the P/D loop (gravity_ff)
+        self.gravity_ff: GravityFeedForward | None = (
+            GravityFeedForward(self.robot, cfg.gravity_ff) if cfg.gravity_ff > 0 else None)
         self.bus: ServoBus = bus_class(self.robot)(
             self.robot, cfg.port, self.baud, return_delay_us=cfg.return_delay_us,
             latency_timer_ms=cfg.latency_timer_ms, servo_velocity_limit=not cfg.goal_rate_limit)
@@ -430,7 +437,8 @@ class DynamixelDriver(Node):
                 self.control.torque_switched(cycle.torque, state.position)
                 self.torque_read = (int(cycle.torque),) * self.robot.n
         if cycle.goal is not None:
-            self.bus.write_goal(cycle.goal)
+            self.bus.write_goal(cycle.goal if self.gravity_ff is None
+                                else self.gravity_ff.goal(cycle.goal))
             with self.lock:
                 events = self.control.goal_written(cycle.goal)
             for _, message in events:
@@ -557,7 +565,7 @@ class DynamixelDriver(Node):
             'bus_watchdog_ms': self.watchdog_units * 20,
             'bus_watchdog_expired': st['bus_watchdog_expired'],
             **intake, 'commands_rejected_period': rejected_window,
-            'reboot_on_error': self.cfg.reboot_on_error,
+            'reboot_on_error': self.cfg.reboot_on_error, 'gravity_ff': self.cfg.gravity_ff,
             # the adapter's latency timer (-1: the port has none, e.g. a pty) and what the bus
             # can do: min(1000 / timer, the byte-time limit of one sync read + write)
             'usb_latency_timer_ms': (self.latency_timer_ms if self.latency_timer_ms is not None

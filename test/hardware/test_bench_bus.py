@@ -20,6 +20,10 @@ def test_bus_benchmark_reports_its_figures(ros_env):
     for key in ('bus_1mbps', 'bus_4mbps'):
         assert 0 < figures[key]['ratio_to_limit'] <= 1.0  # nothing beats the wire
     assert figures['driver_250hz']['achieved_hz'] > 0
+    # LeRobot's 30 Hz on the SO-101's STS bus and on the Dynamixel arm
+    for key in ('driver_30hz_so101', 'driver_30hz'):
+        assert figures[key]['configured_hz'] == 30.0 and figures[key]['achieved_hz'] > 0
+        assert figures[key]['target_ratio'] == 0.95
     replug = figures['replug']
     # the target (the node test asserts it too, with the margin measured there)
     assert 0 < replug['recovery_after_replug_s'] <= replug['target_s'] == 1.0, replug

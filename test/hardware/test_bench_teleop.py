@@ -27,3 +27,6 @@ def test_teleop_benchmark_reports_its_figures(ros_env):
                                               'wrist_flex', 'wrist_roll', 'gripper'}
     assert all(r > 0 for r in so101['tracking_rms_rad'].values())
     assert so101['lag_ms'] > 0  # the follower behind the leader
+    # the plan's driver offsets its goals with a leader; the comparison run does not
+    assert so101['gravity_ff'] == 1.0 and figures['so101_no_gravity_ff']['gravity_ff'] == 0.0
+    assert so101['gravity_ff_offset_rms_rad']['shoulder_lift'] > 0.02

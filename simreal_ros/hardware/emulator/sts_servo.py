@@ -264,7 +264,7 @@ class StsArm(VirtualArm):
         trip = ((self.overload_s >= self.protection_time_s) * ct.ST_OVERLOAD
                 | (self.overcurrent_s >= self.overcurrent_time_s) * ct.ST_OVERCURRENT
                 | (on & (self.temperature >= self.temperature_limit)) * ct.ST_OVERHEAT)
-        if not np.any(trip & ~self.status_bits):
+        if not (trip & ~self.status_bits).any():
             return
         for i in np.flatnonzero(trip & ~self.status_bits):
             reg = self.servos[i]
