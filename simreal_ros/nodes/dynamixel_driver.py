@@ -75,7 +75,11 @@ from simreal_ros.hardware.dynamixel import usb_latency_timer as latency_timer
 from simreal_ros.hardware.dynamixel.driver_control import (
     Cycle,
     DriverControl,
-    read_failure_level,
+)
+from simreal_ros.hardware.dynamixel.driver_status import (
+    FAILED_READS_ERROR,
+    DriverSnapshot,
+    driver_status,
 )
 from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
 from simreal_ros.hardware.family import WATCHDOG_EXPIRED, BusState, ServoBus, bus_class
@@ -85,8 +89,6 @@ from simreal_ros.ros import messages, qos
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
-#: consecutive failed reads after which the bus is reported as ERROR (not just WARN)
-FAILED_READS_ERROR = 10
 #: the bus thread beats every cycle; reconnect back-off is at most reconnect_max_s (0.4 s)
 STALL_S = 1.0
 
@@ -503,44 +505,21 @@ class DynamixelDriver(Node):
             watchdog_trips = ctl.watchdog_trips
             rejected_window = self.intake.take_rejected_window()
             intake = self.intake.values()
-        level, message = 'ok', 'running'
-        if rejected_window:
-            level, message = 'warn', (f'{rejected_window} joint commands rejected: '
-                                      f'{intake["last_rejection"]}')
-        if watchdog_active:
-            level, message = 'warn', f'no joint command: watchdog {self.cfg.watchdog}'
-        hw: dict[str, object] = {}
-        if health is not None:
-            faults = []
-            for j, bits, temp in zip(self.robot.joints, health[0], health[1], strict=True):
-                hw[f'hardware_error.{j.name}'] = self.error_names(bits)
-                hw[f'temperature_c.{j.name}'] = temp
-                if bits:
-                    faults.append(f'servo {j.servo.servo_id} ({j.name}): '
-                                  f'{self.error_names(bits)}')
-            if faults:
-                level, message = 'error', 'hardware error: ' + '; '.join(faults)
-        if torque_commanded and torque_read and not all(torque_read) and level != 'error':
-            off = [j.name for j, t in zip(self.robot.joints, torque_read, strict=True) if not t]
-            level, message = 'error', (f'torque off at {", ".join(off)} although enabled '
-                                       f'(servo power lost or reset?): call ~/reset to '
-                                       f'configure them again')
         reads0, failures0 = self._reads_mark
         self._reads_mark = (st['reads'], st['read_failures'])
         reads_period = st['reads'] - reads0
         failures_period = st['read_failures'] - failures0
-        failing = read_failure_level(reads_period, failures_period)
-        if failing is not None and (failing[0] == 'error' or level == 'ok'):
-            level, message = failing[0], f'{failing[1]}: {st["last_error"]}'
-        if st['consecutive_failures'] >= FAILED_READS_ERROR:
-            level, message = 'error', f'bus not answering: {st["last_error"]}'
-        if not connected:
-            level, message = 'error', f'port lost, reconnecting: {st["last_error"]}'
-        stalled = self.heartbeat.stalled_ns()
-        if stalled:
-            level, message = 'error', f'bus thread stalled: no cycle for {stalled / 1e9:.1f} s'
-        if st['fatal']:
-            level, message = 'error', f'bus thread failed: {st["fatal"]}'
+        level, message = driver_status(DriverSnapshot(
+            [(j.name, j.servo.servo_id) for j in self.robot.joints], rejected_window,
+            str(intake['last_rejection']), watchdog_active, self.cfg.watchdog, health,
+            torque_commanded, torque_read, reads_period, failures_period,
+            st['consecutive_failures'], st['last_error'], connected,
+            self.heartbeat.stalled_ns(), st['fatal']), self.error_names)
+        hw: dict[str, object] = {}
+        if health is not None:
+            for j, bits, temp in zip(self.robot.joints, health[0], health[1], strict=True):
+                hw[f'hardware_error.{j.name}'] = self.error_names(bits)
+                hw[f'temperature_c.{j.name}'] = temp
         now = time.monotonic_ns()
         (t0, c0), self._cycle_mark = self._cycle_mark, (now, st['cycles'])
         cycle_hz = (st['cycles'] - c0) * 1e9 / max(1, now - t0)
