@@ -6,9 +6,9 @@ the spec's noise and bias, :class:`simreal_ros.core.legged.ImuNoise`), ``/clock`
 on their own thread, :mod:`simreal_ros.sim.render_thread`) and ``/diagnostics``; subscribes
 ``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``,
 ``~/set_paused`` and ``~/step``; each free object of ``scene:=`` gets a parameter
-``objects.<name>.position`` that places it when set (:mod:`simreal_ros.sim. placement`;
+``objects.<name>.position`` that places it when set (:mod:`simreal_ros.sim.placement`;
 ``simreal eval`` moves the visual reach task's ball with it). Physics runs on its own thread,
-paced by ``timing_mode`` (see :class:`simreal_ros.sim.bridge_config. SimBridgeConfig`),
+paced by ``timing_mode`` (see :class:`~simreal_ros.sim.bridge_config.SimBridgeConfig`),
 optionally under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops
 beating its heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics
 name the engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's
