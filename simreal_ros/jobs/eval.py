@@ -324,10 +324,13 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
     with contextlib.ExitStack() as resources:  # everything started is stopped on any error
         emulator = None
         if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
+            from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
             from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+            # realtime:=true: the virtual bus stands for servo hardware, never preempted
+            rt = s.launch_args.get('realtime', 'false').lower() == 'true'
             emulator = resources.enter_context(EmulatorProcess(
                 robot=spec.robot, reality=s.reality, camera=visual,
-                scene=SCENE if visual else ''))
+                scene=SCENE if visual else '', rt_priority=EMULATOR_RT_PRIORITY if rt else 0))
             nodes = plan(plan_args(s, port=emulator.port, visual=visual,
                                    camera_url=emulator.camera_urls[0] if visual else ''))
         state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'

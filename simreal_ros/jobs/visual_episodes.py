@@ -7,7 +7,8 @@ an episode of its evaluation is a *placement*, not a goal message:
     placements  ``episode_placements(task, seed, n)``: n ball positions drawn by the task's
                 own sampler (:meth:`ReachTask.sample`: reachable, contact-free, in the nominal
                 camera's view) from ``numpy.random.default_rng(seed)``, so the same seed
-                places the same balls on every backend; each with the joint vector that puts
+                places the same balls on every backend; each reach point at least
+                ``MIN_MOVE_M`` (6 cm) from the last one; each with the joint vector that puts
                 tool0 on its reach point (kept in the results, never given to the policy)
     placing     in the scene the camera renders: the sim bridge's ``objects.target.position``
                 parameter, or ``place target X Y Z`` to ``simreal emulate --scene`` (the
@@ -38,12 +39,33 @@ F64 = npt.NDArray[np.float64]
 #: the visual reach task's scene and the ball in it (config/scenes/reach_target.yaml)
 SCENE = 'reach_target'
 OBJECT = 'target'
+#: the least distance between the reach points of two consecutive episodes (m): twice the
+#: task's 3 cm tolerance, so no episode starts inside its goal
+MIN_MOVE_M = 0.06
 
 
-def episode_placements(task: Any, seed: int, episodes: int) -> list[tuple[F64, F64]]:
-    """Return ``episodes`` (ball centre m, goal joints rad) drawn from ``default_rng(seed)``."""
+def episode_placements(task: Any, seed: int, episodes: int, min_move_m: float = MIN_MOVE_M,
+                       max_tries: int = 1000) -> list[tuple[F64, F64]]:
+    """Return ``episodes`` (ball centre m, goal joints rad) drawn from ``default_rng(seed)``.
+
+    A draw whose reach point lies within ``min_move_m`` of the previous one's (the first:
+    of tool0 at the home pose, where the policy's ramp leaves the arm) is drawn again: the arm
+    would start inside the tolerance and the episode would score a success in 0 s.
+    """
     rng = np.random.default_rng(seed)
-    return [task.sample(rng) for _ in range(episodes)]
+    last = task.tool_position(task.robot.home)
+    out: list[tuple[F64, F64]] = []
+    for _ in range(episodes):
+        for _try in range(max_tries):
+            obj, goal = task.sample(rng)
+            point = task.reach_point(obj)
+            if float(np.linalg.norm(point - last)) >= min_move_m:
+                break
+        else:
+            raise RuntimeError(f'no ball position {min_move_m} m away from the last one')
+        out.append((obj, goal))
+        last = point
+    return out
 
 
 @dataclass
