@@ -128,7 +128,8 @@ class EmulatorProcess:
         """
         assert self.proc is not None and self.proc.stdin is not None, 'start it with a scene'
         k = len(self.lines)
-        self.proc.stdin.write(f'place {name} {xyz[0]!r} {xyz[1]!r} {xyz[2]!r}\n')
+        x, y, z = (float(v) for v in xyz)  # repr of a numpy float is not a number
+        self.proc.stdin.write(f'place {name} {x!r} {y!r} {z!r}\n')
         self.proc.stdin.flush()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
