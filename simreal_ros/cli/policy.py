@@ -143,8 +143,10 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_train)
     p = launch_parser(sub, 'eval', 'run seeded goal episodes of a policy through the ROS '
                        'stack and report success rate, time to goal and tracking error; '
-                       'extra name:=value arguments go to the planner (timing:=, overlay:=, '
-                       'port:=, ...)')
+                       'a policy with image terms gets a ball placed per episode in the scene '
+                       'its camera renders instead of a goal (sim, or real on the virtual '
+                       'robot); extra name:=value arguments go to the planner (timing:=, '
+                       'overlay:=, port:=, realtime:=true, ...)')
     p.add_argument('--backend', default='sim', choices=['sim', 'sim2sim', 'real', 'twin'],
                    help='what the robot is [default: sim]')
     p.add_argument('--engine', default='mujoco', choices=['mujoco', 'pybullet'],
@@ -154,7 +156,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--episodes', type=int, default=20, help='goal episodes [default: 20]')
     p.add_argument('--seed', type=int, default=0, help='seed of the goals [default: 0]')
     p.add_argument('--tolerance', type=float, default=0.05,
-                   help='success: every joint within this many rad for 0.2 s [default: 0.05]')
+                   help='success: every joint within this many rad for 0.2 s [default: 0.05]; '
+                   "a visuomotor policy uses its task's 3 cm around the ball's reach point")
     p.add_argument('--timeout', type=float, default=5.0,
                    help='seconds (ROS clock) per goal before it counts as missed [default: 5]')
     p.add_argument('--reality', default='', metavar='OVERLAY',

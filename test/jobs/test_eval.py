@@ -185,3 +185,39 @@ def test_eval_runs_the_policys_own_arm_and_its_virtual_bus():
                                         launch_args={'robot': 'koch'}))['robot'] == 'koch'
     with pytest.raises(SimrealError, match='without port:='):
         ev.EvalSettings(backend='real', reality='worn_arm', launch_args={'port': '/dev/x'})
+
+
+@pytest.mark.e2e
+@pytest.mark.ros
+def test_visual_eval_in_sim_places_the_ball_and_the_policy_finds_it(ros_env):
+    from simreal_ros.core.robot import load_robot
+    from simreal_ros.jobs.visual_episodes import episode_placements
+    from simreal_ros.policy.visual_task import ReachTask
+    r = simreal(['eval', '--policy', 'simreal_arm_visual_reach', '--episodes', '2', '--seed',
+                 '5', '--json'], ros_env, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res['task'] == 'visual_reach'
+    # no goal is published: two different balls reached means the camera showed each of them
+    want = episode_placements(ReachTask(load_robot('simreal_arm')), 5, 2)
+    assert [e['object_m'] for e in res['episodes']] == \
+        [[round(float(x), 6) for x in obj] for obj, _goal in want]
+    assert [e['success'] for e in res['episodes']] == [True, True], res['episodes']
+    assert res['metrics']['final_error_max_m'] <= 0.03
+    assert res['settings']['launch_args'] == {}
+    assert int(res['policy_diagnostics']['commands_published']) > 0
+
+
+@pytest.mark.parametrize('args,reason', [
+    (['--backend', 'sim2sim'], '--backend sim2sim: a policy with image terms '
+     '(simreal_arm_visual_reach) is evaluated on sim or real (the virtual robot)'),
+    (['--backend', 'real', 'port:=/dev/ttyUSB0'], 'port:=/dev/ttyUSB0: on a real robot '
+     'simreal eval cannot place the ball of simreal_arm_visual_reach'),
+    (['scene:=tabletop'], 'scene:=tabletop: simreal_arm_visual_reach is evaluated in the scene '
+     'its ball is in, reach_target'),
+])
+def test_a_visual_eval_refuses_what_cannot_place_the_ball(simreal_cli, args, reason):
+    r = simreal_cli('eval', '--policy', 'simreal_arm_visual_reach', *args)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]
