@@ -53,7 +53,7 @@ def check_position(name: str, value: Any, movable: Sequence[str]) -> tuple[float
         raise ValueError(f'{name}: expected [x, y, z] in m, got {value!r}') from None
     if len(xyz) != 3:
         raise ValueError(f'{name}: expected [x, y, z] in m (3 numbers), got {len(xyz)}: '
-                         f'{value!r}')
+                         f'{xyz}')
     if not all(math.isfinite(v) and abs(v) <= WORKSPACE_M for v in xyz):
         raise ValueError(f'{name}: expected finite coordinates within {WORKSPACE_M} m of the '
                          f'origin, got {xyz}')
