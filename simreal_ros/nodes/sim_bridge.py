@@ -6,7 +6,7 @@ the spec's noise and bias, :class:`simreal_ros.core.legged.ImuNoise`), ``/clock`
 on their own thread, :mod:`simreal_ros.sim.render_thread`) and ``/diagnostics``; subscribes
 ``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``,
 ``~/set_paused`` and ``~/step``; each free object of ``scene:=`` gets a parameter
-``objects.<name>.position`` that places it when set (:mod:`simreal_ros.sim.placement`;
+``objects.<name>.position`` that places it when set (:mod:`simreal_ros.ros.placement`;
 ``simreal eval`` moves the visual reach task's ball with it). Physics runs on its own thread,
 paced by ``timing_mode`` (see :class:`~simreal_ros.sim.bridge_config.SimBridgeConfig`),
 optionally under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops
@@ -34,10 +34,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
@@ -54,13 +52,13 @@ from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.image_publisher import SimCameras
 from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.placement import PlacementParameters
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 from simreal_ros.ros.tf import tf_message
 from simreal_ros.sim.backend import Observation
 from simreal_ros.sim.bridge_config import SimBridgeConfig
 from simreal_ros.sim.engines import make_sim
-from simreal_ros.sim.placement import check_position, movable_objects, parameter_name
-from simreal_ros.sim.scene import Scene, load_scene
+from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
 #: the physics thread beats at least every LOCKSTEP_RESEND_S (lockstep) or 0.05 s (paused)
@@ -135,7 +133,7 @@ class SimBridge(Node):
         self.create_service(SetBool, '~/set_paused', self._on_set_paused)
         self.create_service(Trigger, '~/step', self._on_step)
         self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
-        self._init_placement(scene)
+        self.placement = PlacementParameters(self, self.sim, self.lock, scene)
         self.resync_source: tuple[int, Any, Any] | None = None  # (receive ns, q, qd)
         self.resync_stats: dict[str, Any] = {'count': 0, 'skipped': 0, 'error_before': 0.0,
                                              'source_age_ms': 0.0, 'rejected_sources': 0}
@@ -175,33 +173,6 @@ class SimBridge(Node):
         self._tf_period_ns = int(1e9 / TF_RATE_HZ)
         self._tf_last_ns: int | None = None
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, qos.COMMAND)
-
-    def _init_placement(self, scene: Scene | None) -> None:
-        """Declare ``objects.<name>.position`` per free scene object (sim/placement.py)."""
-        self.movable = movable_objects(scene)
-        self.placements = 0
-        for obj in scene.objects if scene is not None else ():
-            if obj.name in self.movable:
-                self.declare_parameter(parameter_name(obj.name), list(obj.pos))
-        if self.movable:
-            self.add_on_set_parameters_callback(self._on_set_parameters)
-
-    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        """Place the objects whose position parameter is set; refuse a bad one with why."""
-        moves = []
-        for p in params:
-            name = p.name.removeprefix('objects.').removesuffix('.position')
-            if p.name != parameter_name(name):
-                continue
-            try:
-                moves.append((name, check_position(name, p.value, self.movable)))
-            except ValueError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
-        with self.lock:  # between two physics steps
-            for name, xyz in moves:
-                self.sim.place_object(name, xyz)
-        self.placements += len(moves)
-        return SetParametersResult(successful=True)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = msg.linear, msg.angular
@@ -542,7 +513,7 @@ class SimBridge(Node):
             **intake,
             'lockstep_missed_ticks': self.stats['missed_ticks'],
             'states_published': self.stats['published'],
-            **({'object_placements': self.placements} if self.movable else {}),
+            **self.placement.values(),
             'publish_failures': self.stats['publish_failures'],
             **({'publish_error': self.stats['publish_error']}
                if self.stats['publish_failures'] else {}),
