@@ -221,3 +221,16 @@ def test_a_visual_eval_refuses_what_cannot_place_the_ball(simreal_cli, args, rea
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
     assert lines[0].startswith('simreal eval: error: ') and reason in lines[0]
+
+
+def test_a_visual_eval_plans_the_balls_scene_and_the_virtual_camera():
+    from simreal_ros.bringup.planner import plan
+    from simreal_ros.jobs.eval import EvalSettings, plan_args
+    sim = plan(plan_args(EvalSettings(policy='simreal_arm_visual_reach'), visual=True))
+    bridge = next(n for n in sim if n.kind == 'sim_bridge')
+    assert (bridge.parameters['scene'], bridge.parameters['cameras']) == ('reach_target', True)
+    url = 'http://127.0.0.1:8090/camera.mjpg'
+    real = plan(plan_args(EvalSettings(backend='real', policy='simreal_arm_visual_reach'),
+                          port='/tmp/ttyDXL', camera_url=url, visual=True))
+    assert [n.parameters['device'] for n in real if n.kind == 'camera_driver'] == [url]
+    assert not any(n.kind == 'sim_bridge' for n in real)
