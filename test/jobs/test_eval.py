@@ -195,8 +195,10 @@ def test_visual_eval_in_sim_places_the_ball_and_the_policy_finds_it(ros_env):
     from simreal_ros.jobs.visual_episodes import episode_placements
     from simreal_ros.policy.visual_task import ReachTask
     # in-process (the CLI's refusals are below): a fresh interpreter is seconds on 2 cores
-    res = run_eval(EvalSettings(policy='simreal_arm_visual_reach', episodes=2, seed=5),
-                   ros_env, log=lambda _line: None)
+    # start_timeout_s: a deadline, not a wait; one run at load 16 did not see the policy take
+    # over within the default 60 s (the nodes import torch and MuJoCo side by side)
+    res = run_eval(EvalSettings(policy='simreal_arm_visual_reach', episodes=2, seed=5,
+                                start_timeout_s=150.0), ros_env, log=lambda _line: None)
     assert res['task'] == 'visual_reach'
     # no goal is published: two different balls reached means the camera showed each of them
     want = episode_placements(ReachTask(load_robot('simreal_arm')), 5, 2)
