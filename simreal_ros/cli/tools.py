@@ -90,7 +90,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--scene', default='', help='scene around the robot (shipped name such as '
                    'reach_target, or path): its cameras see it; each line "place OBJECT X Y Z" '
                    'on stdin moves a free object and is answered "placed OBJECT X Y Z" '
-                   '(docs/policy.md)')
+                   '(docs/camera.md)')
     p.add_argument('--role', default='follower', choices=('follower', 'leader'),
                    help='follower: the robot (motors, physics); leader: a teleop leader arm '
                    'whose joints a scripted operator moves (docs/teleop.md)')
