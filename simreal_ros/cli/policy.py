@@ -20,7 +20,15 @@ def cmd_train(ns: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simreal_ros.errors import ConfigError
-    from simreal_ros.policy.train import OVERRIDE, QUICK, load_train_config, train
+    from simreal_ros.policy.train import (
+        OVERRIDE,
+        QUICK,
+        VISUAL_POLICY,
+        load_train_config,
+        train,
+    )
+    if ns.config == VISUAL_POLICY:
+        return _train_visual(ns)
     overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs,
                  'overlay': ns.overlay}
     if ns.quick:
@@ -32,6 +40,37 @@ def cmd_train(ns: argparse.Namespace) -> int:
             raise
         raise SimrealError(f'--{exc.key.replace("_", "-")} {exc.got!r}: expected '
                            f'{exc.expected}') from None
+    out = Path(ns.out or f'trained/{cfg.policy}')
+    summary = train(cfg, out, log=lambda line: print(line, flush=True))
+    if ns.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def _train_visual(ns: argparse.Namespace) -> int:
+    """``simreal train simreal_arm_visual_reach``: the visual trainer (policy/visual_train.py).
+
+    Its settings are :class:`VisualTrainConfig`'s (no training config file); ``--seed``,
+    ``--iterations`` (DAgger rounds) and ``--envs`` override them, ``--quick`` is a 1-round,
+    2-world run without the in-process check.
+    """
+    from dataclasses import replace
+    from pathlib import Path
+
+    from simreal_ros.policy.visual_train import VisualTrainConfig, train
+    if ns.overlay is not None:
+        raise SimrealError('--overlay: the visual trainer trains on the nominal arm under '
+                           'domain randomization; it takes no overlay')
+    for flag, v, least in (('--seed', ns.seed, 0), ('--iterations', ns.iterations, 1),
+                           ('--envs', ns.envs, 1)):
+        if v is not None and v < least:
+            raise SimrealError(f'{flag} {v}: expected an integer >= {least}')
+    cfg = VisualTrainConfig()
+    if ns.quick:
+        cfg = replace(cfg, rounds=1, envs=2, episode_s=0.5, epochs=1, polish_epochs=1,
+                      eval_episodes=0)
+    cfg = replace(cfg, seed=ns.seed if ns.seed is not None else cfg.seed,
+                  rounds=ns.iterations or cfg.rounds, envs=ns.envs or cfg.envs)
     out = Path(ns.out or f'trained/{cfg.policy}')
     summary = train(cfg, out, log=lambda line: print(line, flush=True))
     if ns.json:
@@ -131,7 +170,8 @@ def add_commands(sub: Any) -> None:
                        "domain randomization and the latency presets' command/observation "
                        'routes)')
     p.add_argument('config', nargs='?', default='simreal_arm_reach',
-                   help='training config: shipped name or path [default: simreal_arm_reach]')
+                   help='training config: shipped name or path [default: simreal_arm_reach]; '
+                   'simreal_arm_visual_reach runs the visual trainer (docs/policy.md)')
     p.add_argument('--out', default=None, help='output directory [default: trained/<policy>]')
     p.add_argument('--seed', type=int, default=None, help='override the config seed')
     p.add_argument('--iterations', type=int, default=None, help='override the DAgger rounds')
@@ -143,8 +183,10 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_train)
     p = launch_parser(sub, 'eval', 'run seeded goal episodes of a policy through the ROS '
                        'stack and report success rate, time to goal and tracking error; '
-                       'extra name:=value arguments go to the planner (timing:=, overlay:=, '
-                       'port:=, ...)')
+                       'a policy with image terms gets a ball placed per episode in the scene '
+                       'its camera renders instead of a goal (sim, or real on the virtual '
+                       'robot); extra name:=value arguments go to the planner (timing:=, '
+                       'overlay:=, port:=, realtime:=true, ...)')
     p.add_argument('--backend', default='sim', choices=['sim', 'sim2sim', 'real', 'twin'],
                    help='what the robot is [default: sim]')
     p.add_argument('--engine', default='mujoco', choices=['mujoco', 'pybullet'],
@@ -154,7 +196,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument('--episodes', type=int, default=20, help='goal episodes [default: 20]')
     p.add_argument('--seed', type=int, default=0, help='seed of the goals [default: 0]')
     p.add_argument('--tolerance', type=float, default=0.05,
-                   help='success: every joint within this many rad for 0.2 s [default: 0.05]')
+                   help='success: every joint within this many rad for 0.2 s [default: 0.05]; '
+                   "a visuomotor policy uses its task's 3 cm around the ball's reach point")
     p.add_argument('--timeout', type=float, default=5.0,
                    help='seconds (ROS clock) per goal before it counts as missed [default: 5]')
     p.add_argument('--reality', default='', metavar='OVERLAY',

@@ -22,7 +22,7 @@ def cmd_emulate(ns: argparse.Namespace) -> int:
     return emulator.main(ns.robot, ns.reality, ns.link, ns.baud, ns.faults, ns.seed,
                          ns.duration, ns.rt_priority, ns.cpu_affinity, ns.camera,
                          ns.camera_port, ns.camera_faults, ns.trace, ns.role, ns.operator,
-                         ns.eeprom, ns.imu_link, ns.imu_rate, ns.imu_baud)
+                         ns.eeprom, ns.imu_link, ns.imu_rate, ns.imu_baud, scene=ns.scene)
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
@@ -87,6 +87,10 @@ def add_commands(sub: Any) -> None:
                    '(0 = any free port)')
     p.add_argument('--camera-faults', default='', help='e.g. drop_at=5,restore_at=7: the '
                    'stream goes away and comes back')
+    p.add_argument('--scene', default='', help='scene around the robot (shipped name such as '
+                   'reach_target, or path): its cameras see it; each line "place OBJECT X Y Z" '
+                   'on stdin moves a free object and is answered "placed OBJECT X Y Z" '
+                   '(docs/camera.md)')
     p.add_argument('--role', default='follower', choices=('follower', 'leader'),
                    help='follower: the robot (motors, physics); leader: a teleop leader arm '
                    'whose joints a scripted operator moves (docs/teleop.md)')

@@ -12,6 +12,12 @@ The robot is the policy spec's (``robot:=`` defaults to it). On ``real`` and ``t
 ``port:=``, eval starts the virtual servo bus of that robot, with ``--reality`` (an overlay name
 or path for that robot; '' = nominal) as its hidden reality.
 
+A visuomotor policy (a spec with image terms, ``simreal_arm_visual_reach``) gets no goal: each
+episode places the visual reach task's ball where the camera renders it, in the sim bridge's
+scene (``scene:=reach_target``) or in the virtual robot's (``simreal emulate --camera --scene
+reach_target``, its camera read by the OpenCV driver through ``camera_device:=URL``), and scores
+tool0's distance from the ball's reach point (:mod:`simreal_ros.jobs.visual_episodes`).
+
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
 so sim-time and lockstep runs report sim seconds.
@@ -26,14 +32,23 @@ import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import LaunchError, SimrealError
 from simreal_ros.gap.tracking import tracking_summary
+from simreal_ros.jobs.visual_episodes import (
+    OBJECT,
+    SCENE,
+    ReachScore,
+    episode_placements,
+    summarize_visual,
+)
 from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.report.eval_results import summarize
 from simreal_ros.sim.bridge_config import ENGINES
 
+F64 = npt.NDArray[np.float64]
 BACKENDS = ('sim', 'sim2sim', 'real', 'twin')
 #: Number settings checked by EvalSettings: (field, option in errors, must be > 0).
 _CHECKED = (('tolerance_rad', '--tolerance', True), ('goal_timeout_s', '--timeout', True),
@@ -90,10 +105,33 @@ def episode_goals(robot_name: str, seed: int, episodes: int, margin_rad: float) 
     return sampler.sample(np.random.default_rng(seed), episodes)
 
 
-def plan_args(s: EvalSettings, port: str = '') -> dict[str, str]:
-    """Return the planner arguments of an evaluation run."""
+def check_visual(s: EvalSettings) -> None:
+    """Refuse what a visuomotor evaluation cannot run: the eval must place the ball itself."""
+    if s.backend not in ('sim', 'real'):
+        raise SimrealError(f'--backend {s.backend}: a policy with image terms ({s.policy}) is '
+                           f'evaluated on sim or real (the virtual robot)')
+    if s.backend == 'real' and 'port' in s.launch_args:
+        raise SimrealError(f'port:={s.launch_args["port"]}: on a real robot simreal eval cannot '
+                           f'place the ball of {s.policy}; leave out port:= to evaluate on the '
+                           f'virtual robot (simreal emulate --camera --scene {SCENE})')
+    if s.launch_args.get('scene', SCENE) != SCENE:
+        raise SimrealError(f'scene:={s.launch_args["scene"]}: {s.policy} is evaluated in the '
+                           f'scene its ball is in, {SCENE}')
+
+
+def plan_args(s: EvalSettings, port: str = '', camera_url: str = '',
+              visual: bool = False) -> dict[str, str]:
+    """Return the planner arguments of an evaluation run.
+
+    ``visual``: the policy sees cameras: the sim renders the ball's scene, the real backend
+    reads the virtual robot's camera at ``camera_url``.
+    """
     args = {'backend': s.backend, 'engine': s.engine, 'policy': s.policy,
             'policy_autostart': 'true', 'seed': str(s.seed), **s.launch_args}
+    if visual and s.backend == 'sim':
+        args.setdefault('scene', SCENE)
+    if camera_url:
+        args.setdefault('camera_device', camera_url)
     if 'robot' not in args:
         # the policy's own arm unless robot:= says otherwise (the planner names a mismatch);
         # a spec that does not load is left to the planner, which names the reason
@@ -217,21 +255,84 @@ def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
             else float('nan')}
 
 
+def _visual_episode(stack: _Stack, place: Callable[[F64], None], task: Any, obj: F64,
+                    goal: F64, s: EvalSettings, stamp_of: Callable[[Any], int]
+                    ) -> dict[str, Any]:
+    """Place the ball, then score the states that follow (jobs/visual_episodes.py)."""
+    place(obj)
+    with stack.client.lock:
+        k = len(stack.states)
+    score = ReachScore(task, obj, s.goal_timeout_s, task.geo.tolerance_m, s.dwell_s)
+    wall_deadline = time.monotonic() + 10.0 * s.goal_timeout_s + 30.0
+    while not score.done and time.monotonic() < wall_deadline:
+        with stack.client.lock:
+            batch = stack.states[k:]
+        k += len(batch)
+        for _t, msg in batch:
+            if score.add(stamp_of(msg), np.asarray(msg.position, dtype=np.float64)):
+                break
+        stack.check_alive()
+        time.sleep(0.01)
+    return score.result(goal)
+
+
+def _bridge_placer(stack: _Stack, nodes: list[Any]) -> Callable[[F64], None]:
+    """Place the ball through the sim bridge's ``objects.target.position`` parameter."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    from simreal_ros.sim.placement import parameter_name
+    bridge = next(n for n in nodes if n.kind == 'sim_bridge')
+
+    def place(obj: F64) -> None:
+        req = SetParameters.Request()
+        req.parameters = [Parameter(parameter_name(OBJECT), Parameter.Type.DOUBLE_ARRAY,
+                                    [float(x) for x in obj]).to_parameter_msg()]
+        res = stack.client.call(SetParameters, f'{bridge.fqn}/set_parameters', req)
+        if not res.results[0].successful:
+            raise LaunchError(f'{bridge.fqn} refused to place {OBJECT}: '
+                              f'{res.results[0].reason}')
+    return place
+
+
+def _wait_for_frames(stack: _Stack, s: EvalSettings) -> None:
+    """Wait until the policy node has a camera frame (image_age_ms >= 0 on /diagnostics)."""
+    deadline = time.monotonic() + s.start_timeout_s
+    while float(_policy_diag(stack.diags).get('image_age_ms', '-1')) < 0:
+        stack.check_alive()
+        if time.monotonic() > deadline:
+            raise LaunchError(f'the policy node got no camera frame within '
+                              f'{s.start_timeout_s} s (last diagnostics: '
+                              f'{_policy_diag(stack.diags)})')
+        time.sleep(0.05)
+
+
 def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None] = print
              ) -> dict[str, Any]:
     """Start the stack, run the episodes, stop the stack; return settings, metrics, episodes."""
     from simreal_ros.bringup.planner import plan
     from simreal_ros.ros import messages
-    nodes = plan(plan_args(s))  # fails with the planner's reason before anything starts
+    try:
+        visual = bool(load_policy_spec(s.policy).images)
+    except SimrealError:  # the planner names the reason
+        visual = False
+    if visual:
+        check_visual(s)
+    nodes = plan(plan_args(s, visual=visual))  # fails with the planner's reason first
     spec = load_policy_spec(s.policy)
     robot = load_robot(spec.robot)
     with contextlib.ExitStack() as resources:  # everything started is stopped on any error
+        emulator = None
         if s.backend in ('real', 'twin') and 'port' not in s.launch_args:
+            from simreal_ros.bringup.plan_realtime import EMULATOR_RT_PRIORITY
             from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
-            emulator = resources.enter_context(EmulatorProcess(robot=spec.robot,
-                                                               reality=s.reality))
-            nodes = plan(plan_args(s, port=emulator.port))
-        goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
+            # realtime:=true: the virtual bus stands for servo hardware, never preempted
+            rt = s.launch_args.get('realtime', 'false').lower() == 'true'
+            emulator = resources.enter_context(EmulatorProcess(
+                robot=spec.robot, reality=s.reality, camera=visual,
+                scene=SCENE if visual else '', rt_priority=EMULATOR_RT_PRIORITY if rt else 0))
+            nodes = plan(plan_args(s, port=emulator.port, visual=visual,
+                                   camera_url=emulator.camera_urls[0] if visual else ''))
         state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
         t0 = time.monotonic()
         stack = resources.enter_context(_Stack(nodes, env, state_topic, log))
@@ -244,19 +345,39 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
             time.sleep(0.05)
         log(f'{spec.name} running on backend {s.backend}; {s.episodes} episodes')
         episodes = []
-        for k, goal in enumerate(goals):
-            ep = _episode(stack, robot.joint_names, goal, s,
-                          lambda m: messages.stamp_to_ns(m.header.stamp))
-            episodes.append(ep)
-            log(f'  episode {k + 1}/{s.episodes}: '
-                + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
-                   else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
+
+        def stamp_of(m: Any) -> int:
+            return messages.stamp_to_ns(m.header.stamp)
+
+        if visual:
+            from simreal_ros.policy.visual_task import ReachTask
+            task = ReachTask(robot)
+            place: Callable[[F64], None] = (
+                (lambda obj: emulator.place(OBJECT, [float(x) for x in obj]))
+                if emulator is not None else _bridge_placer(stack, nodes))
+            _wait_for_frames(stack, s)
+            for k, (obj, goal) in enumerate(episode_placements(task, s.seed, s.episodes)):
+                ep = _visual_episode(stack, place, task, obj, goal, s, stamp_of)
+                episodes.append(ep)
+                log(f'  episode {k + 1}/{s.episodes}: ball at '
+                    f'({obj[0]:.3f}, {obj[1]:.3f}) m: '
+                    + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
+                       else f'not reached (error {ep["final_error_m"] * 100:.1f} cm)'))
+        else:
+            goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
+            for k, goal in enumerate(goals):
+                ep = _episode(stack, robot.joint_names, goal, s, stamp_of)
+                episodes.append(ep)
+                log(f'  episode {k + 1}/{s.episodes}: '
+                    + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
+                       else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
         diag = _policy_diag(stack.diags)
     settings = asdict(s)
-    return {'settings': settings, 'metrics': summarize(episodes), 'episodes': episodes,
+    return {'settings': settings, 'task': 'visual_reach' if visual else 'joint_goal',
+            'metrics': summarize_visual(episodes) if visual else summarize(episodes),
+            'episodes': episodes,
             'policy_diagnostics': {k: diag.get(k) for k in (
                 'compute_p99_ms', 'model_p99_ms', 'period_err_p99_ms', 'deadline_misses',
-                'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published')},
+                'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published',
+                'image_age_ms', 'inference_p50_ms', 'inference_p99_ms')},
             'wall_time_s': time.monotonic() - t0}
-
-

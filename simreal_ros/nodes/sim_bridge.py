@@ -4,13 +4,15 @@ Publishes ``joint_states``, ``imu/data`` (when the robot has an IMU: the engine'
 the spec's noise and bias, :class:`simreal_ros.core.legged.ImuNoise`), ``/clock`` (sim time),
 ``NAME/image_raw`` and ``NAME/camera_info`` per camera of the robot spec (``cameras``; rendered
 on their own thread, :mod:`simreal_ros.sim.render_thread`) and ``/diagnostics``; subscribes
-``joint_commands`` and ``forward_position_controller/commands``;
-serves ``~/reset``, ``~/set_paused`` and ``~/step``. Physics runs on its own thread, paced by
-``timing_mode`` (see :class:`simreal_ros.sim.bridge_config.SimBridgeConfig`), optionally
-under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops beating its
-heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics name the
-engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's armature),
-which the bridge also warns about once at start.
+``joint_commands`` and ``forward_position_controller/commands``; serves ``~/reset``,
+``~/set_paused`` and ``~/step``; each free object of ``scene:=`` gets a parameter
+``objects.<name>.position`` that places it when set (:mod:`simreal_ros.ros.placement`;
+``simreal eval`` moves the visual reach task's ball with it). Physics runs on its own thread,
+paced by ``timing_mode`` (see :class:`~simreal_ros.sim.bridge_config.SimBridgeConfig`),
+optionally under SCHED_FIFO (``rt_priority``, ``cpu_affinity``); a physics thread that stops
+beating its heartbeat for ``STALL_S`` is reported as ERROR on ``/diagnostics``. The diagnostics
+name the engine (``engine:=``) and what it approximates (``engine_approximations``: PyBullet's
+armature), which the bridge also warns about once at start.
 
 A floating-base robot (``base.type: floating``, docs/legged.md) also gets, with every state:
 ``odom`` (nav_msgs/Odometry, the base's ground truth: pose in ``odom``, twist in the base
@@ -50,6 +52,7 @@ from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.image_publisher import SimCameras
 from simreal_ros.ros.params import declare_dataclass
+from simreal_ros.ros.placement import PlacementParameters
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 from simreal_ros.ros.tf import tf_message
 from simreal_ros.sim.backend import Observation
@@ -75,8 +78,9 @@ class SimBridge(Node):
                                                 f'{self.get_fully_qualified_name()} params')
         cfg = self.cfg
         self.robot = load_robot(cfg.robot)
+        scene = load_scene(cfg.scene) if cfg.scene else None
         self.sim = make_sim(
-            self.robot, scene=load_scene(cfg.scene) if cfg.scene else None,
+            self.robot, scene=scene,
             overlay=load_overlay(cfg.overlay) if cfg.overlay else None,
             randomization=load_randomization(cfg.randomization) if cfg.randomization else None,
             seed=cfg.seed, engine=cfg.engine)
@@ -129,6 +133,7 @@ class SimBridge(Node):
         self.create_service(SetBool, '~/set_paused', self._on_set_paused)
         self.create_service(Trigger, '~/step', self._on_step)
         self.create_timer(cfg.diagnostics_period_s, self._publish_diagnostics)
+        self.placement = PlacementParameters(self, self.sim, self.lock, scene)
         self.resync_source: tuple[int, Any, Any] | None = None  # (receive ns, q, qd)
         self.resync_stats: dict[str, Any] = {'count': 0, 'skipped': 0, 'error_before': 0.0,
                                              'source_age_ms': 0.0, 'rejected_sources': 0}
@@ -508,6 +513,7 @@ class SimBridge(Node):
             **intake,
             'lockstep_missed_ticks': self.stats['missed_ticks'],
             'states_published': self.stats['published'],
+            **self.placement.values(),
             'publish_failures': self.stats['publish_failures'],
             **({'publish_error': self.stats['publish_error']}
                if self.stats['publish_failures'] else {}),

@@ -293,7 +293,7 @@ def image_terms_hint(policy: str) -> str:
     """Return what ``simreal train`` says of a spec with image terms: where it is trained."""
     if policy == VISUAL_POLICY:
         return ('vector terms only (simreal train does not train image terms); train '
-                f'{VISUAL_POLICY} with `python -m simreal_ros.policy.visual_train --out DIR`')
+                f'{VISUAL_POLICY} with `simreal train {VISUAL_POLICY}` (the visual trainer)')
     return ('vector terms only (simreal train does not train image terms; '
             f'`python -m simreal_ros.policy.visual_train` trains {VISUAL_POLICY} only)')
 

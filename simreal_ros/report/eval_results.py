@@ -19,6 +19,13 @@ from simreal_ros.sim.bridge_config import ENGINES
 
 METRICS = ('success_rate', 'time_to_goal_mean_s', 'final_error_median_rad',
            'tracking_rmse_mean_rad')
+#: the metrics of a visuomotor run (jobs/visual_episodes.py: tool0's distance in m)
+VISUAL_METRICS = ('success_rate', 'time_to_goal_mean_s', 'final_error_median_m')
+
+
+def metric_names(r: Mapping[str, Any]) -> tuple[str, ...]:
+    """Return the metrics J of result ``r`` (a visual run has its own)."""
+    return VISUAL_METRICS if 'final_error_median_m' in r['metrics'] else METRICS
 
 
 def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:
@@ -42,7 +49,11 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         if a['settings'][key] != b['settings'][key]:
             raise SimrealError(f'the runs differ in {key} ({a["settings"][key]!r} vs '
                                f'{b["settings"][key]!r}): the gap needs the same episodes')
-    gap = {m: abs(float(a['metrics'][m]) - float(b['metrics'][m])) for m in METRICS}
+    names = metric_names(a)
+    if metric_names(b) != names:
+        raise SimrealError('one run is of a visuomotor policy, the other not: the gap needs '
+                           'the same episodes')
+    gap = {m: abs(float(a['metrics'][m]) - float(b['metrics'][m])) for m in names}
     pairs = zip(a['episodes'], b['episodes'], strict=False)
     agree = sum(x['success'] == y['success'] for x, y in pairs)
     def label(r: Mapping[str, Any]) -> str:
@@ -53,7 +64,7 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         return f'{backend} {extra}'.strip()
 
     return {'backends': [label(a), label(b)], 'gap': gap,
-            'values': {m: [float(a['metrics'][m]), float(b['metrics'][m])] for m in METRICS},
+            'values': {m: [float(a['metrics'][m]), float(b['metrics'][m])] for m in names},
             'episodes_with_same_outcome': agree}
 
 
@@ -61,19 +72,37 @@ def format_report(r: Mapping[str, Any], gap: Mapping[str, Any] | None = None) ->
     """Render an evaluation for a terminal."""
     m, st = r['metrics'], r['settings']
     on = f'{st["backend"]} ({st.get("engine", ENGINES[0])})'
-    lines = ['', f'simreal eval: {st["policy"]} on {on}, {m["episodes"]} episodes '
-             f'(seed {st["seed"]}, tolerance {st["tolerance_rad"]} rad for {st["dwell_s"]} s)',
-             f'  success rate        {m["success_rate"]:.1%} ({m["successes"]}/{m["episodes"]})',
-             f'  time to goal        mean {m["time_to_goal_mean_s"]:.2f} s, '
-             f'p90 {m["time_to_goal_p90_s"]:.2f} s',
-             f'  final error         median {m["final_error_median_rad"]:.4f} rad, '
-             f'max {m["final_error_max_rad"]:.4f} rad',
-             f'  tracking rmse       {m["tracking_rmse_mean_rad"]:.4f} rad (state - command)']
+    if 'final_error_median_m' in m:  # a visuomotor run: the ball's reach point, in m
+        low, high = m['success_wilson95']
+        lines = ['', f'simreal eval: {st["policy"]} on {on}, {m["episodes"]} episodes '
+                 f'(seed {st["seed"]}, ball placed per episode; tool0 within 3 cm of the reach '
+                 f'point for {st["dwell_s"]} s)',
+                 f'  success rate        {m["success_rate"]:.1%} ({m["successes"]}/'
+                 f'{m["episodes"]}; 95 % Wilson {low:.1%}-{high:.1%})',
+                 f'  time to goal        mean {m["time_to_goal_mean_s"]:.2f} s, '
+                 f'p90 {m["time_to_goal_p90_s"]:.2f} s',
+                 f'  final error         median {m["final_error_median_m"] * 100:.2f} cm, '
+                 f'max {m["final_error_max_m"] * 100:.2f} cm']
+    else:
+        lines = ['', f'simreal eval: {st["policy"]} on {on}, {m["episodes"]} episodes '
+                 f'(seed {st["seed"]}, tolerance {st["tolerance_rad"]} rad for '
+                 f'{st["dwell_s"]} s)',
+                 f'  success rate        {m["success_rate"]:.1%} ({m["successes"]}/'
+                 f'{m["episodes"]})',
+                 f'  time to goal        mean {m["time_to_goal_mean_s"]:.2f} s, '
+                 f'p90 {m["time_to_goal_p90_s"]:.2f} s',
+                 f'  final error         median {m["final_error_median_rad"]:.4f} rad, '
+                 f'max {m["final_error_max_rad"]:.4f} rad',
+                 f'  tracking rmse       {m["tracking_rmse_mean_rad"]:.4f} rad (state - command)']
     d = r.get('policy_diagnostics') or {}
     if d:
         lines.append(f'  policy node         compute p99 {d.get("compute_p99_ms")} ms, deadline '
                      f'misses {d.get("deadline_misses")}, rejected outputs '
                      f'{d.get("rejected_outputs")}')
+        if d.get('inference_p99_ms') is not None:
+            lines.append(f'  image path          inference p50 {d["inference_p50_ms"]} ms, '
+                         f'p99 {d["inference_p99_ms"]} ms, last image age '
+                         f'{d.get("image_age_ms")} ms, stale holds {d.get("stale_holds")}')
     if gap is not None:
         a, b = gap['backends']
         lines += ['', f'  A: {a}', f'  B: {b}',

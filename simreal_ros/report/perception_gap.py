@@ -26,9 +26,9 @@ axis runs the same episodes, so the curves differ only by the perturbation.
 
 The model (``--model``): TorchScript, ``forward(image) -> (1, 2)``, ``image`` float32
 (1, 3, H, W), RGB in [0, 1]. A closed-loop image *policy* (joint commands from frames) is
-not what this measures: ``simreal eval``'s episodes give the goal as a joint vector, and
-neither it nor the training environment renders a target that only the camera sees (see
-docs/policy.md, "Perception-gap curves").
+not what this measures: its success under the same perturbations is
+:mod:`simreal_ros.report.visual_gap`'s, and through the ROS graph ``simreal eval``'s
+(:mod:`simreal_ros.jobs.visual_episodes`; docs/policy.md, "Perception-gap curves").
 """
 
 from __future__ import annotations

@@ -356,6 +356,14 @@ class SimBackend(ABC):
         """
         raise NotImplementedError(f'the {self.engine} engine does not render cameras')
 
+    def place_object(self, name: str, xyz: Sequence[float]) -> None:
+        """Put free scene object ``name`` at ``xyz`` (world, m), upright and at rest.
+
+        ValueError when the scene has no free object of that name (:mod:`simreal_ros.sim.
+        placement` checks the request first).
+        """
+        raise NotImplementedError(f'the {self.engine} engine does not place scene objects')
+
     def camera_renderer(self, cameras: Sequence[CameraSpec]) -> CameraRenderer:
         """Return a renderer of ``cameras`` for :meth:`render_state` snapshots.
 

@@ -14,7 +14,13 @@ SHAPES = {'box': 3, 'sphere': 1, 'cylinder': 2, 'capsule': 2}
 
 @dataclass(frozen=True)
 class SceneObject:
-    """A primitive object: fixed to the world, or free when ``free`` (needs ``mass``)."""
+    """A primitive object: fixed to the world, or free when ``free`` (needs ``mass``).
+
+    ``render_only`` (free objects only): the cameras see it, the physics does not touch it (no
+    contacts, gravity compensated), so it stays wherever it is placed
+    (:mod:`simreal_ros.sim.placement`): a target that a policy finds through the camera and
+    the arm may pass through, as the visual reach task's training renders it.
+    """
 
     name: str
     shape: str
@@ -23,6 +29,7 @@ class SceneObject:
     rgba: tuple[float, float, float, float] = (0.6, 0.6, 0.6, 1.0)
     mass: float = 0.0
     free: bool = False
+    render_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,10 +69,15 @@ def load_scene(name_or_path: str | Path) -> Scene:
         mass = o.number('mass', 0.0, minimum=0.0)
         if free and mass <= 0:
             raise ConfigError(src, o.path('mass'), 'a mass > 0 for a free object', mass)
+        render_only = o.boolean('render_only', False)
+        if render_only and not free:
+            raise ConfigError(src, o.path('render_only'), 'false, or free: true (a render-only '
+                              'object is placed by moving its free joint)', render_only)
         pos = _vector(o, 'pos', 3)
         rgba = _vector(o, 'rgba', 4, [0.6, 0.6, 0.6, 1.0])
         objects.append(SceneObject(name, shape, size, (pos[0], pos[1], pos[2]),
-                                   (rgba[0], rgba[1], rgba[2], rgba[3]), mass, free))
+                                   (rgba[0], rgba[1], rgba[2], rgba[3]), mass, free,
+                                   render_only))
         o.reject_unknown()
     scene = Scene(src, top.boolean('floor', True), top.boolean('light', True), tuple(objects))
     top.reject_unknown(extra_allowed=('description',))

@@ -247,3 +247,45 @@ def test_twin_resync_snaps_to_the_real_state_and_marks_it(start_node, ros_client
 
 def test_resync_needs_a_source_topic(start_node):
     assert 'resync_topic' in start_up_error(start_node('sim_bridge', resync_period_s=1.0))
+
+
+def test_objects_position_places_the_ball_where_the_camera_sees_it(start_node, ros_client):
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import Image
+
+    from simreal_ros.policy.images import frame_from_buffer
+    from simreal_ros.policy.visual_task import camera_pixel
+    frames = ros_client.collect(Image, 'camera/image_raw')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('sim_bridge', scene='reach_target', cameras=True, diagnostics_period_s=0.3)
+    ros_client.wait_for(lambda: frames, 30, 'a camera frame')
+    cam = ROBOT.cameras[0]
+
+    def set_position(value: list) -> object:
+        req = SetParameters.Request()
+        req.parameters = [Parameter('objects.target.position', Parameter.Type.DOUBLE_ARRAY,
+                                    value).to_parameter_msg()]
+        return ros_client.call(SetParameters, '/sim_bridge/set_parameters', req).results[0]
+
+    def red_at(point: np.ndarray, after_ns: int) -> bool:
+        u, v, _z = camera_pixel(cam, point)
+        news = [m for _t, m in list(frames) if messages.stamp_to_ns(m.header.stamp) > after_ns]
+        if not news:
+            return False
+        m = news[-1]
+        img = frame_from_buffer(m.data, m.height, m.width, m.step, m.encoding)
+        r, g, b = (int(c) for c in img[int(round(v)), int(round(u))])
+        return r > 150 and g < 90 and b < 90
+
+    for point in (np.array([0.22, -0.12, 0.02]), np.array([0.2, 0.18, 0.02])):
+        t0 = time.time_ns()
+        res = set_position(list(point))
+        assert res.successful, res.reason
+        ros_client.wait_for(lambda p=point, t=t0: red_at(p, t), 10, f'the ball at {point}')
+    assert not red_at(np.array([0.22, -0.12, 0.02]), t0)  # it left the first place
+    bad = set_position([0.2, 0.1])
+    assert (bad.successful, bad.reason) == (False, 'target: expected [x, y, z] in m (3 numbers), '
+                                                   'got 2: [0.2, 0.1]')
+    ros_client.wait_for(lambda: values(bridge_status(diags)).get('object_placements') == '2',
+                        5, 'two placements counted')

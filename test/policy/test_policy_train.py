@@ -152,3 +152,32 @@ def test_image_terms_are_refused_before_training(tmp_path):
         train(cfg, tmp_path / 'out', log=lambda _l: None)
     assert info.value.key == 'observation' and info.value.got == ['image: camera']
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.e2e
+def test_simreal_train_runs_the_visual_trainer_for_the_visual_spec(tmp_path, simreal_cli):
+    out = tmp_path / 'vis'
+    r = simreal_cli('train', 'simreal_arm_visual_reach', '--quick', '--out', str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == [
+        'simreal_arm_visual_reach.pt', 'simreal_arm_visual_reach.training.json',
+        'simreal_arm_visual_reach.yaml']
+    record = json.loads((out / 'simreal_arm_visual_reach.training.json').read_text())
+    assert (record['config']['rounds'], record['config']['envs']) == (1, 2)
+    spec = load_policy_spec(out / 'simreal_arm_visual_reach.yaml')
+    model = load_model(out / 'simreal_arm_visual_reach.pt', spec.obs_dim, spec.act_dim,
+                       image_shape=spec.image_shape)
+    assert model.image_shape == (3, 48, 64)
+
+
+@pytest.mark.parametrize(('flag', 'value', 'line'), [
+    ('--overlay', 'worn_arm', '--overlay: the visual trainer trains on the nominal arm under '
+     'domain randomization; it takes no overlay'),
+    ('--envs', '0', '--envs 0: expected an integer >= 1'),
+])
+def test_bad_visual_train_options_are_one_line(tmp_path, simreal_cli, flag, value, line):
+    r = simreal_cli('train', 'simreal_arm_visual_reach', '--out', str(tmp_path / 'o'), flag,
+                    value)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f'simreal train: error: {line}'], r.stderr
+    assert not (tmp_path / 'o').exists()

@@ -104,6 +104,6 @@ def test_simreal_train_names_the_visual_trainer_for_the_visual_spec(tmp_path, ca
     assert len(lines) == 1, lines
     assert lines[0].startswith('simreal train: error: ')
     assert ('train simreal_arm_visual_reach with '
-            '`python -m simreal_ros.policy.visual_train --out DIR`') in lines[0]
+            '`simreal train simreal_arm_visual_reach` (the visual trainer)') in lines[0]
     assert 'Traceback' not in captured.err + captured.out
     assert not (tmp_path / 'out').exists()

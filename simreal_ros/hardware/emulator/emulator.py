@@ -488,10 +488,12 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
          trace: str = '', role: str = 'follower', operator: str = '',
          eeprom: str = '', imu_link: str = '', imu_rate_hz: float = 200.0,
-         imu_baud: int = 115_200) -> int:
+         imu_baud: int = 115_200, scene: str = '') -> int:
     """Run the emulator in this process (``simreal emulate``).
 
-    ``camera``: serve the virtual camera; ``trace``: see the module; ``role`` ``leader``: the
+    ``camera``: serve the virtual camera; ``scene``: a scene (name or path) around the robot,
+    its free objects placed by ``place`` lines on stdin (:mod:`~simreal_ros.hardware.emulator.
+    placer`); ``trace``: see the module; ``role`` ``leader``: the
     servos are a leader arm moved by the scripted ``operator``
     (:mod:`simreal_ros.hardware.emulator.operator`); ``eeprom``: the servos' EEPROM file
     (:meth:`~simreal_ros.hardware.emulator.reality.VirtualArm.attach_eeprom`).
@@ -505,6 +507,11 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
     from simreal_ros.core.robot import load_robot
     spec = load_robot(robot)
     overlay = load_overlay(reality) if reality else None
+    if scene and role == 'leader':
+        raise SimrealError('--scene surrounds the follower robot (its cameras see it); a '
+                           'leader arm has none (leave out --scene with --role leader)')
+    from simreal_ros.sim.scene import load_scene
+    scene_spec = load_scene(scene) if scene else None
     fault_cfg = Faults.parse(faults)
     link_path = Path(link)
     if not link_path.parent.is_dir():
@@ -523,7 +530,7 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         arm: VirtualArm = op.LeaderArm(spec, op.Operator(spec, op.OperatorConfig.parse(
             operator or 'chirp')), overlay, seed=seed)
     else:
-        arm = VirtualArm(spec, overlay, seed=seed)
+        arm = VirtualArm(spec, overlay, seed=seed, scene=scene_spec)
     if fault_cfg.eeprom_drop:
         if fault_cfg.eeprom_drop not in arm.by_id:
             raise SimrealError(f'--faults eeprom_drop={fault_cfg.eeprom_drop}: expected a servo '
@@ -556,6 +563,10 @@ def serve_until_stopped(emu: BusEmulator, reality: Any, rt: Any, duration_s: flo
     trace file are closed however it ends. Returns the exit code (0).
     """
     from simreal_ros.core import realtime
+    from simreal_ros.sim.placement import movable_objects
+    if movable_objects(getattr(emu.arm, 'scene', None)):  # `place NAME X Y Z` on stdin
+        from simreal_ros.hardware.emulator.placer import ScenePlacer
+        emu.devices.append(ScenePlacer(emu.arm, emu.echo))
     cameras: list[Any] = []
     if camera is not None:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
         from simreal_ros.hardware.emulator.virtual_camera import start_cameras

@@ -73,6 +73,7 @@ from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel.family import PWM_FULL_SCALE, gain_torque_per_amp
 from simreal_ros.hardware.family import ServoModel, resolve_robot, resolve_servos
 from simreal_ros.sim.engines import make_sim
+from simreal_ros.sim.scene import Scene
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -223,10 +224,13 @@ def ct_err(kind: str) -> int:
 class VirtualArm:
     """The robot of the virtual bus: servos (register files) + simulated physics + reality."""
 
-    def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
+    def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0,
+                 scene: Scene | None = None) -> None:
         robot = resolve_robot(robot)  # each joint's model: its table, number and units
         self.robot = robot
-        self.sim = make_sim(robot, overlay=overlay, seed=seed)
+        #: what surrounds the robot (``simreal emulate --scene``): its cameras see it
+        self.scene = scene
+        self.sim = make_sim(robot, scene=scene, overlay=overlay, seed=seed)
         self.imp = Imperfections.from_overlay(overlay)
         self.rng = np.random.default_rng(seed + 7919)
         self.dt = robot.timestep_s

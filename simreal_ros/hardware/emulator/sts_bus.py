@@ -233,7 +233,7 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
          camera: bool = False, camera_port: int = 0, camera_faults: str = '',
          trace: str = '', role: str = 'follower', operator: str = '',
          eeprom: str = '', imu_link: str = '', imu_rate_hz: float = 200.0,
-         imu_baud: int = 115_200) -> int:
+         imu_baud: int = 115_200, scene: str = '') -> int:
     """Run the virtual STS bus in this process (``simreal emulate`` of a feetech spec).
 
     The signature is the Dynamixel emulator's (:func:`emulator.main`); ``role`` ``leader``:
@@ -265,6 +265,11 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
             raise ConfigError(str(spec.source), f'joints[{k}].servo.model ({j.name})',
                               f'a Feetech STS model: one of {sorted(ct.MODELS)}', j.servo.model)
     overlay = load_overlay(reality) if reality else None
+    if scene and role == 'leader':
+        raise SimrealError('--scene surrounds the follower robot (its cameras see it); a '
+                           'leader arm has none (leave out --scene with --role leader)')
+    from simreal_ros.sim.scene import load_scene
+    scene_spec = load_scene(scene) if scene else None
     fault_cfg = StsFaults.parse(faults)
     link_path = Path(link)
     if not link_path.parent.is_dir():
@@ -273,7 +278,7 @@ def main(robot: str, reality: str, link: str, baud: int, faults: str, seed: int,
         raise SimrealError(f'--link {link}: exists and is not a symlink; choose another path')
     arm = op.StsLeaderArm(spec, op.Operator(spec, op.OperatorConfig.parse(
         operator or 'chirp')), overlay, seed=seed) if role == 'leader' \
-        else StsArm(spec, overlay, seed=seed)
+        else StsArm(spec, overlay, seed=seed, scene=scene_spec)
     try:
         trace_file = open(trace, 'w', encoding='utf-8', buffering=1) if trace else None
     except OSError as exc:

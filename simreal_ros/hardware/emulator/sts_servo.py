@@ -41,6 +41,7 @@ from simreal_ros.hardware.emulator.reality import FloatArray, VirtualArm
 from simreal_ros.hardware.family import ServoModel
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
+from simreal_ros.sim.scene import Scene
 
 _A = ct.BY_NAME
 LOCK_ADDR = _A['lock'].address
@@ -127,7 +128,8 @@ class StsArm(VirtualArm):
 
     servos: list[StsRegisters]  # type: ignore[assignment]
 
-    def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0) -> None:
+    def __init__(self, robot: RobotSpec, overlay: Overlay | None = None, seed: int = 0,
+                 scene: Scene | None = None) -> None:
         n = robot.n
         self.stall = np.array([(ct.find_model(j.servo.model) or ct.MODELS['STS3215'])
                                .stall_torque_nm for j in robot.joints])
@@ -140,7 +142,7 @@ class StsArm(VirtualArm):
         self.protection_a = np.zeros(n)
         self.overcurrent_time_s = np.zeros(n)
         self.status_bits = np.zeros(n, dtype=np.int64)
-        super().__init__(robot, overlay, seed)
+        super().__init__(robot, overlay, seed, scene)
 
     def _registers(self, servo_id: int, model_number: int,  # type: ignore[override]
                    model: ServoModel) -> StsRegisters:

@@ -36,7 +36,7 @@ class EmulatorProcess:
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
                  rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
                  operator: str = '', eeprom: str | Path = '',
-                 imu_link: str | Path = '') -> None:
+                 imu_link: str | Path = '', camera: bool = False, scene: str = '') -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -60,6 +60,11 @@ class EmulatorProcess:
             self.cmd += ['--eeprom', str(eeprom)]
         if imu_link:
             self.cmd += ['--imu-link', str(imu_link)]
+        if camera:
+            self.cmd += ['--camera']
+        if scene:
+            self.cmd += ['--scene', scene]
+        self.scene = scene
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []
@@ -75,8 +80,10 @@ class EmulatorProcess:
 
     def start(self) -> 'EmulatorProcess':
         """Start the emulator and wait for ``ready``."""
+        # a scene's objects are placed through stdin (hardware/emulator/placer.py)
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.PIPE if self.scene else subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True, name='emulator-out')
         self._reader.start()
@@ -105,6 +112,36 @@ class EmulatorProcess:
                 return
             time.sleep(0.01)
         raise EmulatorError(f'emulator did not print {text!r} within {timeout} s: '
+                            f'{self.lines[-5:]}')
+
+    @property
+    def camera_urls(self) -> list[str]:
+        """The stream URLs of the virtual cameras (``--camera``), in the robot spec's order."""
+        return [line.split(' ', 1)[1] for line in list(self.lines)
+                if line.startswith('camera http')]
+
+    def place(self, name: str, xyz: tuple[float, float, float] | list[float],
+              timeout: float = 10.0) -> None:
+        """Place scene object ``name`` at ``xyz`` (m) and wait for the emulator's answer.
+
+        EmulatorError with the emulator's ``error:`` line when it refuses the placement.
+        """
+        assert self.proc is not None and self.proc.stdin is not None, 'start it with a scene'
+        k = len(self.lines)
+        x, y, z = (float(v) for v in xyz)  # repr of a numpy float is not a number
+        self.proc.stdin.write(f'place {name} {x!r} {y!r} {z!r}\n')
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines)[k:]:
+                if line.startswith(f'placed {name} '):
+                    return
+                if line.startswith('error: '):
+                    raise EmulatorError(f'the emulator refused to place {name}: {line}')
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.005)
+        raise EmulatorError(f'the emulator did not place {name} within {timeout} s: '
                             f'{self.lines[-5:]}')
 
     def line_time_ns(self, text: str) -> int:

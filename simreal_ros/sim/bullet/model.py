@@ -174,6 +174,8 @@ def _add_scene(client: int, scene: Scene) -> None:
     if scene.floor:
         _add_plane(client)
     for obj in scene.objects:
+        if obj.render_only:  # seen by cameras only, and PyBullet renders none here
+            continue
         s = obj.size
         if obj.shape == 'box':
             shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=list(s),

@@ -137,10 +137,17 @@ def _add_scene(spec: mujoco.MjSpec, scene: Scene) -> None:
     for obj in scene.objects:
         size = list(obj.size) + [0.0] * (3 - len(obj.size))
         if obj.free:
-            body = world.add_body(name=obj.name, pos=list(obj.pos))
+            # render-only: gravity compensated and in contact with nothing, so it rests where
+            # placed. Its contype is 0 and its conaffinity a bit (4) no other geom's contype
+            # has: both 0 would make the URDF importer's discardvisual drop the geom (the ball
+            # vanished from every frame)
+            body = world.add_body(name=obj.name, pos=list(obj.pos),
+                                  gravcomp=1.0 if obj.render_only else 0.0)
             body.add_freejoint(name=f'{obj.name}_free')
             body.add_geom(name=obj.name, type=shapes[obj.shape], size=size,
-                          rgba=list(obj.rgba), mass=obj.mass)
+                          rgba=list(obj.rgba), mass=obj.mass,
+                          contype=0 if obj.render_only else 1,
+                          conaffinity=4 if obj.render_only else 1)
         else:
             world.add_geom(name=obj.name, type=shapes[obj.shape], size=size,
                            rgba=list(obj.rgba), pos=list(obj.pos))

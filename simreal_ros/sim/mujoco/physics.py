@@ -234,6 +234,14 @@ class MujocoSim(SimBackend):
             raise ValueError(f'the scene has no free object {name!r}')
         return int(self.model.jnt_qposadr[j])
 
+    def place_object(self, name: str, xyz: Sequence[float]) -> None:
+        """Put free object ``name`` at ``xyz`` (world, m), upright and at rest."""
+        i = self.object_position_index(name)
+        j = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f'{name}_free')
+        dof = int(self.model.jnt_dofadr[j])
+        self.data.qpos[i:i + 7] = [*xyz, 1.0, 0.0, 0.0, 0.0]
+        self.data.qvel[dof:dof + 6] = 0.0
+
     def camera_renderer(self, cameras: Sequence[CameraSpec]) -> MujocoCameraRenderer:
         """Return an offscreen MuJoCo renderer of ``cameras`` with its own ``MjData``."""
         return MujocoCameraRenderer(self.model, cameras)

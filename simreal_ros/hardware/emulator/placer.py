@@ -1,0 +1,67 @@
+"""The emulator's scene, placed from its standard input: ``place <object> <x> <y> <z>``.
+
+``simreal emulate --scene NAME`` puts the scene's floor, light and objects in the virtual
+robot's world, so its cameras (``--camera``) see them. Each line ``place <object> <x> <y> <z>``
+(m, world frame; :func:`simreal_ros.sim.placement.parse_place_line`) read on standard input
+moves a free object of the scene, as a person puts the object down in front of a real robot;
+the move is made by the emulator's own loop between two physics steps (never from the reading
+thread, which would race ``mj_step``) and answered on standard output with
+``placed <object> <x> <y> <z>`` (6 decimals), or ``error: <reason>`` for a line it cannot use.
+``simreal eval`` places the visual reach task's ball this way
+(:class:`~simreal_ros.hardware.emulator.virtual_bus.EmulatorProcess` ``.place``).
+
+:class:`ScenePlacer` is one of the bus emulator's devices (:class:`~simreal_ros.hardware.
+emulator.pty.Device`): ticked by the loop after every batch of steps; it has no port.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+from typing import Any, Callable, TextIO
+
+from simreal_ros.sim.placement import format_placed, movable_objects, parse_place_line
+
+
+class ScenePlacer:
+    """Reads ``place`` lines on a thread; the emulator's loop applies them in :meth:`tick`."""
+
+    def __init__(self, arm: Any, echo: Callable[[str], None],
+                 stream: TextIO | None = None) -> None:
+        self.arm = arm
+        self.echo = echo
+        self.movable = movable_objects(arm.scene)
+        self.pending: queue.SimpleQueue[tuple[str, tuple[float, float, float]]] = \
+            queue.SimpleQueue()
+        self.placed = 0
+        self.thread = threading.Thread(target=self._read, args=(stream or sys.stdin,),
+                                       name='scene_placer', daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: TextIO) -> None:
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                self.pending.put(parse_place_line(line, self.movable))
+            except ValueError as exc:
+                self.echo(f'error: {exc}')
+
+    def plug(self) -> None:
+        """No port to open."""
+
+    def unplug(self) -> None:
+        """No port to close (the scene stays when the bus is unplugged)."""
+
+    def tick(self, now: float) -> float:
+        """Place what was asked since the last tick; never asks to be woken."""
+        while True:
+            try:
+                name, xyz = self.pending.get_nowait()
+            except queue.Empty:
+                return math.inf
+            self.arm.sim.place_object(name, xyz)
+            self.placed += 1
+            self.echo(format_placed(name, xyz))
