@@ -236,13 +236,15 @@ class BagArrays:
 def read_arrays(reader: BagReader, topics: Sequence[str] | None = None,
                 names: Sequence[str] | None = None,
                 other: Callable[[BagMessage], None] | None = None,
-                progress: Progress | None = None) -> BagArrays:
+                progress: Progress | None = None, raw: Sequence[str] = ()) -> BagArrays:
     """Read ``topics`` (default all) of an open bag in one pass.
 
     ``names``: the joints of every JointState topic, in that order (default: each topic's
     first message's). ``other`` gets every message that is not a JointState, in bag order
-    (images, events: what the caller reads itself). ``progress(done, total)`` is called every
-    :data:`PROGRESS_EVERY` messages and at the end.
+    (images, events: what the caller reads itself), and so does every message of the ``raw``
+    topics whatever their type (a JointState that carries no positions, as ``foot_contacts``
+    whose ``effort`` is the feet's forces, is not a joint stream). ``progress(done, total)``
+    is called every :data:`PROGRESS_EVERY` messages and at the end.
     """
     info = reader.info
     wanted = list(info.topics) if topics is None else list(topics)
@@ -264,7 +266,7 @@ def read_arrays(reader: BagReader, topics: Sequence[str] | None = None,
         receive[m.topic].append(m.timestamp)
         if stamp is not None:
             stamps[m.topic].append(stamp)
-        if m.msgtype == JOINT_STATE:
+        if m.msgtype == JOINT_STATE and m.topic not in raw:
             msg = reader.deserialize(m)
             if m.topic not in builders:
                 builders[m.topic] = JointArraysBuilder(m.topic, names)

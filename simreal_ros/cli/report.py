@@ -72,7 +72,7 @@ def cmd_gap(ns: argparse.Namespace) -> int:
                      max_dropped_fraction=(MAX_DROPPED_FRACTION if ns.threshold is None
                                            else ns.threshold),
                      stall_limit_ms=(STALL_LIMIT_NS / 1e6 if ns.stall_limit_ms is None
-                                     else ns.stall_limit_ms))
+                                     else ns.stall_limit_ms), against=ns.against)
     if ns.json:
         print(json.dumps(m, allow_nan=False))
         return 0
@@ -91,8 +91,21 @@ def cmd_gap(ns: argparse.Namespace) -> int:
         for t, v in m['data_quality']['streams'].items():
             print(f'  data quality {t}: {v["status"]}'
                   + (f': {"; ".join(v["problems"])}' if v['problems'] else ''))
-    else:
+    elif not m.get('legged'):
         print('no primary/secondary pair found: stream statistics only')
+    legged = m.get('legged')
+    if legged:
+        print(f'legged: {legged["compared"]} against {legged["reference"]}: '
+              f'{legged["paired_samples"]} samples, height {legged["base_height_error_m"]:.4f} m, '
+              f'orientation {legged["orientation_error_rad"]:.4f} rad, velocity '
+              f'{legged["velocity_error_m_s"]:.4f} m/s RMS')
+        for name, e in legged['episodes'].items():
+            track = e['velocity_tracking_error_m_s']
+            print(f'  {name}: {e["falls"]} falls, velocity tracking '
+                  + ('-' if track is None else f'{track:.4f} m/s')
+                  + ', duty factor ' + ' '.join(f'{d:.2f}' for d in e['duty_factor']))
+        for note in legged['notes']:
+            print(f'  {note}')
     print(f'wrote {ns.out}/gap.json, {ns.out}/report.html ({len(m["images"])} plots)')
     return 0
 
@@ -210,6 +223,10 @@ def add_commands(sub: Any) -> None:
                    help='topic whose messages mark twin re-syncs (default: '
                         '<secondary ns>/sim_bridge/resync if recorded, else detected from '
                         'the error)')
+    p.add_argument('--against', metavar='BAG2',
+                   help="legged gap of this bag's floating-base robot against BAG2's (odom, "
+                        'foot_contacts, imu/data, cmd_vel; e.g. the same run in another engine); '
+                        'without it, a sim2sim bag gives the legged gap of its pair')
     p.add_argument('--json', action='store_true', help='print the metrics as JSON')
     p.add_argument('--quiet', action='store_true', help='no progress bar')
     # defaults as text: the parser imports nothing heavy (validity reads bags); test_gap_data_

@@ -1,7 +1,8 @@
 """``simreal_policy``: a policy spec's network driving the robot over the topic contract.
 
-Subscribes ``joint_states`` (+ ``imu/data`` when a term needs it, ``<camera>/image_raw`` for
-each image term, and ``goal``: a JointState whose position is the goal joint positions),
+Subscribes ``joint_states`` (+ ``imu/data`` when a term or fall detection needs it,
+``<camera>/image_raw`` for each image term, and ``goal``: a JointState whose position is the
+goal joint positions),
 publishes ``joint_commands`` (stamped when the command is created) and ``/diagnostics``; serves
 ``~/enable`` (std_srvs/SetBool).
 
@@ -46,7 +47,7 @@ from std_srvs.srv import SetBool
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
-from simreal_ros.policy.control import DISABLED, PolicyController
+from simreal_ros.policy.control import DAMPING, DISABLED, PolicyController
 from simreal_ros.policy.images import frame_from_buffer
 from simreal_ros.policy.node_config import PolicyNodeConfig
 from simreal_ros.policy.spec import MAX_RATE_HZ, load_policy_spec
@@ -128,7 +129,7 @@ class PolicyNode(Node):
                                                     qos.STATE).topic_name
         self.goal_topic = self.create_subscription(JointState, t.goal, self._on_goal,
                                                    qos.COMMAND).topic_name
-        if 'imu' in self.spec.needs:
+        if self.controller.needs_imu:  # a term, or fall detection (policy/safety.py)
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
         self.image_topics = [
             self.create_subscription(Image, term.topic,
@@ -434,6 +435,9 @@ class PolicyNode(Node):
                                                      if warnings else '') + fault
         if rejected:
             level, message = 'error', f'{rejected} network outputs rejected: {fault}'
+        if mode == DAMPING:  # latched until re-enabled: the robot is down
+            level, message = 'error', (f'fallen, damping until re-enabled: '
+                                       f'{self.controller.fall_reason}')
         stalled = self.heartbeat.stalled_ns() if self.thread is not None else 0
         if stalled:
             level, message = 'error', f'control loop stalled: no cycle for {stalled / 1e9:.1f} s'
@@ -460,6 +464,9 @@ class PolicyNode(Node):
             'declared_rate_hz': self.spec.declared_rate_hz,
             'rate_limit_rad_per_step': self.spec.action.rate_limit_rad, 'last_fault': fault,
             'loop_heartbeat_age_ms': self.heartbeat.age_ns() / 1e6,
+            **({'fall_tilt_rad': c.fall.tilt_rad if c.fall.tilt_rad is not None else -1.0,
+                'fall_limit_rad': c.fall.spec.tilt_rad, 'fall_after_s': c.fall.spec.after_s}
+               if c.fall is not None else {}),
             **(self._image_values(image_ages) if self.spec.images else {}),
             **(self.rt_state.values() if self.rt_state is not None else {}),
             **(self.rt_others.values() if self.rt_others is not None else {}),

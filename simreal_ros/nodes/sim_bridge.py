@@ -21,7 +21,11 @@ frame), ``foot_contacts`` (sensor_msgs/JointState: ``name`` the spec's feet in o
 ``TF_RATE_HZ`` by stamp, ``/tf`` ``odom`` -> base link (both with ``frame_prefix``, a second
 robot's ``twin/`` or ``sim_b/``); it subscribes ``cmd_vel``
 (geometry_msgs/Twist) and keeps the latest as ``cmd_vel`` (:class:`VelocityCommand`) for the
-policies to come. ``~/reset`` puts it back on its feet at the home pose, ``base.height_m`` up.
+policies to come, and ``push`` (geometry_msgs/Wrench: ``force`` in N in the world frame at the
+base's centre of mass for ``push_duration_s`` of sim time, :mod:`simreal_ros.sim.push`; a
+non-zero ``torque`` or a non-finite force is rejected with a warning; a new push replaces a
+running one). ``~/reset`` puts it back on its feet at the home pose, ``base.height_m`` up, and
+ends a push.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import Twist, Wrench
 from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation
@@ -58,6 +62,7 @@ from simreal_ros.ros.tf import tf_message
 from simreal_ros.sim.backend import Observation
 from simreal_ros.sim.bridge_config import SimBridgeConfig
 from simreal_ros.sim.engines import make_sim
+from simreal_ros.sim.push import PushSchedule, check_push
 from simreal_ros.sim.scene import load_scene
 
 LOCKSTEP_RESEND_S = 0.5
@@ -124,6 +129,8 @@ class SimBridge(Node):
              self._imu_msg.linear_acceleration_covariance) = self.imu_noise.covariances()
         self.cmd_vel = VelocityCommand.zero()
         self.cmd_vel_stats = {'received': 0, 'rejected': 0}
+        self.pushes = PushSchedule()
+        self.push_stats = {'pushes_rejected': 0}
         self._init_floating_base()
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.create_subscription(JointState, 'joint_commands', self._on_command, qos.COMMAND)
@@ -173,6 +180,22 @@ class SimBridge(Node):
         self._tf_period_ns = int(1e9 / TF_RATE_HZ)
         self._tf_last_ns: int | None = None
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, qos.COMMAND)
+        self.create_subscription(Wrench, 'push', self._on_push, qos.COMMAND)
+
+    def _on_push(self, msg: Wrench) -> None:
+        f, tq = msg.force, msg.torque
+        try:
+            if (tq.x, tq.y, tq.z) != (0.0, 0.0, 0.0):
+                raise ValueError(f'a push is a force at the centre of mass: torque must be 0, '
+                                 f'got {[tq.x, tq.y, tq.z]}')
+            push = check_push((f.x, f.y, f.z), self.cfg.push_duration_s)
+        except ValueError as exc:
+            self.push_stats['pushes_rejected'] += 1
+            self.get_logger().warning(f'rejected push: {exc}', throttle_duration_sec=1.0)
+            return
+        with self.lock:
+            self.pushes.request(push)
+        self.get_logger().info(f'push {push.force_n.tolist()} N for {push.duration_s:g} s')
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = msg.linear, msg.angular
@@ -248,6 +271,7 @@ class SimBridge(Node):
         with self.lock:
             randomize = self.cfg.randomize_on_reset and self.sim.randomization is not None
             params = self.sim.reset(randomize=randomize)
+            self.pushes.clear()
             self.last_command = JointTarget.hold(self.robot.home)
         self.rate.reset()
         summary = ', '.join(f'{k}={v:.4g}' for k, v in params.flat().items())
@@ -315,7 +339,7 @@ class SimBridge(Node):
     def _advance_and_publish(self, steps: int) -> Observation:
         self.heartbeat.beat()
         with self.lock:
-            self.sim.step(steps)
+            self.pushes.step(self.sim, steps)
             obs = self.sim.observe()
         self._publish(obs)
         return obs
@@ -534,7 +558,8 @@ class SimBridge(Node):
                 'cmd_vel_rejected': self.cmd_vel_stats['rejected'],
                 'cmd_vel_linear_x': self.cmd_vel.linear_m_s[0],
                 'cmd_vel_linear_y': self.cmd_vel.linear_m_s[1],
-                'cmd_vel_angular_z': self.cmd_vel.angular_rad_s[2]}
+                'cmd_vel_angular_z': self.cmd_vel.angular_rad_s[2],
+                'pushes': self.pushes.count, **self.push_stats}
                if self.robot.floating else {}),
         }
         arr = DiagnosticArray()

@@ -11,6 +11,10 @@ Modes::
     ramping/running --observation older than stale_after_periods--> hold (last safe command)
                     (joint_states, and imu/data when a term needs the IMU)
                     --a camera frame older than its image term's max_age_s--> hold
+    ramping/running/hold --a fall (spec ``fall:``, policy/safety.py)--> damping
+                    (the network stops; every period the command is the measured joint
+                    positions: a position servo's damper) --enable--> ramping
+                    (refused while the base is still tilted)
     any --disable--> disabled (publishes nothing; the backend holds its last target)
 
 A network output that is NaN/inf, of the wrong size or beyond ``action.reject_abs`` is
@@ -45,6 +49,7 @@ from simreal_ros.policy.images import (
     image_stack,
     preprocess,
 )
+from simreal_ros.policy.safety import FallDetector
 from simreal_ros.policy.spec import ObsInputs, PolicySpec
 
 FloatArray = npt.NDArray[np.float64]
@@ -53,6 +58,8 @@ F32Array = npt.NDArray[np.float32]
 Model = Callable[..., FloatArray]
 
 DISABLED, RAMPING, RUNNING, HOLD = 'disabled', 'ramping', 'running', 'hold'
+#: after a fall: goals follow the measured positions until re-enabled (policy/safety.py)
+DAMPING = 'damping'
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,11 @@ class PolicyController:
         self.imu_gyro: FloatArray | None = None
         self.imu_quat: FloatArray | None = None
         self.imu_stamp_ns: int | None = None
-        self.needs_imu = 'imu' in spec.needs
+        self.fall = FallDetector(spec.fall) if spec.fall is not None else None
+        #: the fall that put the controller in damping ('' = none yet)
+        self.fall_reason = ''
+        # fall detection reads imu/data too, so it must then be fresh as well
+        self.needs_imu = 'imu' in spec.needs or self.fall is not None
         self.image_terms = spec.images
         self.frame_histories = [FrameHistory(t) for t in spec.images]
         #: per image term: the newest frame received (pixels, encoding, stamp) or None
@@ -110,6 +121,8 @@ class PolicyController:
         self.counts = {'steps': 0, 'rejected_outputs': 0, 'stale_holds': 0,
                        'rejected_states': 0, 'rejected_goals': 0, 'rejected_imu': 0,
                        'observation_faults': 0, 'clipped_actions': 0}
+        if self.fall is not None:
+            self.counts['falls'] = 0
         if spec.images:
             self.counts.update(images_received=0, rejected_images=0)
         self.last_fault = ''
@@ -151,6 +164,13 @@ class PolicyController:
             self.counts['rejected_imu'] += 1
             self.last_fault = f'imu/data contains NaN or inf: {q.tolist()} {g.tolist()}'
             raise ValueError(self.last_fault)
+        if self.fall is not None:
+            try:
+                self.fall.update(q, stamp_ns)
+            except ValueError as exc:
+                self.counts['rejected_imu'] += 1
+                self.last_fault = f'imu/data: {exc}'
+                raise ValueError(self.last_fault) from None
         self.imu_quat, self.imu_gyro, self.imu_stamp_ns = q, g, int(stamp_ns)
 
     def set_image(self, index: int, frame: U8Array, encoding: str, stamp_ns: int) -> None:
@@ -223,6 +243,12 @@ class PolicyController:
             return False, (f'{why} (stale after {self.spec.safety.stale_after_periods:g} '
                            'periods): is the backend running, and do both sides use the same '
                            'clock (sim time)?')
+        if self.fall is not None and self.fall.tilted:
+            return False, (f'the base is tilted {self.fall.tilt_rad:.2f} rad (> '
+                           f'{self.fall.spec.tilt_rad:g} rad, imu/data): set the robot on its '
+                           'feet, then enable')
+        if self.fall is not None:
+            self.fall.reset()
         self.ramp_start = np.clip(self.position, self.lower, self.upper)
         self.ramp_s = ramp_duration(self.spec, self.ramp_start, self.full_default)
         self.ramp_elapsed_s = 0.0
@@ -271,6 +297,18 @@ class PolicyController:
         self.last_step_ns = now_ns
         if self.mode == DISABLED:
             return StepResult(None, DISABLED)
+        event = ''
+        if self.mode != DAMPING and self.fall is not None and self.fall.fallen:
+            self.mode = DAMPING
+            self.counts['falls'] += 1
+            self.fall_reason = self.fall.reason()
+            self.last_fault = f'fall: {self.fall_reason}'
+            event = (f'fall detected: {self.fall_reason}; the policy stops and hands over to '
+                     'damping (goals follow the measured positions) until re-enabled '
+                     '(simreal policy enable)')
+        if self.mode == DAMPING:
+            return StepResult(self._damping_command(), DAMPING, event,
+                              compute_ns=time.perf_counter_ns() - t0)
         why = self.staleness(now_ns)
         if why:
             if self.mode != HOLD:
@@ -336,6 +374,12 @@ class PolicyController:
         cmd[self.idx] = res.target
         return StepResult(self._safe(cmd), RUNNING, '', model_ns, time.perf_counter_ns() - t0,
                           pre_ns)
+
+    def _damping_command(self) -> FloatArray | None:
+        """Return the measured positions, clamped into the limits (see policy/safety.py)."""
+        if self.position is None:
+            return self._hold_command()
+        return self._safe(np.array(self.position, dtype=np.float64))
 
     def _hold_command(self) -> FloatArray | None:
         if self.last_command is None:

@@ -39,6 +39,7 @@ from simreal_ros.core.paths import resolve_named
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import Section, check_number, load_yaml_mapping
 from simreal_ros.errors import ConfigError
+from simreal_ros.policy.safety import FallSpec, parse_fall
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -295,6 +296,8 @@ class PolicySpec:
     topics: TopicsSpec
     metadata: dict[str, Any] = field(default_factory=dict)
     images: tuple[ImageTerm, ...] = ()
+    #: fall detection and the damping hand-over (policy/safety.py); None: off
+    fall: FallSpec | None = None
 
     @property
     def n(self) -> int:
@@ -568,6 +571,7 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     default = _default_pose(top, robot, joints, idx)
     observation, images = _observation(top, len(joints), robot)
     action = _action(top, len(joints))
+    fall = parse_fall(top, robot)
     lower = robot.lower[idx] + action.limit_margin_rad
     upper = robot.upper[idx] - action.limit_margin_rad
     if np.any(lower >= upper):
@@ -589,7 +593,7 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     metadata = {k: top.raw(k) for k in ('description', 'training', 'card') if top.has(k)}
     top.reject_unknown()
     spec = PolicySpec(name, path, robot_name, model, rate, joints, idx, default, lower, upper,
-                      observation, action, safety, topics, metadata, images)
+                      observation, action, safety, topics, metadata, images, fall)
     if 'imu' in spec.needs and robot.imu is None:
         raise ConfigError(src, 'observation', f'terms that {robot.name} can feed (it has no '
                           'imu in its robot spec, so no imu/data)', sorted(spec.needs))

@@ -15,6 +15,12 @@ Joint metrics over a dropped or stalled stream are refused
 ``gap``, each ``gap.per_joint.<joint>`` and each ``cameras.<camera>`` carry ``valid`` and
 ``invalid_reason``. Camera metrics are marked, never refused: a camera stream that drops frames
 under load is common, and the joint gap stays worth reading.
+
+**Legged robots.** ``legged`` in gap.json (and a table in the report) is the legged gap of a
+floating-base robot from its ``odom``, ``foot_contacts``, ``imu/data`` and ``cmd_vel``
+(:func:`simreal_ros.gap.legged_bag.legged_section`): the primary's namespace against the
+secondary's in one bag (a ``sim2sim`` bag), or with ``against`` this bag's robot against
+another bag's; None when the bag has no legged pair.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from simreal_ros.errors import BadDataError, BagError, SimrealError
 from simreal_ros.gap.episode import Episode, default_pairing, load_episode
 from simreal_ros.gap.host_stalls import STALL_LIMIT_NS
 from simreal_ros.gap.image_metrics import CameraGap, camera_gap, camera_pairs
+from simreal_ros.gap.legged_bag import legged_section
 from simreal_ros.gap.metrics import GapSummary, pair, summarize
 from simreal_ros.gap.validity import MAX_DROPPED_FRACTION, StreamVerdict, judge_streams, validity
 from simreal_ros.report.figures import pyplot, to_png
@@ -260,6 +267,9 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
     else:
         parts.append('<p>No primary/secondary pair in this bag (give --primary and '
                      '--secondary): stream statistics only.</p>')
+    legged = metrics.get('legged')
+    if legged:
+        parts.append(_legged_html(legged))
     inj = metrics.get('injector')
     if inj:
         parts.append('<h2>Injected latency</h2>' + _table(
@@ -307,6 +317,27 @@ def _html(metrics: dict[str, Any], figs: list[tuple[str, str, bytes]]) -> str:
             f'</title><style>{style}</style></head><body>{"".join(parts)}</body></html>\n')
 
 
+def _legged_html(g: dict[str, Any]) -> str:
+    """Return the legged gap table: the pair's errors, then each episode's own metrics."""
+    ref, cmp_ = g['reference'], g['compared']
+    out = (f'<h2>Legged gap: {html.escape(cmp_)} against {html.escape(ref)}</h2>'
+           f'<p>{g["paired_samples"]} paired samples'
+           + (f'; the compared run moved by {g["shift_s"]:.3f} s' if g['shift_s'] else '')
+           + '</p>' + _table([[g['base_height_error_m'], g['orientation_error_rad'],
+                              g['velocity_error_m_s'], g['gyro_error_rad_s'],
+                              g['acc_error_m_s2']]],
+                             ['height RMS [m]', 'orientation RMS [rad]',
+                              'velocity RMS [m/s]', 'gyro RMS [rad/s]', 'acc RMS [m/s²]']))
+    rows = [[name, m['falls'], m['first_fall_s'], m['velocity_tracking_error_m_s'],
+             m['yaw_rate_error_rad_s'], m['mean_height_m'], m['mean_tilt_rad'],
+             ', '.join(f'{d:.2f}' for d in m['duty_factor'])]
+            for name, m in g['episodes'].items()]
+    out += _table(rows, ['episode', 'falls', 'first fall [s]', 'velocity tracking [m/s]',
+                         'yaw rate error [rad/s]', 'mean height [m]', 'mean tilt [rad]',
+                         'duty factor per foot'])
+    return out + ''.join(f'<p>{html.escape(n)}</p>' for n in g['notes'])
+
+
 def _refusal(bag: str, primary: str, secondary: str, problems: Sequence[str]) -> str:
     """Return the one line of a refused joint gap: what is wrong, what to run or pass."""
     first = problems[0]
@@ -323,7 +354,8 @@ def write_report(bag: str, out_dir: str, primary: str | None = None,
                  resync_topic: str = '', progress: bool = True, *,
                  allow_bad_data: bool = False,
                  max_dropped_fraction: float = MAX_DROPPED_FRACTION,
-                 stall_limit_ms: float = STALL_LIMIT_NS / 1e6) -> dict[str, Any]:
+                 stall_limit_ms: float = STALL_LIMIT_NS / 1e6,
+                 against: str | None = None) -> dict[str, Any]:
     """Analyse ``bag`` and write gap.json, report.html and the PNGs into ``out_dir``.
 
     Joint metrics over a paired stream with more than ``max_dropped_fraction`` missing, or whose
@@ -354,6 +386,7 @@ def write_report(bag: str, out_dir: str, primary: str | None = None,
         if problems and not allow_bad_data:
             raise BadDataError(_refusal(bag, primary, secondary, problems))
     metrics = analyse(ep, primary, secondary, max_lag_s, resync_topic)
+    metrics['legged'] = legged_section(bag, primary, secondary, against)
     metrics['data_quality'] = {
         'max_dropped_fraction': max_dropped_fraction, 'stall_limit_ms': stall_limit_ms,
         'allow_bad_data': allow_bad_data,

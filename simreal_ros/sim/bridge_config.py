@@ -9,6 +9,7 @@ from simreal_ros.core.realtime import RtSettings, settings_from
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError
+from simreal_ros.sim.push import MAX_PUSH_S
 
 TIMING_MODES = ('realtime', 'lockstep', 'free')
 #: the physics engines (simreal_ros.sim.engines builds them; the first is the default)
@@ -52,6 +53,8 @@ class SimBridgeConfig(FromMapping):
     * ``frame_prefix``: prefix of the frames a floating base's ``odom`` and ``/tf`` name
       (``odom``, the base link): '' for the primary robot, ``twin/`` or ``sim_b/`` for the
       second, as its state publisher's (docs/legged.md).
+    * ``push_duration_s``: how long (sim time) a floating base's ``push`` (geometry_msgs/Wrench,
+      :mod:`simreal_ros.sim.push`) acts, in (0, 5] s.
     * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the physics
       thread (SCHED_FIFO 1..98, 0 = off; CPUs such as "1"; mlockall), see docs/realtime.md.
     """
@@ -78,6 +81,7 @@ class SimBridgeConfig(FromMapping):
     resync_period_s: float = 0.0
     cameras: bool = False
     frame_prefix: str = ''
+    push_duration_s: float = 0.1
     rt_priority: int = 0
     cpu_affinity: str = ''
     lock_memory: bool = False
@@ -104,6 +108,10 @@ class SimBridgeConfig(FromMapping):
             v = getattr(self, key)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ConfigError(src, key, 'a number > 0', v)
+        d = self.push_duration_s
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (
+                math.isfinite(d) and 0 < d <= MAX_PUSH_S):
+            raise ConfigError(src, 'push_duration_s', f'a duration in (0, {MAX_PUSH_S:g}] s', d)
         if self.publish_rate_hz > 10_000:
             raise ConfigError(src, 'publish_rate_hz', 'a rate <= 10000 Hz', self.publish_rate_hz)
         t = self.lockstep_timeout_s

@@ -53,6 +53,9 @@ def test_uses_sim_time(mode: str, sim_time: bool, expected: bool) -> None:
     ({'spin_wait_us': -5}, 'spin_wait_us', 'an integer >= 0'),
     ({'seed': -1}, 'seed', 'an integer >= 0'),
     ({'robot': ''}, 'robot', 'a robot name or spec path'),
+    ({'push_duration_s': 0.0}, 'push_duration_s', 'a duration in (0, 5] s'),
+    ({'push_duration_s': 6.0}, 'push_duration_s', 'a duration in (0, 5] s'),
+    ({'push_duration_s': math.nan}, 'push_duration_s', 'a duration in (0, 5] s'),
 ])
 def test_invalid_values(kwargs: dict[str, Any], key: str, expected: str) -> None:
     message = re.escape(f'sim_bridge: {key}: expected {expected}')
