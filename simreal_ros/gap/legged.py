@@ -150,10 +150,10 @@ class LeggedEpisode:
                              f'norm {norm[row]:.4g} at row {row}')
 
     @classmethod
-    def from_arrays(cls, name: str, stamps_ns: Sequence[int], position_m: Any,
+    def from_arrays(cls, name: str, stamps_ns: Sequence[int] | IntArray, position_m: Any,
                     orientation_wxyz: Any, linear_velocity_m_s: Any,
                     angular_velocity_rad_s: Any, foot_force_n: Any,
-                    cmd_stamps_ns: Sequence[int], cmd_linear_m_s: Any,
+                    cmd_stamps_ns: Sequence[int] | IntArray, cmd_linear_m_s: Any,
                     cmd_angular_rad_s: Any, imu_gyro_rad_s: Any = None,
                     imu_acc_m_s2: Any = None) -> LeggedEpisode:
         """Build from lists or arrays (checked as the constructor does)."""

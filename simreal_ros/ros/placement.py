@@ -30,7 +30,7 @@ class PlacementParameters:
         if self.movable:
             node.add_on_set_parameters_callback(self._on_set_parameters)
 
-    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+    def _on_set_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
         """Place the objects whose position parameter is set; refuse a bad one with why."""
         moves = []
         for p in params:
