@@ -17,7 +17,8 @@ evaluated in-process instead (:func:`run_locomotion_eval`,
 :mod:`simreal_ros.policy.locomotion_eval`): seeded 20 s episodes with pushes, forward 0.4 m/s
 then turning, on ``--engine`` (``--backend sim``) or on both engines side by side
 (``--backend sim2sim``: each engine's metrics, and PyBullet's success rate and tracking error
-as ratios of MuJoCo's). ``real`` and ``twin`` are refused for it (no virtual legged robot yet).
+as ratios of MuJoCo's). ``real`` and ``twin`` are refused for it (an evaluation over ROS on
+the virtual legged robot is not done yet).
 
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
@@ -283,7 +284,8 @@ def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print
     from simreal_ros.policy.locomotion_eval import evaluate, network_policy
     if s.backend not in ('sim', 'sim2sim'):
         raise SimrealError(f'--backend {s.backend}: a locomotion policy ({s.policy}) is '
-                           'evaluated on sim or sim2sim (no virtual legged robot yet)')
+                           'evaluated in-process on sim or sim2sim (over ROS on the virtual '
+                           'legged robot: not done yet)')
     if s.launch_args:
         raise SimrealError(f'{sorted(s.launch_args)[0]}:= has no effect on a locomotion '
                            'evaluation (it runs in-process, without the ROS stack)')

@@ -134,7 +134,7 @@ class PolicyNode(Node):
         if 'imu' in self.spec.needs:
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
         if 'cmd_vel' in self.spec.needs:  # none or a stale one: the zero command (spec.py)
-            self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, qos.COMMAND)
+            self.create_subscription(Twist, t.cmd_vel, self._on_cmd_vel, qos.COMMAND)
         self.image_topics = [
             self.create_subscription(Image, term.topic,
                                      lambda msg, k=k: self._on_image(k, msg),

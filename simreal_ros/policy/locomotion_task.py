@@ -185,7 +185,7 @@ class WorldSettings:
     noise_pos_rad: float = 0.001
     noise_vel_rad_s: float = 0.05
     noise_gyro_rad_s: float = 0.02
-    strength_range: tuple[float, float] = (0.8, 1.2)
+    strength_range: tuple[float, float] = (0.75, 1.2)
     push_interval_s: tuple[float, float] = (2.0, 4.0)
     push_force_n: float = 8.0
     push_duration_s: float = 0.15

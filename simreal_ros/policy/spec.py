@@ -296,6 +296,7 @@ class TopicsSpec:
     joint_commands: str
     goal: str
     imu: str
+    cmd_vel: str = 'cmd_vel'
 
 
 @dataclass(frozen=True)
@@ -607,7 +608,8 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     tsec = top.section('topics', {})
     topics = TopicsSpec(tsec.string('joint_states', 'joint_states'),
                         tsec.string('joint_commands', 'joint_commands'),
-                        tsec.string('goal', 'goal'), tsec.string('imu', 'imu/data'))
+                        tsec.string('goal', 'goal'), tsec.string('imu', 'imu/data'),
+                        tsec.string('cmd_vel', 'cmd_vel'))
     tsec.reject_unknown()
     metadata = {k: top.raw(k) for k in ('description', 'training', 'card') if top.has(k)}
     top.reject_unknown()

@@ -147,4 +147,4 @@ def test_locomotion_eval_refuses_the_real_backend():
                           'simreal_quad_walk', '--backend', 'real'], capture_output=True,
                          text=True, timeout=60, cwd=REPO)
     assert cli.returncode != 0
-    assert 'no virtual legged robot yet' in cli_error_line(cli)
+    assert 'in-process on sim or sim2sim' in cli_error_line(cli)
