@@ -148,3 +148,30 @@ def test_locomotion_eval_refuses_the_real_backend():
                          text=True, timeout=60, cwd=REPO)
     assert cli.returncode != 0
     assert 'in-process on sim or sim2sim' in cli_error_line(cli)
+
+
+def test_locomotion_training_config_errors_name_the_key():
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy.locomotion_train import is_locomotion, load_loco_config
+    assert is_locomotion('simreal_quad_walk') and not is_locomotion('simreal_arm_reach')
+    with pytest.raises(ConfigError, match='envs') as exc:
+        load_loco_config('simreal_quad_walk', envs=0)
+    assert exc.value.source == 'override'
+    with pytest.raises(ConfigError, match='push_force_n'):
+        load_loco_config('simreal_quad_walk', push_force_n=-1.0)
+
+
+@pytest.mark.e2e
+def test_sim2sim_eval_reports_both_engines_and_their_ratios():
+    cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'eval', '--policy',
+                          'simreal_quad_walk', '--backend', 'sim2sim', '--episodes', '1',
+                          '--episode-s', '2', '--json'], capture_output=True, text=True,
+                         timeout=120, cwd=REPO)
+    assert cli.returncode == 0, cli.stderr
+    r = json.loads(cli.stdout)
+    assert sorted(r['by_engine']) == ['mujoco', 'pybullet']
+    for m in r['by_engine'].values():
+        assert m['episodes'] == 1 and set(m) >= {
+            'success_rate', 'velocity_tracking_error_mps', 'distance_m', 'energy_per_m',
+            'falls'}
+    assert r['sim2sim']['reference'] == 'mujoco' and r['sim2sim']['other'] == 'pybullet'
