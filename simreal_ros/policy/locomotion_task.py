@@ -215,7 +215,7 @@ class LocoWorld:
         self.dt_s = robot.timestep_s
         self.reset()
 
-    def reset(self, command: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+    def reset(self, command: Sequence[float] | FloatArray = (0.0, 0.0, 0.0)) -> None:
         """Draw new dynamics, strength, latency preset; the robot standing at home, at rest."""
         cfg, sim = self.cfg, self.sim
         params = sim.reset(randomize=self.randomize)
