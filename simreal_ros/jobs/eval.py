@@ -274,8 +274,14 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
 
 
 def is_locomotion(policy: str) -> bool:
-    """Return True when ``policy``'s robot has a floating base (a locomotion policy)."""
-    return load_robot(load_policy_spec(policy).robot).floating
+    """Return True when ``policy``'s robot has a floating base (a locomotion policy).
+
+    A spec that does not load is not one: the planner then names the reason, as ``policy:=``.
+    """
+    try:
+        return load_robot(load_policy_spec(policy).robot).floating
+    except SimrealError:
+        return False
 
 
 def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print
