@@ -18,13 +18,14 @@ diagonals in phase, :data:`TROT_OFFSETS_RAD`) at phase ``phi = 2 pi t / period_s
 
 the stance is ``phi`` in (0, pi) (the foot moves back under the body), the swing (pi, 2 pi)
 (the knee folds). ``sx = vx_ref / GAIN_M_S_PER_RAD`` with ``vx_ref = vx + k_v (vx - v_x)``
-(``v_x`` the base's true forward speed, low-passed over one gait period) and the same for
-``sy`` from vy; ``d`` (``side_l`` = +1 right legs, -1 left legs) turns:
-``d = (wz + k_w (wz - w_z)) / YAW_GAIN``, ``w_z`` the gyro's yaw rate, low-passed. The gains
-were measured here in MuJoCo with the open-loop gait: 1.12 m/s per rad of stride and
-10 rad/s per rad of differential stride at 2.5 Hz. Pitch and roll (from the base's
-orientation) add a proportional-derivative correction to hip_flex and hip_abd that levels the
-body after a push.
+(``v_x`` the base's true forward speed, averaged over the last gait period) and the same
+for ``sy`` from vy; ``d`` (``side_l`` = +1 right legs, -1 left legs) turns:
+``d = (wz + k_w (wz - w_z)) / YAW_GAIN``, ``w_z`` the yaw rate averaged the same way
+(k_v = k_w = 0.5). The gains were measured here in MuJoCo with the gait: 1.45 m/s per rad of
+stride and 6 rad/s per rad of differential stride at 2.5 Hz (with them the expert makes
+0.38 m/s at a 0.4 m/s command and 0.58 rad/s at 0.5 rad/s while walking at 0.3 m/s, nominal,
+no pushes). Pitch and roll (from the base's orientation) add a proportional-derivative
+correction to hip_flex and hip_abd that levels the body after a push.
 
 **The world** (:class:`LocoWorld`) is one simulated ``simreal_quad`` wired to the policy as
 the running graph: physics at the model's 1 kHz with the servos' PD at every step, the policy
@@ -69,9 +70,9 @@ FloatArray = npt.NDArray[np.float64]
 TROT_OFFSETS_RAD = (0.0, math.pi, math.pi, 0.0)
 #: +1 for the right legs, -1 for the left (differential stride turns left for d > 0)
 SIDES = (-1.0, 1.0, -1.0, 1.0)
-#: forward speed per rad of stride amplitude at 2.5 Hz (measured, MuJoCo, open loop)
+#: forward speed per rad of stride amplitude at 2.5 Hz (measured, MuJoCo)
 GAIN_M_S_PER_RAD = 1.45
-#: yaw rate per rad of differential stride at 2.5 Hz (measured, MuJoCo, open loop)
+#: yaw rate per rad of differential stride at 2.5 Hz while walking (measured, MuJoCo)
 YAW_GAIN = 6.0
 
 
