@@ -20,6 +20,7 @@ def cmd_train(ns: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simreal_ros.errors import ConfigError
+    from simreal_ros.policy import locomotion_train as loco
     from simreal_ros.policy.train import (
         OVERRIDE,
         QUICK,
@@ -29,6 +30,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
     )
     if ns.config == VISUAL_POLICY:
         return _train_visual(ns)
+    if loco.is_locomotion(ns.config):  # a floating-base robot: the gait expert's DAgger
+        return _train_locomotion(ns)
     overrides = {'seed': ns.seed, 'iterations': ns.iterations, 'envs': ns.envs,
                  'overlay': ns.overlay}
     if ns.quick:
@@ -78,13 +81,47 @@ def _train_visual(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _train_locomotion(ns: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy import locomotion_train as loco
+    if ns.overlay is not None:
+        raise SimrealError('--overlay: the locomotion trainer trains on the nominal model')
+    overrides = {'seed': ns.seed, 'rounds': ns.iterations, 'envs': ns.envs}
+    if ns.quick:
+        overrides.update(loco.QUICK)
+    try:
+        cfg = loco.load_loco_config(ns.config, **overrides)
+    except ConfigError as exc:
+        if exc.source != 'override':
+            raise
+        flag = {'rounds': 'iterations'}.get(exc.key, exc.key).replace('_', '-')
+        raise SimrealError(f'--{flag} {exc.got!r}: expected {exc.expected}') from None
+    out = Path(ns.out or f'trained/{cfg.policy}')
+    summary = loco.train(cfg, out, log=lambda line: print(line, flush=True))
+    if ns.json:
+        print(json.dumps(summary))
+    return 0
+
+
 def cmd_eval(ns: argparse.Namespace) -> int:
     """Run seeded goal episodes through the ROS stack and report success, times, errors."""
     from simreal_ros.bringup.planner import parse_cli_args
     from simreal_ros.core.netenv import ros_env
+    from simreal_ros.jobs import eval as job
     from simreal_ros.jobs.eval import EvalSettings, run_eval
     from simreal_ros.report.eval_results import compare, format_report, load_result
     extra = parse_cli_args(ns.args)
+    if job.is_locomotion(ns.policy):  # in-process, per engine (no goals, no ROS stack)
+        settings = EvalSettings(backend=ns.backend, engine=ns.engine, policy=ns.policy,
+                                episodes=ns.episodes, seed=ns.seed, launch_args=extra,
+                                episode_s=ns.episode_s, push_force_n=ns.push_force)
+        log = (lambda line: print(line, file=sys.stderr, flush=True)) if ns.json else \
+            (lambda line: print(line, flush=True))
+        result = job.run_locomotion_eval(settings, log)
+        print(json.dumps(result) if ns.json else job.format_locomotion(result), flush=True)
+        return 0
     for key in ('backend', 'engine', 'policy', 'policy_autostart', 'excite'):
         if key in extra:
             raise SimrealError(f'{key}:= is set by simreal eval itself; use '
@@ -200,6 +237,10 @@ def add_commands(sub: Any) -> None:
                    "a visuomotor policy uses its task's 3 cm around the ball's reach point")
     p.add_argument('--timeout', type=float, default=5.0,
                    help='seconds (ROS clock) per goal before it counts as missed [default: 5]')
+    p.add_argument('--episode-s', type=float, default=20.0,
+                   help='locomotion: seconds per episode [default: 20]')
+    p.add_argument('--push-force', type=float, default=8.0,
+                   help='locomotion: peak push force on the base, N (0: none) [default: 8]')
     p.add_argument('--reality', default='', metavar='OVERLAY',
                    help='hidden reality of the virtual servo bus that --backend real/twin '
                    'starts without port:= (overlay name or path) [default: nominal]')

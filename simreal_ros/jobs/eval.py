@@ -18,6 +18,14 @@ scene (``scene:=reach_target``) or in the virtual robot's (``simreal emulate --c
 reach_target``, its camera read by the OpenCV driver through ``camera_device:=URL``), and scores
 tool0's distance from the ball's reach point (:mod:`simreal_ros.jobs.visual_episodes`).
 
+A locomotion policy (a spec whose robot has a floating base, ``simreal_quad_walk``) is
+evaluated in-process instead (:func:`run_locomotion_eval`,
+:mod:`simreal_ros.policy.locomotion_eval`): seeded 20 s episodes with pushes, forward 0.4 m/s
+then turning, on ``--engine`` (``--backend sim``) or on both engines side by side
+(``--backend sim2sim``: each engine's metrics, and PyBullet's success rate and tracking error
+as ratios of MuJoCo's). ``real`` and ``twin`` are refused for it (an evaluation over ROS on
+the virtual legged robot is not done yet).
+
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
 so sim-time and lockstep runs report sim seconds.
@@ -72,6 +80,9 @@ class EvalSettings:
     start_timeout_s: float = 60.0
     reality: str = ''
     launch_args: dict[str, str] = field(default_factory=dict)
+    #: locomotion: seconds per episode and the pushes' peak force (N)
+    episode_s: float = 20.0
+    push_force_n: float = 8.0
 
     def __post_init__(self) -> None:
         """Fail early, naming the ``simreal eval`` option, on values no episode can use."""
@@ -381,3 +392,74 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
                 'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published',
                 'image_age_ms', 'inference_p50_ms', 'inference_p99_ms')},
             'wall_time_s': time.monotonic() - t0}
+
+
+def is_locomotion(policy: str) -> bool:
+    """Return True when ``policy``'s robot has a floating base (a locomotion policy).
+
+    A spec that does not load is not one: the planner then names the reason, as ``policy:=``.
+    """
+    try:
+        return load_robot(load_policy_spec(policy).robot).floating
+    except SimrealError:
+        return False
+
+
+def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print
+                        ) -> dict[str, Any]:
+    """Evaluate a locomotion policy in-process on one engine or both (module docstring)."""
+    from simreal_ros.policy.locomotion_eval import evaluate, network_policy
+    if s.backend not in ('sim', 'sim2sim'):
+        raise SimrealError(f'--backend {s.backend}: a locomotion policy ({s.policy}) is '
+                           'evaluated in-process on sim or sim2sim (over ROS on the virtual '
+                           'legged robot: not done yet)')
+    if s.launch_args:
+        raise SimrealError(f'{sorted(s.launch_args)[0]}:= has no effect on a locomotion '
+                           'evaluation (it runs in-process, without the ROS stack)')
+    if not (math.isfinite(s.episode_s) and s.episode_s > 0):
+        raise SimrealError(f'--episode-s {s.episode_s!r}: expected a number of seconds > 0')
+    if not (math.isfinite(s.push_force_n) and s.push_force_n >= 0):
+        raise SimrealError(f'--push-force {s.push_force_n!r}: expected a force >= 0 (N)')
+    spec = load_policy_spec(s.policy)
+    engines = list(ENGINES) if s.backend == 'sim2sim' else [s.engine]
+    t0 = time.monotonic()
+    by_engine = {}
+    for engine in engines:
+        log(f'{spec.name} on {engine}: {s.episodes} episodes of {s.episode_s:g} s, pushes '
+            f'up to {s.push_force_n:g} N')
+        by_engine[engine] = evaluate(spec, network_policy(spec), engine, s.episodes, s.seed,
+                                     s.episode_s, s.push_force_n, log)
+    ref = by_engine[engines[0]]
+    out: dict[str, Any] = {'settings': asdict(s), 'metrics': ref['metrics'],
+                           'episodes': ref['episodes']}
+    if len(engines) > 1:
+        a, b = ref['metrics'], by_engine[engines[1]]['metrics']
+        out['by_engine'] = {e: r['metrics'] for e, r in by_engine.items()}
+        out['episodes_by_engine'] = {e: r['episodes'] for e, r in by_engine.items()}
+        out['sim2sim'] = {
+            'reference': engines[0], 'other': engines[1],
+            'success_ratio': b['success_rate'] / a['success_rate'] if a['success_rate']
+            else float('nan'),
+            'tracking_error_ratio': b['velocity_tracking_error_mps']
+            / a['velocity_tracking_error_mps'] if a['velocity_tracking_error_mps'] > 0
+            else float('nan')}
+    out['wall_time_s'] = time.monotonic() - t0
+    return out
+
+
+def format_locomotion(result: dict[str, Any]) -> str:
+    """Return the locomotion evaluation as a short table, one row per engine."""
+    rows = result.get('by_engine') or {result['settings']['engine']: result['metrics']}
+    lines = [f'{"engine":<10} {"success":>8} {"falls":>6} {"track m/s":>10} '
+             f'{"instant m/s":>12} {"yaw rad/s":>10} {"dist m":>7} {"J/m":>7}']
+    for e, m in rows.items():
+        lines.append(f'{e:<10} {m["success_rate"]:>8.0%} {m["falls"]:>6d} '
+                     f'{m["velocity_tracking_error_mps"]:>10.3f} '
+                     f'{m["velocity_tracking_error_instant_mps"]:>12.3f} '
+                     f'{m["yaw_rate_error_rad_s"]:>10.3f} {m["distance_m"]:>7.2f} '
+                     f'{m["energy_per_m"]:>7.1f}')
+    if 'sim2sim' in result:
+        r = result['sim2sim']
+        lines.append(f'{r["other"]} / {r["reference"]}: success x{r["success_ratio"]:.2f}, '
+                     f'tracking error x{r["tracking_error_ratio"]:.2f}')
+    return '\n'.join(lines)

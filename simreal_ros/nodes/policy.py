@@ -1,8 +1,9 @@
 """``simreal_policy``: a policy spec's network driving the robot over the topic contract.
 
 Subscribes ``joint_states`` (+ ``imu/data`` when a term or fall detection needs it,
-``<camera>/image_raw`` for each image term, and ``goal``: a JointState whose position is the
-goal joint positions),
+``cmd_vel`` when the ``velocity_command`` term does: none or older than its ``timeout_s`` is
+the zero command; ``<camera>/image_raw`` for each image term, and ``goal``: a JointState whose
+position is the goal joint positions),
 publishes ``joint_commands`` (stamped when the command is created) and ``/diagnostics``; serves
 ``~/enable`` (std_srvs/SetBool).
 
@@ -37,6 +38,7 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Twist
 import numpy as np
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
@@ -131,6 +133,8 @@ class PolicyNode(Node):
                                                    qos.COMMAND).topic_name
         if self.controller.needs_imu:  # a term, or fall detection (policy/safety.py)
             self.create_subscription(Imu, t.imu, self._on_imu, qos.STATE)
+        if 'cmd_vel' in self.spec.needs:  # none or a stale one: the zero command (spec.py)
+            self.create_subscription(Twist, t.cmd_vel, self._on_cmd_vel, qos.COMMAND)
         self.image_topics = [
             self.create_subscription(Image, term.topic,
                                      lambda msg, k=k: self._on_image(k, msg),
@@ -210,6 +214,14 @@ class PolicyNode(Node):
                                         messages.stamp_to_ns(msg.header.stamp))
             except ValueError as exc:
                 self.get_logger().warning(f'rejected imu/data: {exc}', throttle_duration_sec=1.0)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        now = self.get_clock().now().nanoseconds
+        with self.lock:
+            try:
+                self.controller.set_cmd_vel(msg.linear.x, msg.linear.y, msg.angular.z, now)
+            except ValueError as exc:
+                self.get_logger().warning(f'rejected cmd_vel: {exc}', throttle_duration_sec=1.0)
 
     def _on_image(self, index: int, msg: Image) -> None:
         stamp = messages.stamp_to_ns(msg.header.stamp)

@@ -105,6 +105,9 @@ class PolicyController:
         self.fall_reason = ''
         # fall detection reads imu/data too, so it must then be fresh as well
         self.needs_imu = 'imu' in spec.needs or self.fall is not None
+        #: the latest cmd_vel (vx, vy, wz) and when it was received (node clock, ns)
+        self.cmd_vel: FloatArray | None = None
+        self.cmd_vel_ns: int | None = None
         self.image_terms = spec.images
         self.frame_histories = [FrameHistory(t) for t in spec.images]
         #: per image term: the newest frame received (pixels, encoding, stamp) or None
@@ -172,6 +175,19 @@ class PolicyController:
                 self.last_fault = f'imu/data: {exc}'
                 raise ValueError(self.last_fault) from None
         self.imu_quat, self.imu_gyro, self.imu_stamp_ns = q, g, int(stamp_ns)
+
+    def set_cmd_vel(self, linear_x: float, linear_y: float, angular_z: float,
+                    received_ns: int) -> None:
+        """Store a velocity command received at ``received_ns`` (node clock; no stamp).
+
+        ValueError (command kept) when it has NaN/inf. The ``velocity_command`` term reads it
+        as zero once it is older than the term's ``timeout_s``.
+        """
+        c = np.array([linear_x, linear_y, angular_z], dtype=np.float64)
+        if not np.all(np.isfinite(c)):
+            self.last_fault = f'cmd_vel contains NaN or inf: {c.tolist()}'
+            raise ValueError(self.last_fault)
+        self.cmd_vel, self.cmd_vel_ns = c, int(received_ns)
 
     def set_image(self, index: int, frame: U8Array, encoding: str, stamp_ns: int) -> None:
         """Store the newest frame of image term ``index``, measured at ``stamp_ns``.
@@ -338,7 +354,8 @@ class PolicyController:
             position=self.position[self.idx], velocity=self.velocity[self.idx],
             default=self.spec.default, last_action=self.last_action, goal=self.goal,
             time_s=(now_ns - self.run_start_ns) / 1e9, imu_gyro=self.imu_gyro,
-            imu_quat_wxyz=self.imu_quat)
+            imu_quat_wxyz=self.imu_quat, cmd_vel=self.cmd_vel,
+            cmd_vel_age_s=None if self.cmd_vel_ns is None else (now_ns - self.cmd_vel_ns) / 1e9)
         images: F32Array | None = None
         pre_ns = 0
         try:

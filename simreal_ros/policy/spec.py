@@ -63,7 +63,10 @@ SOURCES: dict[str, str] = {
     'imu': 'imu/data (orientation, angular velocity): ObsInputs.imu_quat_wxyz/imu_gyro',
     'goal': 'goal (JointState position): ObsInputs.goal',
     'clock': 'the node clock: ObsInputs.time_s (time since the policy took over)',
+    'cmd_vel': 'cmd_vel (Twist: linear.x, linear.y, angular.z): ObsInputs.cmd_vel/_age_s',
 }
+#: ``velocity_command``'s default ``timeout_s``: a command older than this (or none) is zero
+CMD_VEL_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ class ObsInputs:
     """What observation terms are computed from, in the policy's joint order.
 
     ``goal`` is the absolute goal joint positions; ``imu_quat_wxyz`` the IMU orientation in the
-    world frame; ``time_s`` the controller time since the policy took over (phase clocks).
+    world frame; ``time_s`` the controller time since the policy took over (phase clocks);
+    ``cmd_vel`` the latest velocity command ``(vx, vy, wz)`` (m/s, m/s, rad/s, base frame)
+    and ``cmd_vel_age_s`` how long ago it was received (None for either: none received).
     """
 
     position: FloatArray
@@ -82,6 +87,8 @@ class ObsInputs:
     time_s: float = 0.0
     imu_gyro: FloatArray | None = None
     imu_quat_wxyz: FloatArray | None = None
+    cmd_vel: FloatArray | None = None
+    cmd_vel_age_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,18 @@ def _base_ang_vel(inputs: ObsInputs, _opts: dict[str, float]) -> FloatArray:
     if inputs.imu_gyro is None:
         raise ValueError('no imu/data received')
     return np.asarray(inputs.imu_gyro, dtype=np.float64)
+
+
+def _velocity_command(inputs: ObsInputs, opts: dict[str, float]) -> FloatArray:
+    # a robot that lost its teleop link stops: no command, or one older than timeout_s, is
+    # the zero command (stand), never the last one held
+    c, age = inputs.cmd_vel, inputs.cmd_vel_age_s
+    if c is None or age is None or not age <= opts['timeout_s']:
+        return np.zeros(3)
+    v = np.asarray(c, dtype=np.float64).reshape(-1)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f'cmd_vel must be 3 finite numbers (vx, vy, wz), got {v.tolist()}')
+    return v
 
 
 TERMS: dict[str, TermDef] = {}
@@ -188,6 +207,10 @@ register_term(TermDef(
 register_term(TermDef(
     'phase', lambda _n: 2, ('clock',), _phase, {'period_s': 1.0},
     description='[sin, cos] of 2*pi*t/period_s, t = time since the policy took over'))
+register_term(TermDef(
+    'velocity_command', lambda _n: 3, ('cmd_vel',), _velocity_command,
+    {'timeout_s': CMD_VEL_TIMEOUT_S},
+    description='cmd_vel (vx, vy m/s, wz rad/s); zeros if none or older than timeout_s'))
 
 
 @dataclass(frozen=True)
@@ -274,6 +297,7 @@ class TopicsSpec:
     joint_commands: str
     goal: str
     imu: str
+    cmd_vel: str = 'cmd_vel'
 
 
 @dataclass(frozen=True)
@@ -588,7 +612,8 @@ def load_policy_spec(name_or_path: str | Path, robot: RobotSpec | None = None) -
     tsec = top.section('topics', {})
     topics = TopicsSpec(tsec.string('joint_states', 'joint_states'),
                         tsec.string('joint_commands', 'joint_commands'),
-                        tsec.string('goal', 'goal'), tsec.string('imu', 'imu/data'))
+                        tsec.string('goal', 'goal'), tsec.string('imu', 'imu/data'),
+                        tsec.string('cmd_vel', 'cmd_vel'))
     tsec.reject_unknown()
     metadata = {k: top.raw(k) for k in ('description', 'training', 'card') if top.has(k)}
     top.reject_unknown()
