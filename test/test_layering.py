@@ -13,8 +13,9 @@ sim        core; the physics engines live here
 hardware   sim, core (the virtual servo bus runs a simulated arm as its reality); inside it,
            ``hardware.dynamixel`` and ``hardware.feetech`` (the real buses) never import
            ``hardware.emulator``, which may import them (it speaks the real wire protocols)
-policy     sim, core (training runs in the simulation); ``policy.spec``, ``policy.codec`` and
-           ``policy.control`` never import torch (the planner and the node's control read them)
+policy     sim, core (training runs in the simulation); ``policy.spec``, ``policy.terms``,
+           ``policy.codec`` and ``policy.control`` never import torch (the planner and the
+           node's control read them)
 sysid      policy, hardware, sim, core (fits replay the simulation)
 ros        core; shared ROS glue (messages, QoS, clients), never the planner or nodes
 nodes      ros and everything below: one thin Node per module
@@ -53,7 +54,7 @@ RANK['__main__'] = RANK['__init__'] = RANK['cli']
 FORBIDDEN_IN_CORE = ('rclpy', 'mujoco', 'pybullet', 'torch', 'cv2')
 #: layers (and modules) that must stay free of the heavy imports, as core is
 PURE = ('core', 'bag', 'gap', 'latency', 'teleop')
-PURE_MODULES = ('policy/spec.py', 'policy/codec.py', 'policy/control.py')
+PURE_MODULES = ('policy/spec.py', 'policy/terms.py', 'policy/codec.py', 'policy/control.py')
 #: modules (relative to the package) that may import mujoco: the engine and the documented
 #: exception
 MUJOCO_ALLOWED = ('sim/mujoco/', 'sysid/fit.py')

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.policy.spec import TERMS, ObsInputs, ObsTerm, PolicySpec
+from simreal_ros.policy.spec import ObsTerm, PolicySpec
+from simreal_ros.policy.terms import TERMS, ObsInputs
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -50,7 +50,8 @@ from simreal_ros.policy.images import (
     preprocess,
 )
 from simreal_ros.policy.safety import FallDetector
-from simreal_ros.policy.spec import ObsInputs, PolicySpec
+from simreal_ros.policy.spec import PolicySpec
+from simreal_ros.policy.terms import ObsInputs
 
 FloatArray = npt.NDArray[np.float64]
 F32Array = npt.NDArray[np.float32]

@@ -30,7 +30,8 @@ from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.latency.injection import JOINT_STATE_FIELDS, RouteConfig
 from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder
-from simreal_ros.policy.spec import ObsInputs, PolicySpec
+from simreal_ros.policy.spec import PolicySpec
+from simreal_ros.policy.terms import ObsInputs
 from simreal_ros.policy.train_delays import (
     COMMAND,
     OBSERVATION,

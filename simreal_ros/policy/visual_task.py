@@ -60,7 +60,8 @@ from simreal_ros.core.robot import CameraSpec, RobotSpec
 from simreal_ros.policy.codec import ObservationBuilder
 from simreal_ros.policy.env import World
 from simreal_ros.policy.images import resize_area
-from simreal_ros.policy.spec import ImageTerm, ObsInputs
+from simreal_ros.policy.spec import ImageTerm
+from simreal_ros.policy.terms import ObsInputs
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.goals import GoalSampler
 from simreal_ros.sim.mujoco.kinematics import BodyPoint, geom_id

@@ -16,7 +16,8 @@ from simreal_ros.policy.codec import ObservationBuilder
 from simreal_ros.policy.control import RUNNING, PolicyController
 from simreal_ros.policy.locomotion_eval import evaluate, run_episode, summarize
 from simreal_ros.policy.locomotion_task import GaitExpert, LocoWorld, WorldSettings
-from simreal_ros.policy.spec import TERMS, ObsInputs, load_policy_spec
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.terms import TERMS, ObsInputs
 
 REPO = Path(__file__).resolve().parents[2]
 ROBOT = load_robot('simreal_quad')

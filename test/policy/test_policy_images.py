@@ -20,7 +20,8 @@ from simreal_ros.policy.images import (
     preprocess,
 )
 from simreal_ros.policy.model import load_model
-from simreal_ros.policy.spec import TermDef, load_policy_spec, register_term
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.terms import TermDef, register_term
 
 ROBOT = load_robot('simreal_arm')
 NAMES = ROBOT.joint_names

@@ -170,7 +170,7 @@ ARM_POLICIES = [('so101_reach', 'so101'), ('koch_reach', 'koch'),
 def test_shipped_arm_policy_loads_for_its_arm_and_steps_toward_the_goal(name, arm):
     from simreal_ros.core.robot import load_robot
     from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder
-    from simreal_ros.policy.spec import ObsInputs
+    from simreal_ros.policy.terms import ObsInputs
     spec = load_policy_spec(name)
     robot = load_robot(arm)
     assert spec.robot == arm

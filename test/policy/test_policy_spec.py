@@ -12,12 +12,12 @@ import yaml
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import ConfigError
 from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder, ramp_duration, ramp_point
-from simreal_ros.policy.spec import (
+from simreal_ros.policy.spec import load_policy_spec
+from simreal_ros.policy.terms import (
     SOURCES,
     TERMS,
     ObsInputs,
     TermDef,
-    load_policy_spec,
     projected_gravity,
     register_term,
 )
