@@ -62,30 +62,34 @@ endif
 # (starts real ROS 2 nodes over DDS), e2e (end to end, tens of seconds each), bench (only in
 # `make bench` / `make bench-quick`). `make test` runs pure + ros + e2e.
 # TESTS: paths to run instead of the whole suite (e.g. TESTS='test/nodes test/ros');
-# PYTEST_ARGS: more pytest arguments (e.g. PYTEST_ARGS="-m 'ros and not e2e and not bench'").
-# pytest's exit code 5 (no test selected) fails the target like any other failure.
+# PYTEST_ARGS: more pytest arguments (e.g. PYTEST_ARGS='-x --durations=20'). A `-m` in it
+# replaces the target's selection in every pytest call: with two workers both parts would run
+# the same tests, so use it with TEST_WORKERS=0.
 PYTEST_ARGS ?=
-# pytest-xdist workers (docs/testing.md "Two workers"), 0 by default: one process. With
-# TEST_WORKERS=2 the whole suite took 797 s on 2 cores with one kept busy (the last serial CI
-# run, 130 tests fewer: 1065 s), but the injector's delivery-timing test measured a floor
-# median of 17.6 ms (budget 5 ms) beside the other worker. loadfile: a module's tests run in
-# one worker (its module-scoped fixtures are made once).
-TEST_WORKERS ?= 0
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
-TIER_PURE := -m 'not ros and not e2e and not bench'
-TIER_ROS := -m 'ros and not e2e and not bench'
-TIER_E2E := -m 'e2e and not bench'
+# pytest-xdist workers (docs/testing.md "Two workers"). With TEST_WORKERS=2 (the default) each
+# target runs two pytest calls (tools/pytest_parts.sh): the tests in two workers, less those
+# marked `timing`, then the `timing` ones alone in one process (they measure delivery timing,
+# rates or latency: beside the other worker the injector's zero-delay route measured a median
+# of 17.6 ms against its 5 ms budget). Exit code 5 (no test selected) of one of the two calls
+# is not a failure, of both it is. TEST_WORKERS=0: one pytest process, as plain pytest.
+# loadfile: a module's tests run in one worker (its module-scoped fixtures are made once).
+TEST_WORKERS ?= 2
+PYTEST_PARTS = sh tools/pytest_parts.sh $(BIN)/python $(TEST_WORKERS)
+TIER_ALL := 'not bench'
+TIER_PURE := 'not ros and not e2e and not bench'
+TIER_ROS := 'ros and not e2e and not bench'
+TIER_E2E := 'e2e and not bench'
 test: $(STAMP) $(OTHER_STAMP)
-	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS) $(TESTS)
+	$(PYTEST_PARTS) $(TIER_ALL) $(PYTEST_ARGS) $(TESTS)
 
 test-pure: $(STAMP)
-	$(BIN)/python -m pytest -q $(XDIST) $(TIER_PURE) $(PYTEST_ARGS) $(TESTS)
+	$(PYTEST_PARTS) $(TIER_PURE) $(PYTEST_ARGS) $(TESTS)
 
 test-ros: $(STAMP) $(OTHER_STAMP)
-	$(BIN)/python -m pytest -q $(XDIST) $(TIER_ROS) $(PYTEST_ARGS) $(TESTS)
+	$(PYTEST_PARTS) $(TIER_ROS) $(PYTEST_ARGS) $(TESTS)
 
 test-e2e: $(STAMP)
-	$(BIN)/python -m pytest -q $(XDIST) $(TIER_E2E) $(PYTEST_ARGS) $(TESTS)
+	$(PYTEST_PARTS) $(TIER_E2E) $(PYTEST_ARGS) $(TESTS)
 
 # Both venvs, then the whole suite on each.
 venvs:

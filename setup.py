@@ -76,7 +76,7 @@ setup(
         # simreal sweep: the Parquet table, and --ray (the loopback-only local instance is
         # measured on Ray 2.58, see docs/sweeps.md)
         'sweep': ['pyarrow>=14', 'ray>=2.58'],
-        # pytest-xdist: make test TEST_WORKERS=2 (docs/testing.md)
+        # pytest-xdist: make test's two workers (TEST_WORKERS, docs/testing.md)
         'test': ['pytest>=7', 'pytest-xdist>=3.5', 'hypothesis>=6', 'scipy>=1.10',
                  'yourdfpy>=0.0.56', 'colcon-core', 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML',
                  'onnx', 'mcap>=1.1', 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2',

@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--image-participant', choices=('own', 'shared'), default='own',
                     help="images from a participant of their own (as the stack's cameras) or "
                          "from the JointState topics' one")
+    ap.add_argument('--ack-timeout', type=float, default=60.0,
+                    help='at the end, wait at most this long [s] for every subscriber to '
+                         'acknowledge; a subscriber killed with SIGKILL holds the wait until '
+                         "its participant's lease runs out (Fast DDS's 20 s)")
     ap.add_argument('--stamps-file', default='',
                     help='write, for each k, when message k was published on every topic (ns)')
     ns = ap.parse_args(argv)
@@ -144,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             frames += 1
     last = time.time_ns()
     from rclpy.duration import Duration
-    acked = all(p.wait_for_all_acked(Duration(seconds=60)) for p in all_pubs)
+    acked = all(p.wait_for_all_acked(Duration(nanoseconds=int(ns.ack_timeout * 1e9)))
+                for p in all_pubs)
     sent_by_topic = dict(zip(names, sent, strict=True))
     out = {'sent': sent_by_topic, 'first_ns': first, 'last_ns': last,
            'overruns': rate.overruns, 'acked': acked, 'blocked': blocked}

@@ -113,7 +113,7 @@ def simreal_cli(capfd: pytest.CaptureFixture[str]):
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the long tests first: e2e, then ros, then the pure ones (each in collection order).
 
-    Under pytest-xdist (``make test TEST_WORKERS=2``) the run ends when the last worker does;
+    Under pytest-xdist (``make test``: two workers) the run ends when the last worker does;
     with the 80 s flywheel or a 20 s leader test collected last, one worker ran it alone at the
     end. Longest first leaves the sub-second pure tests to fill the tail.
     """

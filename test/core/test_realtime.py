@@ -168,6 +168,7 @@ t.join()
 """
 
 
+@pytest.mark.timing  # a SCHED_FIFO spinner holds CPU 0 for up to 3 s
 @needs_rt
 def test_wedged_fifo_loop_is_detected_while_it_spins():
     """A SCHED_FIFO thread spinning on CPU 0 without beating: its watcher (default scheduler,

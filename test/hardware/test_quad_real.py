@@ -62,6 +62,7 @@ def match(msg: Imu, trace: np.ndarray) -> float | None:
     return (stamp - before[ok][-1, 0]) / 1e9
 
 
+@pytest.mark.timing  # every IMU message within 50 ms of its physics sample: a latency
 def test_virtual_quadruped_stands_on_backend_real_and_its_imu_agrees_with_the_physics(
         ros_env, ros_client, tmp_path):
     states = ros_client.collect(JointState, 'joint_states')

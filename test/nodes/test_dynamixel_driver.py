@@ -56,6 +56,7 @@ def emulator(ros_env, tmp_path):
         yield emu
 
 
+@pytest.mark.timing  # counts the states of 2 s of wall time: a rate
 def test_driver_tracks_commands_on_the_contract(emulator, start_node, ros_client):
     states = ros_client.collect(JointState, 'joint_states')
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')

@@ -26,6 +26,10 @@ from simreal_ros.ros import messages
 
 pytestmark = [pytest.mark.ros, pytest.mark.skipif(os.geteuid() != 0,
                                                   reason='needs CAP_SYS_NICE (root here)')]
+# A node under SCHED_FIFO pinned to a CPU (every thread of the process: the sim bridge's
+# physics, a policy loop wedged for seconds) takes that CPU from any other test worker: those
+# tests are `timing`, run alone.
+rt_alone = pytest.mark.timing
 SETPRIV = shutil.which('setpriv')
 ROBOT = load_robot('simreal_arm')
 SPEC = load_policy_spec('simreal_arm_reach')
@@ -54,6 +58,7 @@ def _kernel(tid: int) -> tuple[int, int, set[int]]:
         os.sched_getaffinity(tid)
 
 
+@rt_alone
 def test_injector_threads_get_their_priorities(start_node, ros_client, tmp_path):
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     node = start_node('injector', profile=_profile(tmp_path), rt_priority=83,
@@ -99,6 +104,7 @@ def test_without_the_capability_one_warning_and_the_node_runs(ros_env, ros_clien
     assert '--cap-add=SYS_NICE' in warns[0]
 
 
+@rt_alone
 def test_sim_bridge_physics_thread_priority(start_node, ros_client):
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     node = start_node('sim_bridge', rt_priority=76, cpu_affinity='0', diagnostics_period_s=0.2)
@@ -132,6 +138,7 @@ def test_bad_values_exit_1_with_one_error_line(start_node, tmp_path, kind, param
     assert 'Traceback' not in out
 
 
+@rt_alone
 def test_driver_latency_timer_from_sysfs(ros_env, start_node, ros_client, tmp_path):
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     with EmulatorProcess(link=tmp_path / 'ttyDXL', env=ros_env) as emu:
@@ -182,6 +189,7 @@ class Wedge(torch.nn.Module):
         return out
 
 
+@rt_alone
 def test_a_wedged_fifo_control_loop_is_reported_as_error(start_node, ros_client, tmp_path):
     """The policy loop under SCHED_FIFO pinned to CPU 0 stops cycling for seconds: the node's
     diagnostics report ERROR. A TorchScript call holds the GIL, so no thread of the process

@@ -111,6 +111,9 @@ def test_storage_compression_and_split_through_the_node(start_node, ros_env, ros
     assert all(v == list(range(1500)) for v in seqs.values())
 
 
+# timing: everything published up to 0.1 s before the kill must be in the bag, a bound on the
+# recorder's write lag (at load average 12-18 a run kept 3372 of 3505)
+@pytest.mark.timing
 def test_sigkill_keeps_99_percent(start_node, ros_env, ros_client, tmp_path):
     """4 topics at 1 kHz from another process; a SIGKILL keeps all but the last 0.1 s."""
     bag = tmp_path / 'bag'
@@ -118,8 +121,10 @@ def test_sigkill_keeps_99_percent(start_node, ros_env, ros_client, tmp_path):
     rec = start_node('recorder', bag=str(bag), topics=['/load/*'], diagnostics_period_s=0.5,
                      custom_data=['purpose=sigkill test'])
     stamps_file = tmp_path / 'stamps.json'
+    # the killed recorder is no reader to wait for: without --ack-timeout the generator waited
+    # for its acknowledgements until its participant's lease ran out (20 s; the test took 26 s)
     gen = loadgen(ros_env, '--topics', '4', '--rate', '1000', '--duration', '10',
-                  '--stamps-file', str(stamps_file))
+                  '--stamps-file', str(stamps_file), '--ack-timeout', '1')
     ros_client.wait_for(lambda: diags and written(diags) >= 12_000, 60, '3 s recorded')
     kill_ns = time.time_ns()
     os.killpg(rec.proc.pid, signal.SIGKILL)

@@ -48,6 +48,7 @@ def command(names: list, positions: list) -> JointState:
     return msg
 
 
+@pytest.mark.timing  # counts the states of 2 s of wall time: a rate
 @pytest.mark.parametrize('engine', ENGINES)
 def test_realtime_publishes_the_contract_and_tracks_commands(start_node, ros_client, engine):
     states = ros_client.collect(JointState, 'joint_states')
