@@ -18,6 +18,13 @@ after the profile, whose two send-only sockets (kernel-chosen ports) still bind 
 the machine's address (docs/architecture.md, "Networking"). A profile file the user set wins;
 SUBNET and SYSTEM_DEFAULT get none.
 
+The profile also announces a new participant 30 times at 100 ms (Fast DDS: 5), so one that
+starts next to a participant still in its first seconds finds it at once instead of at the
+next periodic announcement, 3 s later. Measured with a client participant and a node started
+0.2 s after it: without, 9 of 28 discoveries took 1.5-2.9 s (a 3 s demo observed 5 of 1200
+states once); with, 0 of 12 took longer than 0.22 s (median 0.07 s). It costs 25 more
+announcements per participant in its first 3 s, on loopback, and nothing after.
+
 Domain ids: tests take theirs from ``TEST_DOMAINS`` (``SIMREAL_TEST_DOMAINS`` narrows it for
 concurrent runs), benchmarks from ``BENCH_DOMAINS``, so a benchmark never joins a test's graph.
 """
@@ -58,6 +65,14 @@ LOOPBACK_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
           <transport_id>simreal_loopback_udpv4</transport_id>
         </userTransports>
         <useBuiltinTransports>false</useBuiltinTransports>
+        <builtin>
+          <discovery_config>
+            <initialAnnouncements>
+              <count>30</count>
+              <period><sec>0</sec><nanosec>100000000</nanosec></period>
+            </initialAnnouncements>
+          </discovery_config>
+        </builtin>
       </rtps>
     </participant>
   </profiles>
@@ -73,8 +88,16 @@ def bench_domain(slot: int) -> int:
 
 
 def loopback_profile(directory: Path | None = None) -> Path:
-    """Write the loopback-only Fast DDS profile (once; atomically) and return its path."""
-    path = (directory or Path(tempfile.gettempdir())) / 'simreal_ros_fastdds_loopback.xml'
+    """Write the loopback-only Fast DDS profile (once; atomically) and return its path.
+
+    The file name carries a hash of the text: two versions of the stack running at once on
+    one machine (a CI clone beside a checkout) each keep their own file instead of rewriting
+    one shared file under the other's starting processes.
+    """
+    import hashlib
+    digest = hashlib.sha256(LOOPBACK_PROFILE.encode()).hexdigest()[:12]
+    name = f'simreal_ros_fastdds_loopback_{digest}.xml'
+    path = (directory or Path(tempfile.gettempdir())) / name
     try:
         if path.read_text(encoding='utf-8') == LOOPBACK_PROFILE:
             return path
