@@ -104,13 +104,19 @@ class EmulatorProcess:
             if line == f'ready {self.link}':
                 self._ready.set()
 
-    def wait_for_line(self, text: str, timeout: float = 10.0) -> None:
-        """Wait until the emulator printed a line starting with ``text``."""
+    def wait_for_line(self, text: str, timeout: float = 10.0, after_ns: int = 0) -> None:
+        """Wait until the emulator printed a line starting with ``text``.
+
+        Only lines read at ``after_ns`` (``time.time_ns()``) or later count: an event of this
+        moment, not an earlier one alike.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if any(line.startswith(text) for line in list(self.lines)):
+            try:
+                self.line_time_ns(text, after_ns)
                 return
-            time.sleep(0.01)
+            except EmulatorError:
+                time.sleep(0.01)
         raise EmulatorError(f'emulator did not print {text!r} within {timeout} s: '
                             f'{self.lines[-5:]}')
 
@@ -144,11 +150,14 @@ class EmulatorProcess:
         raise EmulatorError(f'the emulator did not place {name} within {timeout} s: '
                             f'{self.lines[-5:]}')
 
-    def line_time_ns(self, text: str) -> int:
-        """Return when the first line starting with ``text`` was read (``time.time_ns()``)."""
+    def line_time_ns(self, text: str, after_ns: int = 0) -> int:
+        """Return when the first line starting with ``text`` was read (``time.time_ns()``).
+
+        Only lines read at ``after_ns`` or later count.
+        """
         # the two snapshots may differ in length (a line arriving): index k is one line
         for t, line in zip(list(self.line_times_ns), list(self.lines), strict=False):
-            if line.startswith(text):
+            if t >= after_ns and line.startswith(text):
                 return t
         raise EmulatorError(f'emulator did not print {text!r}: {self.lines[-5:]}')
 
