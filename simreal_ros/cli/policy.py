@@ -86,6 +86,7 @@ def _train_locomotion(ns: argparse.Namespace) -> int:
 
     from simreal_ros.errors import ConfigError
     from simreal_ros.policy import locomotion_train as loco
+    from simreal_ros.policy.train import OVERRIDE
     if ns.overlay is not None:
         raise SimrealError('--overlay: the locomotion trainer trains on the nominal model')
     overrides = {'seed': ns.seed, 'rounds': ns.iterations, 'envs': ns.envs}
@@ -94,7 +95,7 @@ def _train_locomotion(ns: argparse.Namespace) -> int:
     try:
         cfg = loco.load_loco_config(ns.config, **overrides)
     except ConfigError as exc:
-        if exc.source != 'override':
+        if exc.source != OVERRIDE:
             raise
         flag = {'rounds': 'iterations'}.get(exc.key, exc.key).replace('_', '-')
         raise SimrealError(f'--{flag} {exc.got!r}: expected {exc.expected}') from None

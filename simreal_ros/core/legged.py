@@ -47,6 +47,18 @@ def quat_from_rotvec(v: FloatArray) -> FloatArray:
     return np.array([math.cos(angle / 2.0), v[0] * s, v[1] * s, v[2] * s])
 
 
+def tilt_rad(orientation_wxyz: FloatArray) -> FloatArray:
+    """Angle (rad) between the z axis of each unit quaternion (rows, or one) and the vertical.
+
+    ``acos(R[2, 2])``: the robot's fall test in training and evaluation, the fall detector of
+    the policy node (on the IMU's orientation) and the legged gap metrics share it.
+    """
+    _w, x, y, _z = np.asarray(orientation_wxyz, dtype=np.float64).T
+    zz = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
+    out: FloatArray = np.arccos(np.clip(zz, -1.0, 1.0))
+    return out
+
+
 class ImuNoise:
     """Noise and bias of one IMU (see the module docstring); a perfect IMU returns its input."""
 

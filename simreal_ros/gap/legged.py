@@ -56,6 +56,7 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from simreal_ros.core.legged import tilt_rad
 from simreal_ros.core.validate import FromMapping
 from simreal_ros.errors import ConfigError
 
@@ -167,14 +168,6 @@ class LeggedEpisode:
                    f(foot_force_n), np.asarray(cmd_stamps_ns, dtype=np.int64),
                    f(cmd_linear_m_s).reshape(-1, 3), f(cmd_angular_rad_s).reshape(-1, 3),
                    opt(imu_gyro_rad_s), opt(imu_acc_m_s2))
-
-
-def tilt_rad(orientation_wxyz: FloatArray) -> FloatArray:
-    """Angle between each orientation's z axis and the world's z axis (rad)."""
-    _w, x, y, _z = orientation_wxyz.T
-    zz = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
-    out: FloatArray = np.arccos(np.clip(zz, -1.0, 1.0))
-    return out
 
 
 def _entries(flag: npt.NDArray[np.bool_], first: bool) -> IntArray:

@@ -50,11 +50,12 @@ import numpy.typing as npt
 
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_randomization
+from simreal_ros.core.legged import tilt_rad as tilt_of
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.latency.injection import RouteConfig
 from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder
 from simreal_ros.policy.spec import PolicySpec
-from simreal_ros.policy.terms import ObsInputs
+from simreal_ros.policy.terms import ObsInputs, projected_gravity
 from simreal_ros.policy.train_delays import (
     COMMAND,
     OBSERVATION,
@@ -62,13 +63,12 @@ from simreal_ros.policy.train_delays import (
     RouteQueue,
     draw_preset,
 )
-from simreal_ros.sim.backend import BaseState, Observation, rotate
+from simreal_ros.sim.backend import BaseState, Observation
 from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim
+from simreal_ros.sim.gait import TROT_OFFSETS_RAD
 
 FloatArray = npt.NDArray[np.float64]
 
-#: leg phase offsets (rad) in the robot's leg order fl, fr, rl, rr: a trot
-TROT_OFFSETS_RAD = (0.0, math.pi, math.pi, 0.0)
 #: +1 for the right legs, -1 for the left (differential stride turns left for d > 0)
 SIDES = (-1.0, 1.0, -1.0, 1.0)
 #: forward speed per rad of stride amplitude at 2.5 Hz (measured, MuJoCo)
@@ -129,7 +129,7 @@ class GaitExpert:
                      -g.max_lateral_rad, g.max_lateral_rad)
         d = np.clip((wz + g.k_w * (wz - self.wz_filt)) / YAW_GAIN, -g.max_turn_rad,
                     g.max_turn_rad)
-        grav = rotate(base.orientation_wxyz, np.array([0.0, 0.0, -1.0]), inverse=True)
+        grav = projected_gravity(base.orientation_wxyz)  # what the IMU term gives the policy
         pitch = math.atan2(-grav[0], -grav[2])   # > 0: nose down
         roll = math.atan2(grav[1], -grav[2])     # > 0: left side up
         moving = abs(vx) + abs(vy) + 0.2 * abs(wz) > 0.02
@@ -354,6 +354,4 @@ def fallen(base: BaseState, height_m: float = 0.08, tilt_rad: float = 1.0) -> bo
 
     The thresholds of :class:`simreal_ros.gap.legged.LeggedGapConfig`.
     """
-    up = rotate(base.orientation_wxyz, np.array([0.0, 0.0, 1.0]))
-    tilt = math.acos(max(-1.0, min(1.0, float(up[2]))))
-    return bool(base.position[2] < height_m or tilt > tilt_rad)
+    return bool(base.position[2] < height_m or tilt_of(base.orientation_wxyz) > tilt_rad)

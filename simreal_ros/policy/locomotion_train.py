@@ -50,7 +50,15 @@ from simreal_ros.policy.locomotion_task import (
     fallen,
 )
 from simreal_ros.policy.spec import load_policy_spec
-from simreal_ros.policy.train import build_network, save_policy, write_training_record
+from simreal_ros.policy.train import (
+    OVERRIDE,
+    build_network,
+    check_numbers,
+    fit_mse,
+    save_policy,
+    seeded_torch,
+    write_training_record,
+)
 from simreal_ros.policy.train_delays import LatencyPreset, parse_latency_presets
 
 FloatArray = npt.NDArray[np.float64]
@@ -89,23 +97,17 @@ class LocoTrainConfig:
                              push_force_n=self.push_force_n)
 
 
-_INTS = {'seed': 0, 'threads': 1, 'envs': 1, 'rounds': 1, 'epochs': 1, 'batch_size': 1,
-         'eval_episodes': 0}
-_POSITIVE = ('episode_s', 'learning_rate', 'eval_episode_s')
+#: Integer fields: (minimum, no maximum); number fields that must be > 0 (as train.py's).
+_INTEGERS: dict[str, tuple[int, int | None]] = {
+    'seed': (0, None), 'threads': (1, None), 'envs': (1, None), 'rounds': (1, None),
+    'epochs': (1, None), 'batch_size': (1, None), 'eval_episodes': (0, None)}
+_NUMBERS = {'episode_s': True, 'learning_rate': True, 'eval_episode_s': True}
 
 
 def _check(cfg: LocoTrainConfig, overridden: set[str]) -> LocoTrainConfig:
     def fail(key: str, expected: str, got: Any) -> ConfigError:
-        return ConfigError('override' if key in overridden else cfg.source, key, expected, got)
-    for key, lo in _INTS.items():
-        v = getattr(cfg, key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise fail(key, f'an integer >= {lo}', v)
-    for key in _POSITIVE:
-        v = getattr(cfg, key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                math.isfinite(v) and v > 0):
-            raise fail(key, 'a finite number > 0', v)
+        return ConfigError(OVERRIDE if key in overridden else cfg.source, key, expected, got)
+    check_numbers(cfg, _INTEGERS, _NUMBERS, fail)
     if not (math.isfinite(cfg.push_force_n) and cfg.push_force_n >= 0):
         raise fail('push_force_n', 'a finite number >= 0 (N)', cfg.push_force_n)
     return cfg
@@ -145,7 +147,7 @@ def load_loco_config(name_or_path: str | Path, **overrides: Any) -> LocoTrainCon
     given = {k: v for k, v in overrides.items() if v is not None}
     unknown = sorted(set(given) - {f.name for f in fields(LocoTrainConfig)} - {'source'})
     if unknown:
-        raise ConfigError('override', unknown[0], 'a LocoTrainConfig field', given[unknown[0]])
+        raise ConfigError(OVERRIDE, unknown[0], 'a LocoTrainConfig field', given[unknown[0]])
     return _check(replace(cfg, **given), set(given))
 
 
@@ -163,9 +165,7 @@ def train(cfg: LocoTrainConfig, out_dir: Path, log: Callable[[str], None] = prin
     import torch
 
     t_start = time.monotonic()
-    torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    torch.use_deterministic_algorithms(True)
+    shuffle = seeded_torch(cfg.threads, cfg.seed)
     spec = load_policy_spec(cfg.policy)
     robot = load_robot(spec.robot)
     rng = np.random.default_rng(cfg.seed)
@@ -176,7 +176,6 @@ def train(cfg: LocoTrainConfig, out_dir: Path, log: Callable[[str], None] = prin
     commands = CommandSampler()
     net = build_network(spec.obs_dim, spec.act_dim, cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
-    shuffle = torch.Generator().manual_seed(cfg.seed)
     ticks = int(round(cfg.episode_s * spec.control_rate_hz))
     xs: list[FloatArray] = []
     ys: list[FloatArray] = []
@@ -222,20 +221,10 @@ def train(cfg: LocoTrainConfig, out_dir: Path, log: Callable[[str], None] = prin
         x = torch.as_tensor(np.concatenate(xs), dtype=torch.float32)
         y = torch.as_tensor(np.concatenate(ys), dtype=torch.float32)
         net.train()
-        loss_sum, batches = 0.0, 0
-        for _epoch in range(cfg.epochs):
-            perm = torch.randperm(len(x), generator=shuffle)
-            for s in range(0, len(x), cfg.batch_size):
-                b_ = perm[s:s + cfg.batch_size]
-                loss = torch.nn.functional.mse_loss(net(x[b_]), y[b_])
-                opt.zero_grad()
-                loss.backward()  # type: ignore[no-untyped-call]
-                opt.step()
-                loss_sum += float(loss.detach())
-                batches += 1
+        loss = fit_mse(net, opt, x, y, cfg.epochs, cfg.batch_size, shuffle)
         fit_s += time.monotonic() - t_fit
         history.append({'round': rnd, 'samples': int(len(x)), 'beta': beta,
-                        'loss': loss_sum / max(1, batches), 'falls': falls,
+                        'loss': loss, 'falls': falls,
                         'presets': sorted(w.preset_name for w in worlds)})
         log(f'  round {rnd + 1}/{cfg.rounds}: {len(x)} samples, loss '
             f'{history[-1]["loss"]:.3g}, {falls}/{len(worlds)} worlds fell, '

@@ -41,6 +41,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from simreal_ros.core.legged import tilt_rad
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import Section
 from simreal_ros.errors import ConfigError
@@ -89,9 +90,8 @@ def tilt_from_quat(quat_wxyz: FloatArray) -> float:
     norm = float(np.linalg.norm(q))
     if not norm > 0.0:
         raise ValueError('imu orientation quaternion has zero norm')
-    _w, x, y, _z = q / norm
     # -g_z of the projected gravity = R[2, 2]
-    return math.acos(min(1.0, max(-1.0, 1.0 - 2.0 * (x * x + y * y))))
+    return float(tilt_rad(q / norm))
 
 
 class FallDetector:

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 import re
 import time
-from typing import Any, Callable, Collection, cast
+from typing import Any, Callable, Collection, Mapping, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -95,6 +95,61 @@ _NUMBERS = {'noise_pos_rad': False, 'noise_vel_rad_s': False, 'episode_s': True,
 _RANGES = {'goal_interval_s': True}
 
 
+def check_numbers(cfg: object, integers: Mapping[str, tuple[int, int | None]],
+                  numbers: Mapping[str, bool],
+                  fail: Callable[[str, str, Any], ConfigError]) -> None:
+    """Check a training config's integer and number fields; raise ``fail(name, expected, got)``.
+
+    ``integers`` maps a field to (minimum, maximum or None); ``numbers`` to True (must be > 0)
+    or False (>= 0).
+    """
+    for name, (lo, hi) in integers.items():
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None
+                                                                        and v > hi):
+            raise fail(name, f'an integer >= {lo}' if hi is None
+                       else f'an integer in [{lo}, {hi}]', v)
+    for name, positive in numbers.items():
+        v = getattr(cfg, name)
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) \
+            and (v > 0 if positive else v >= 0)
+        if not ok:
+            raise fail(name, 'a finite number ' + ('> 0' if positive else '>= 0'), v)
+
+
+def seeded_torch(threads: int, seed: int) -> Any:
+    """Seed torch and make it deterministic on ``threads``; return the batch shuffler.
+
+    The common start of the three trainers (reach, visual, locomotion).
+    """
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    return torch.Generator().manual_seed(seed)
+
+
+def fit_mse(net: Any, opt: Any, x: Any, y: Any, epochs: int, batch_size: int,
+            shuffle: Any) -> float:
+    """Fit ``net(x)`` to ``y`` by mean squared error over shuffled mini-batches.
+
+    Returns the mean batch loss. The DAgger fit of the reach and the locomotion trainers.
+    """
+    import torch
+    loss_sum, batches = 0.0, 0
+    for _epoch in range(epochs):
+        perm = torch.randperm(len(x), generator=shuffle)
+        for s in range(0, len(x), batch_size):
+            b = perm[s:s + batch_size]
+            loss = torch.nn.functional.mse_loss(net(x[b]), y[b])
+            opt.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+            loss_sum += float(loss.detach())
+            batches += 1
+    return loss_sum / max(1, batches)
+
+
 def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) -> TrainConfig:
     """Check every field of ``cfg``; return it, or raise ConfigError naming the key.
 
@@ -117,18 +172,7 @@ def validate_train_config(cfg: TrainConfig, overridden: Collection[str] = ()) ->
                    cfg.overlay)
     if cfg.overlay:
         load_overlay(cfg.overlay)  # its own ConfigError (a residual of another overlay too)
-    for name, (lo, hi) in _INTEGERS.items():
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None
-                                                                        and v > hi):
-            raise fail(name, f'an integer >= {lo}' if hi is None
-                       else f'an integer in [{lo}, {hi}]', v)
-    for name, positive in _NUMBERS.items():
-        v = getattr(cfg, name)
-        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) \
-            and (v > 0 if positive else v >= 0)
-        if not ok:
-            raise fail(name, 'a finite number ' + ('> 0' if positive else '>= 0'), v)
+    check_numbers(cfg, _INTEGERS, _NUMBERS, fail)
     for name, positive in _RANGES.items():
         v = getattr(cfg, name)
         ok = isinstance(v, (tuple, list)) and len(v) == 2 and all(
@@ -308,16 +352,13 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
     if spec.images:  # these worlds render no cameras: the visual reach task has its trainer
         raise ConfigError(str(spec.source), 'observation', image_terms_hint(spec.name),
                           [f'image: {t.camera}' for t in spec.images])
-    torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    torch.use_deterministic_algorithms(True)
+    shuffle = seeded_torch(cfg.threads, cfg.seed)
     robot = load_robot(spec.robot)
     rng = np.random.default_rng(cfg.seed)
     seeds = rng.integers(0, 2**31 - 1, size=cfg.envs + 64)
     worlds = [World(spec, robot, cfg, int(seeds[i])) for i in range(cfg.envs)]
     net = build_network(spec.obs_dim, spec.act_dim, cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
-    shuffle = torch.Generator().manual_seed(cfg.seed)
     ticks = int(round(cfg.episode_s * spec.control_rate_hz))
     data_x: list[FloatArray] = []
     data_y: list[FloatArray] = []
@@ -348,19 +389,8 @@ def train(cfg: TrainConfig, out_dir: Path, log: Callable[[str], None] = print
                 w.apply(labels[i] if use_teacher else executed[i])
         x = torch.as_tensor(np.concatenate(data_x), dtype=torch.float32)
         y = torch.as_tensor(np.concatenate(data_y), dtype=torch.float32)
-        loss_sum, batches = 0.0, 0
-        for _epoch in range(cfg.epochs):
-            perm = torch.randperm(len(x), generator=shuffle)
-            for s in range(0, len(x), cfg.batch_size):
-                b = perm[s:s + cfg.batch_size]
-                loss = torch.nn.functional.mse_loss(net(x[b]), y[b])
-                opt.zero_grad()
-                loss.backward()  # type: ignore[no-untyped-call]
-                opt.step()
-                loss_sum += float(loss.detach())
-                batches += 1
-        history.append({'round': it, 'samples': int(len(x)), 'beta': beta,
-                        'loss': loss_sum / max(1, batches),
+        loss = fit_mse(net, opt, x, y, cfg.epochs, cfg.batch_size, shuffle)
+        history.append({'round': it, 'samples': int(len(x)), 'beta': beta, 'loss': loss,
                         'presets': sorted(Counter(w.preset_name for w in worlds).items())})
         log(f'  round {it + 1}/{cfg.iterations}: {len(x)} samples, loss '
             f'{history[-1]["loss"]:.3g}, {time.monotonic() - t_start:.0f} s')

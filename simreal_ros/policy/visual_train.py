@@ -52,6 +52,7 @@ from simreal_ros.policy.train import (
     VISUAL_POLICY,
     TrainConfig,
     save_policy,
+    seeded_torch,
     write_training_record,
 )
 from simreal_ros.policy.visual_task import (
@@ -223,9 +224,7 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
     import torch
 
     t_start = time.monotonic()
-    torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    torch.use_deterministic_algorithms(True)
+    shuffle = seeded_torch(cfg.threads, cfg.seed)
     spec = load_policy_spec(cfg.policy)
     expert = load_policy_spec(cfg.expert)
     robot = load_robot(spec.robot)
@@ -241,7 +240,6 @@ def train(cfg: VisualTrainConfig, out_dir: Path, log: Callable[[str], None] = pr
     goal_slice = next((a, b) for name, a, b in expert.layout() if name == 'goal')
     net = build_network(spec.obs_dim, spec.act_dim, ch, h, w, goal_slice[1] - goal_slice[0])
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
-    shuffle = torch.Generator().manual_seed(cfg.seed)
     ticks = int(round(cfg.episode_s * spec.control_rate_hz))
     xs: list[F64] = []
     ims: list[U8] = []
