@@ -117,10 +117,15 @@ def cmd_eval(ns: argparse.Namespace) -> int:
     if job.is_locomotion(ns.policy):  # in-process, per engine (no goals, no ROS stack)
         settings = EvalSettings(backend=ns.backend, engine=ns.engine, policy=ns.policy,
                                 episodes=ns.episodes, seed=ns.seed, launch_args=extra,
-                                episode_s=ns.episode_s, push_force_n=ns.push_force)
+                                episode_s=ns.episode_s, push_force_n=ns.push_force,
+                                reality=ns.reality)
         log = (lambda line: print(line, file=sys.stderr, flush=True)) if ns.json else \
             (lambda line: print(line, flush=True))
-        result = job.run_locomotion_eval(settings, log)
+        env = None
+        if settings.backend == 'real':  # over ROS on the virtual legged robot
+            env = ros_env(discovery=ns.discovery, domain_id=ns.domain_id)
+            os.environ.update(env)
+        result = job.run_locomotion_eval(settings, log, env)
         print(json.dumps(result) if ns.json else job.format_locomotion(result), flush=True)
         return 0
     for key in ('backend', 'engine', 'policy', 'policy_autostart', 'excite'):

@@ -23,8 +23,11 @@ evaluated in-process instead (:func:`run_locomotion_eval`,
 :mod:`simreal_ros.policy.locomotion_eval`): seeded 20 s episodes with pushes, forward 0.4 m/s
 then turning, on ``--engine`` (``--backend sim``) or on both engines side by side
 (``--backend sim2sim``: each engine's metrics, and PyBullet's success rate and tracking error
-as ratios of MuJoCo's). ``real`` and ``twin`` are refused for it (an evaluation over ROS on
-the virtual legged robot is not done yet).
+as ratios of MuJoCo's); ``--backend real`` runs the same episodes on the virtual legged robot
+over ROS, exactly as on hardware, next to MuJoCo's (:mod:`simreal_ros.jobs.locomotion_real`:
+``simreal emulate`` with ``--reality``, the servo and IMU drivers and the policy node,
+commands on ``cmd_vel``, pushes and the ground truth from the emulator's hidden world).
+``twin`` is refused for it.
 
 Episodes are chained: each starts where the previous one ended (the first at the default
 pose, after the policy's ramp). Times are measured on the ``joint_states`` stamps (ROS clock),
@@ -57,6 +60,10 @@ from simreal_ros.report.eval_results import summarize
 from simreal_ros.sim.bridge_config import ENGINES
 
 F64 = npt.NDArray[np.float64]
+#: the policy node's /diagnostics values a result reports
+DIAG_KEYS = ('compute_p99_ms', 'model_p99_ms', 'period_err_p99_ms', 'deadline_misses',
+             'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published',
+             'image_age_ms', 'inference_p50_ms', 'inference_p99_ms')
 BACKENDS = ('sim', 'sim2sim', 'real', 'twin')
 #: Number settings checked by EvalSettings: (field, option in errors, must be > 0).
 _CHECKED = (('tolerance_rad', '--tolerance', True), ('goal_timeout_s', '--timeout', True),
@@ -153,7 +160,8 @@ def plan_args(s: EvalSettings, port: str = '', camera_url: str = '',
     return args
 
 
-def _policy_diag(diags: list[tuple[int, Any]]) -> dict[str, str]:
+def policy_diag(diags: list[tuple[int, Any]]) -> dict[str, str]:
+    """Return the newest policy status's key/values of the collected /diagnostics."""
     for _t, arr in reversed(diags):
         for st in arr.status:
             if st.name.endswith(': policy'):
@@ -161,7 +169,7 @@ def _policy_diag(diags: list[tuple[int, Any]]) -> dict[str, str]:
     return {}
 
 
-class _Stack:
+class EvalStack:
     """The launched nodes plus the measuring client; stops everything on exit."""
 
     def __init__(self, nodes: list[Any], env: Mapping[str, str], state_topic: str,
@@ -187,6 +195,7 @@ class _Stack:
             raise
 
     def check_alive(self) -> None:
+        """LaunchError (with the last output) when a launched node has exited."""
         for spec, proc in self.launcher.procs:
             rc = proc.poll()
             if rc is not None:
@@ -201,14 +210,14 @@ class _Stack:
         finally:
             self.client.close()
 
-    def __enter__(self) -> _Stack:
+    def __enter__(self) -> EvalStack:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
 
-def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
+def _episode(stack: EvalStack, names: list[str], goal: np.ndarray, s: EvalSettings,
              stamp_of: Callable[[Any], int]) -> dict[str, Any]:
     from simreal_ros.ros import messages
     i0 = len(stack.states)
@@ -266,7 +275,7 @@ def _episode(stack: _Stack, names: list[str], goal: np.ndarray, s: EvalSettings,
             else float('nan')}
 
 
-def _visual_episode(stack: _Stack, place: Callable[[F64], None], task: Any, obj: F64,
+def _visual_episode(stack: EvalStack, place: Callable[[F64], None], task: Any, obj: F64,
                     goal: F64, s: EvalSettings, stamp_of: Callable[[Any], int]
                     ) -> dict[str, Any]:
     """Place the ball, then score the states that follow (jobs/visual_episodes.py)."""
@@ -287,7 +296,7 @@ def _visual_episode(stack: _Stack, place: Callable[[F64], None], task: Any, obj:
     return score.result(goal)
 
 
-def _bridge_placer(stack: _Stack, nodes: list[Any]) -> Callable[[F64], None]:
+def _bridge_placer(stack: EvalStack, nodes: list[Any]) -> Callable[[F64], None]:
     """Place the ball through the sim bridge's ``objects.target.position`` parameter."""
     from rcl_interfaces.srv import SetParameters
     from rclpy.parameter import Parameter
@@ -306,15 +315,26 @@ def _bridge_placer(stack: _Stack, nodes: list[Any]) -> Callable[[F64], None]:
     return place
 
 
-def _wait_for_frames(stack: _Stack, s: EvalSettings) -> None:
+def wait_for_policy(stack: EvalStack, timeout_s: float) -> None:
+    """Wait until the policy node reports ``mode: running`` (after its ramp) on /diagnostics."""
+    deadline = time.monotonic() + timeout_s
+    while policy_diag(stack.diags).get('mode') != 'running':
+        stack.check_alive()
+        if time.monotonic() > deadline:
+            raise LaunchError(f'the policy did not take over within {timeout_s} s '
+                              f'(last diagnostics: {policy_diag(stack.diags)})')
+        time.sleep(0.05)
+
+
+def _wait_for_frames(stack: EvalStack, s: EvalSettings) -> None:
     """Wait until the policy node has a camera frame (image_age_ms >= 0 on /diagnostics)."""
     deadline = time.monotonic() + s.start_timeout_s
-    while float(_policy_diag(stack.diags).get('image_age_ms', '-1')) < 0:
+    while float(policy_diag(stack.diags).get('image_age_ms', '-1')) < 0:
         stack.check_alive()
         if time.monotonic() > deadline:
             raise LaunchError(f'the policy node got no camera frame within '
                               f'{s.start_timeout_s} s (last diagnostics: '
-                              f'{_policy_diag(stack.diags)})')
+                              f'{policy_diag(stack.diags)})')
         time.sleep(0.05)
 
 
@@ -346,14 +366,8 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
                                    camera_url=emulator.camera_urls[0] if visual else ''))
         state_topic = 'sim_a/joint_states' if s.backend == 'sim2sim' else 'joint_states'
         t0 = time.monotonic()
-        stack = resources.enter_context(_Stack(nodes, env, state_topic, log))
-        deadline = time.monotonic() + s.start_timeout_s
-        while _policy_diag(stack.diags).get('mode') != 'running':
-            stack.check_alive()
-            if time.monotonic() > deadline:
-                raise LaunchError(f'the policy did not take over within {s.start_timeout_s} s '
-                                  f'(last diagnostics: {_policy_diag(stack.diags)})')
-            time.sleep(0.05)
+        stack = resources.enter_context(EvalStack(nodes, env, state_topic, log))
+        wait_for_policy(stack, s.start_timeout_s)
         log(f'{spec.name} running on backend {s.backend}; {s.episodes} episodes')
         episodes = []
 
@@ -382,15 +396,12 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
                 log(f'  episode {k + 1}/{s.episodes}: '
                     + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
                        else f'not reached (error {ep["final_error_rad"]:.3f} rad)'))
-        diag = _policy_diag(stack.diags)
+        diag = policy_diag(stack.diags)
     settings = asdict(s)
     return {'settings': settings, 'task': 'visual_reach' if visual else 'joint_goal',
             'metrics': summarize_visual(episodes) if visual else summarize(episodes),
             'episodes': episodes,
-            'policy_diagnostics': {k: diag.get(k) for k in (
-                'compute_p99_ms', 'model_p99_ms', 'period_err_p99_ms', 'deadline_misses',
-                'rejected_outputs', 'stale_holds', 'clipped_actions', 'commands_published',
-                'image_age_ms', 'inference_p50_ms', 'inference_p99_ms')},
+            'policy_diagnostics': {k: diag.get(k) for k in DIAG_KEYS},
             'wall_time_s': time.monotonic() - t0}
 
 
@@ -405,21 +416,29 @@ def is_locomotion(policy: str) -> bool:
         return False
 
 
-def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print
-                        ) -> dict[str, Any]:
-    """Evaluate a locomotion policy in-process on one engine or both (module docstring)."""
+def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print,
+                        env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Evaluate a locomotion policy on sim, sim2sim or real (the module docstring).
+
+    ``real``: on the virtual legged robot over ROS in ``env`` (:mod:`.locomotion_real`).
+    """
     from simreal_ros.policy.locomotion_eval import evaluate, network_policy
-    if s.backend not in ('sim', 'sim2sim'):
+    if s.backend not in ('sim', 'sim2sim', 'real'):
         raise SimrealError(f'--backend {s.backend}: a locomotion policy ({s.policy}) is '
-                           'evaluated in-process on sim or sim2sim (over ROS on the virtual '
-                           'legged robot: not done yet)')
-    if s.launch_args:
-        raise SimrealError(f'{sorted(s.launch_args)[0]}:= has no effect on a locomotion '
-                           'evaluation (it runs in-process, without the ROS stack)')
+                           'evaluated on sim, sim2sim or real (the virtual legged robot)')
     if not (math.isfinite(s.episode_s) and s.episode_s > 0):
         raise SimrealError(f'--episode-s {s.episode_s!r}: expected a number of seconds > 0')
     if not (math.isfinite(s.push_force_n) and s.push_force_n >= 0):
         raise SimrealError(f'--push-force {s.push_force_n!r}: expected a force >= 0 (N)')
+    if s.backend == 'real':
+        from simreal_ros.jobs.locomotion_real import run_locomotion_real
+        if env is None:
+            raise SimrealError('a locomotion evaluation on real needs a ROS environment')
+        return run_locomotion_real(s, env, log)
+    if s.launch_args:
+        raise SimrealError(f'{sorted(s.launch_args)[0]}:= has no effect on a locomotion '
+                           f'evaluation on {s.backend} (it runs in-process, without the ROS '
+                           f'stack)')
     spec = load_policy_spec(s.policy)
     engines = list(ENGINES) if s.backend == 'sim2sim' else [s.engine]
     t0 = time.monotonic()
@@ -433,22 +452,17 @@ def run_locomotion_eval(s: EvalSettings, log: Callable[[str], None] = print
     out: dict[str, Any] = {'settings': asdict(s), 'metrics': ref['metrics'],
                            'episodes': ref['episodes']}
     if len(engines) > 1:
-        a, b = ref['metrics'], by_engine[engines[1]]['metrics']
+        from simreal_ros.jobs.locomotion_real import ratios
         out['by_engine'] = {e: r['metrics'] for e, r in by_engine.items()}
         out['episodes_by_engine'] = {e: r['episodes'] for e, r in by_engine.items()}
-        out['sim2sim'] = {
-            'reference': engines[0], 'other': engines[1],
-            'success_ratio': b['success_rate'] / a['success_rate'] if a['success_rate']
-            else float('nan'),
-            'tracking_error_ratio': b['velocity_tracking_error_mps']
-            / a['velocity_tracking_error_mps'] if a['velocity_tracking_error_mps'] > 0
-            else float('nan')}
+        out['sim2sim'] = {'reference': engines[0], 'other': engines[1],
+                          **ratios(ref['metrics'], by_engine[engines[1]]['metrics'])}
     out['wall_time_s'] = time.monotonic() - t0
     return out
 
 
 def format_locomotion(result: dict[str, Any]) -> str:
-    """Return the locomotion evaluation as a short table, one row per engine."""
+    """Return the locomotion evaluation as a short table, one row per engine or backend."""
     rows = result.get('by_engine') or {result['settings']['engine']: result['metrics']}
     lines = [f'{"engine":<10} {"success":>8} {"falls":>6} {"track m/s":>10} '
              f'{"instant m/s":>12} {"yaw rad/s":>10} {"dist m":>7} {"J/m":>7}']
@@ -458,8 +472,16 @@ def format_locomotion(result: dict[str, Any]) -> str:
                      f'{m["velocity_tracking_error_instant_mps"]:>12.3f} '
                      f'{m["yaw_rate_error_rad_s"]:>10.3f} {m["distance_m"]:>7.2f} '
                      f'{m["energy_per_m"]:>7.1f}')
-    if 'sim2sim' in result:
-        r = result['sim2sim']
+    for key in ('sim2sim', 'real_vs_sim'):
+        if key not in result:
+            continue
+        r = result[key]
         lines.append(f'{r["other"]} / {r["reference"]}: success x{r["success_ratio"]:.2f}, '
                      f'tracking error x{r["tracking_error_ratio"]:.2f}')
+    if 'ground_truth' in result:
+        m = result['metrics']
+        lines.append(f'real: the virtual legged robot over ROS; velocities, distance and energy '
+                     f'from {result["ground_truth"]}'
+                     + (f'; {m["episodes_not_run"]} episodes not run after its fall'
+                        if m['episodes_not_run'] else ''))
     return '\n'.join(lines)

@@ -39,6 +39,7 @@ import numpy.typing as npt
 from simreal_ros.core.robot import load_robot
 from simreal_ros.policy.locomotion_task import LocoWorld, WorldSettings, fallen
 from simreal_ros.policy.spec import PolicySpec
+from simreal_ros.sim.backend import BaseState
 
 FloatArray = npt.NDArray[np.float64]
 Act = Callable[[FloatArray], FloatArray]
@@ -61,43 +62,103 @@ def gait_period_s(spec: PolicySpec) -> float:
     return 0.4
 
 
+class EpisodeScore:
+    """The metrics of one episode from the base's ground truth, one sample per control tick.
+
+    The one scoring of every backend: :func:`run_episode` feeds it a :class:`LocoWorld`'s base,
+    ``simreal eval --backend real`` the virtual legged robot's hidden world
+    (:mod:`simreal_ros.jobs.locomotion_real`). ``tick_s`` is the samples' period (the spec's
+    control period); the gait-period window and the settling after a command change are the
+    module docstring's.
+    """
+
+    def __init__(self, spec: PolicySpec, tick_s: float) -> None:
+        self.tick_s = tick_s
+        self.win = max(1, int(round(gait_period_s(spec) / tick_s)))
+        self.window: deque[FloatArray] = deque(maxlen=self.win)
+        self.command: FloatArray | None = None
+        self.changed_at = 0.0
+        self.err: list[float] = []
+        self.err_inst: list[float] = []
+        self.yaw_err: list[float] = []
+        self.fell_at: float | None = None
+
+    def add(self, t_s: float, base: BaseState, command: FloatArray) -> bool:
+        """Score the base at ``t_s`` (episode seconds) under ``command``; False once fallen."""
+        if self.command is None or not np.array_equal(command, self.command):
+            self.command = np.asarray(command, dtype=np.float64).copy()
+            self.changed_at = t_s
+            self.window.clear()
+        if fallen(base):
+            self.fell_at = t_s
+            return False
+        v = np.array([*base.linear_velocity_in_base()[:2], base.angular_velocity[2]])
+        self.window.append(v)
+        if t_s - self.changed_at >= SETTLE_S and len(self.window) == self.win:
+            mean = np.mean(self.window, axis=0)
+            c = self.command
+            self.err.append(float(np.linalg.norm(mean[:2] - c[:2])))
+            self.err_inst.append(float(np.linalg.norm(v[:2] - c[:2])))
+            self.yaw_err.append(abs(float(mean[2] - c[2])))
+        return True
+
+    def result(self, path_m: float, energy_j: float) -> dict[str, Any]:
+        """Return the episode's metrics, given the base's path length and the servos' energy."""
+        def mean(xs: list[float]) -> float:
+            return float(np.mean(xs)) if xs else float('nan')
+        return {'fall': self.fell_at is not None, 'fall_time_s': self.fell_at,
+                'velocity_tracking_error_mps': mean(self.err),
+                'velocity_tracking_error_instant_mps': mean(self.err_inst),
+                'yaw_rate_error_rad_s': mean(self.yaw_err),
+                'distance_m': path_m, 'energy_j': energy_j,
+                'energy_per_m': energy_j / path_m if path_m > 0.05 else float('nan')}
+
+
+def command_at(schedule: list[tuple[float, FloatArray]], t_s: float, tick_s: float
+               ) -> FloatArray:
+    """Return the command of ``schedule`` at ``t_s`` (a change counts from half a tick early)."""
+    cmd = schedule[0][1]
+    for start, c in schedule:
+        if t_s >= start - 0.5 * tick_s:
+            cmd = c
+    return cmd
+
+
+def episode_pushes(seed: int, duration_s: float, tick_s: float,
+                   cfg: WorldSettings | None = None) -> list[tuple[float, FloatArray]]:
+    """Return ``(start_s, force_n)`` of the pushes of a nominal :class:`LocoWorld` seeded ``seed``.
+
+    The draws of ``LocoWorld(..., randomize=False)`` in their order (the first interval at the
+    reset, then angle, size and the next interval at each push), each push starting at the
+    first control tick at or after its time, so another backend can push the same episodes.
+    """
+    cfg = cfg or WorldSettings()
+    rng = np.random.default_rng(seed + 7919)
+    nxt = float(rng.uniform(*cfg.push_interval_s))
+    ticks = int(round(duration_s / tick_s))
+    out = []
+    for k in range(ticks):
+        t = k * tick_s
+        if t >= nxt:
+            ang = float(rng.uniform(0.0, 2.0 * math.pi))
+            f = float(rng.uniform(0.5, 1.0)) * cfg.push_force_n
+            out.append((t, np.array([f * math.cos(ang), f * math.sin(ang), 0.0])))
+            nxt = t + float(rng.uniform(*cfg.push_interval_s))
+    return out
+
+
 def run_episode(world: LocoWorld, act: Act, episode: int, duration_s: float) -> dict[str, Any]:
     """Run one episode under ``act(observation) -> raw action``; its metrics."""
     schedule = command_schedule(episode, duration_s)
     world.reset(schedule[0][1])
-    win = max(1, int(round(gait_period_s(world.spec) / world.tick_s)))
-    window: deque[FloatArray] = deque(maxlen=win)
+    score = EpisodeScore(world.spec, world.tick_s)
     ticks = int(round(duration_s / world.tick_s))
-    changed_at = 0.0
-    err, err_inst, yaw_err = [], [], []
-    fell_at: float | None = None
     for _k in range(ticks):
-        for start, cmd in schedule:
-            if start > 0 and abs(world.t - start) < 0.5 * world.tick_s:
-                world.command = cmd
-                changed_at = world.t
-                window.clear()
-        b = world.base()
-        if fallen(b):
-            fell_at = world.t
+        world.command = command_at(schedule, world.t, world.tick_s)
+        if not score.add(world.t, world.base(), world.command):
             break
-        v = np.array([*b.linear_velocity_in_base()[:2], b.angular_velocity[2]])
-        window.append(v)
-        if world.t - changed_at >= SETTLE_S and len(window) == win:
-            mean = np.mean(window, axis=0)
-            c = world.command
-            err.append(float(np.linalg.norm(mean[:2] - c[:2])))
-            err_inst.append(float(np.linalg.norm(v[:2] - c[:2])))
-            yaw_err.append(abs(float(mean[2] - c[2])))
         world.apply(act(world.observation()))
-    path = world.path_m
-    return {'fall': fell_at is not None, 'fall_time_s': fell_at,
-            'velocity_tracking_error_mps': float(np.mean(err)) if err else float('nan'),
-            'velocity_tracking_error_instant_mps': float(np.mean(err_inst)) if err_inst
-            else float('nan'),
-            'yaw_rate_error_rad_s': float(np.mean(yaw_err)) if yaw_err else float('nan'),
-            'distance_m': path, 'energy_j': world.energy_j,
-            'energy_per_m': world.energy_j / path if path > 0.05 else float('nan')}
+    return score.result(world.path_m, world.energy_j)
 
 
 def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -564,9 +564,15 @@ def serve_until_stopped(emu: BusEmulator, reality: Any, rt: Any, duration_s: flo
     """
     from simreal_ros.core import realtime
     from simreal_ros.sim.placement import movable_objects
+    floating = emu.arm.robot.floating and getattr(emu.arm, 'operator', None) is None
+    placer = None
     if movable_objects(getattr(emu.arm, 'scene', None)):  # `place NAME X Y Z` on stdin
         from simreal_ros.hardware.emulator.placer import ScenePlacer
-        emu.devices.append(ScenePlacer(emu.arm, emu.echo))
+        placer = ScenePlacer(emu.arm, emu.echo, read=not floating)
+        emu.devices.append(placer)
+    if floating:  # `push ...` and `truth ...` on stdin (hardware/emulator/hidden_world.py)
+        from simreal_ros.hardware.emulator.hidden_world import HiddenWorld
+        emu.devices.append(HiddenWorld(emu.arm, emu.echo, emu.state_time_ns, placer))
     cameras: list[Any] = []
     if camera is not None:  # hardware/emulator/virtual_camera.py: MJPEG over HTTP on 127.0.0.1
         from simreal_ros.hardware.emulator.virtual_camera import start_cameras

@@ -29,16 +29,19 @@ class ScenePlacer:
     """Reads ``place`` lines on a thread; the emulator's loop applies them in :meth:`tick`."""
 
     def __init__(self, arm: Any, echo: Callable[[str], None],
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, read: bool = True) -> None:
         self.arm = arm
         self.echo = echo
         self.movable = movable_objects(arm.scene)
         self.pending: queue.SimpleQueue[tuple[str, tuple[float, float, float]]] = \
             queue.SimpleQueue()
         self.placed = 0
+        # read=False: another device reads the lines and hands ``place`` ones over
+        # (hardware/emulator/hidden_world.py, a floating-base robot's)
         self.thread = threading.Thread(target=self._read, args=(stream or sys.stdin,),
                                        name='scene_placer', daemon=True)
-        self.thread.start()
+        if read:
+            self.thread.start()
 
     def _read(self, stream: TextIO) -> None:
         for line in stream:

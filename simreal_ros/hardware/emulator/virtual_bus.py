@@ -36,7 +36,8 @@ class EmulatorProcess:
                  env: dict[str, str] | None = None, start_timeout_s: float = 30.0,
                  rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
                  operator: str = '', eeprom: str | Path = '',
-                 imu_link: str | Path = '', camera: bool = False, scene: str = '') -> None:
+                 imu_link: str | Path = '', camera: bool = False, scene: str = '',
+                 world: bool = False) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -65,6 +66,8 @@ class EmulatorProcess:
         if scene:
             self.cmd += ['--scene', scene]
         self.scene = scene
+        #: a floating-base robot's hidden world is driven through stdin (:meth:`send`)
+        self.world = world
         self.env = dict(env if env is not None else os.environ)
         self.start_timeout_s = start_timeout_s
         self.lines: list[str] = []
@@ -80,10 +83,12 @@ class EmulatorProcess:
 
     def start(self) -> 'EmulatorProcess':
         """Start the emulator and wait for ``ready``."""
-        # a scene's objects are placed through stdin (hardware/emulator/placer.py)
+        # a scene's objects are placed and a legged robot pushed through stdin
+        # (hardware/emulator/placer.py, hidden_world.py)
+        piped = bool(self.scene) or self.world
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT,
-                                     stdin=subprocess.PIPE if self.scene else subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True, name='emulator-out')
         self._reader.start()
@@ -126,29 +131,40 @@ class EmulatorProcess:
         return [line.split(' ', 1)[1] for line in list(self.lines)
                 if line.startswith('camera http')]
 
+    def send(self, line: str, answer: str, timeout: float = 10.0, what: str = '') -> str:
+        """Write ``line`` to the emulator's stdin; return the answer line, starting ``answer``.
+
+        EmulatorError with the emulator's ``error:`` line when it refuses the line (``what``:
+        what the line does, in the message; its first word by default).
+        """
+        what = what or line.split()[0]
+        assert self.proc is not None and self.proc.stdin is not None, \
+            'start it with a scene or world=True'
+        k = len(self.lines)
+        self.proc.stdin.write(line.rstrip('\n') + '\n')
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for got in list(self.lines)[k:]:
+                if got.startswith(answer):
+                    return got
+                if got.startswith('error: '):
+                    raise EmulatorError(f'the emulator refused {what}: {got}')
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.005)
+        raise EmulatorError(f'the emulator did not answer {line.split()[0]!r} within {timeout} s: '
+                            f'{self.lines[-5:]}')
+
     def place(self, name: str, xyz: tuple[float, float, float] | list[float],
               timeout: float = 10.0) -> None:
         """Place scene object ``name`` at ``xyz`` (m) and wait for the emulator's answer.
 
         EmulatorError with the emulator's ``error:`` line when it refuses the placement.
         """
-        assert self.proc is not None and self.proc.stdin is not None, 'start it with a scene'
-        k = len(self.lines)
         x, y, z = (float(v) for v in xyz)  # repr of a numpy float is not a number
-        self.proc.stdin.write(f'place {name} {x!r} {y!r} {z!r}\n')
-        self.proc.stdin.flush()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines)[k:]:
-                if line.startswith(f'placed {name} '):
-                    return
-                if line.startswith('error: '):
-                    raise EmulatorError(f'the emulator refused to place {name}: {line}')
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.005)
-        raise EmulatorError(f'the emulator did not place {name} within {timeout} s: '
-                            f'{self.lines[-5:]}')
+        self.send(f'place {name} {x!r} {y!r} {z!r}', f'placed {name} ', timeout,
+                  f'to place {name}')
 
     def line_time_ns(self, text: str, after_ns: int = 0) -> int:
         """Return when the first line starting with ``text`` was read (``time.time_ns()``).
