@@ -97,7 +97,7 @@ class TruthReader:
         self.emu = emu
         self.k = len(emu.lines)
 
-    def new(self) -> list[tuple[int, Any, float]]:
+    def new(self) -> list[tuple[int, float, Any, float]]:
         """Return the samples printed since the last call."""
         from simreal_ros.hardware.emulator.hidden_world import parse_truth
         batch = self.emu.lines[self.k:]  # one slice: atomic next to the reading thread
@@ -123,6 +123,8 @@ def real_episode(stack: Any, pub: Any, emu: Any, truth: TruthReader, spec: Polic
     e_last = 0.0
     path_m = 0.0
     pushed = 0
+    first: tuple[int, float] | None = None  # (stamp ns, physics s) of the first sample
+    last: tuple[int, float] | None = None
     done = False
     wall_deadline = time.monotonic() + 3.0 * duration_s + 30.0
     while not done:
@@ -136,10 +138,12 @@ def real_episode(stack: Any, pub: Any, emu: Any, truth: TruthReader, spec: Polic
             fx, fy, fz = (float(x) for x in pushes[pushed][1])  # a numpy repr is no number
             emu.send(f'push {fx!r} {fy!r} {fz!r} {world.push_duration_s!r}', 'pushed ')
             pushed += 1
-        for stamp_ns, base, energy_j in truth.new():
+        for stamp_ns, physics_s, base, energy_j in truth.new():
             t = (stamp_ns - t0_ns) / 1e9
             if t < 0:
                 continue
+            first = first or (stamp_ns, physics_s)
+            last = (stamp_ns, physics_s)
             if t >= duration_s - 0.5 * tick_s:
                 done = True
                 break
@@ -162,6 +166,9 @@ def real_episode(stack: Any, pub: Any, emu: Any, truth: TruthReader, spec: Polic
         time.sleep(0.005)
     ep = score.result(path_m, e_last - (e0 or 0.0))
     ep['pushes'] = pushed
+    # physics seconds per second: below 1 when the emulator fell behind on a busy CPU
+    ep['realtime_factor'] = (last[1] - first[1]) / ((last[0] - first[0]) / 1e9) \
+        if first and last and last[0] > first[0] else float('nan')
     return ep
 
 
@@ -203,7 +210,8 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
             log(f'  real episode {k + 1}/{s.episodes}: '
                 + (f'fell at {ep["fall_time_s"]:.1f} s' if ep['fall'] else 'no fall')
                 + f', tracking error {ep["velocity_tracking_error_mps"]:.3f} m/s, '
-                f'{ep["distance_m"]:.1f} m, {ep["pushes"]} pushes')
+                f'{ep["distance_m"]:.1f} m, {ep["pushes"]} pushes, physics at '
+                f'{ep["realtime_factor"]:.0%} of real time')
             if ep['fall'] and k + 1 < s.episodes:
                 log(f'  the virtual robot fell: episodes {k + 2}..{s.episodes} not run '
                     f'(nobody stands it up)')
@@ -212,6 +220,8 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
     metrics = summarize(episodes)
     not_run = s.episodes - len(episodes)
     metrics['episodes_not_run'] = not_run
+    rtf = [e['realtime_factor'] for e in episodes if not math.isnan(e['realtime_factor'])]
+    metrics['realtime_factor'] = float(np.mean(rtf)) if rtf else float('nan')
     metrics['success_rate'] = (len(episodes) - metrics['falls']) / s.episodes
     by = {REFERENCE: ref['metrics'], 'real': metrics}
     return {'settings': asdict(s), 'metrics': metrics, 'episodes': episodes,

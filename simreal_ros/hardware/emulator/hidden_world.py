@@ -13,9 +13,11 @@ which would race ``mj_step``) and answers on standard output:
   the running one), as a hand or a kick does; answered ``pushed FX FY FZ DURATION_S TIME_NS``
   (``TIME_NS`` the wall-clock time of the physics state the push starts at);
 * ``truth RATE_HZ``: stream the base's ground truth every ``1 / RATE_HZ`` of physics time
-  (0 stops; at most 200 Hz): ``truth TIME_NS x y z qw qx qy qz vx vy vz wx wy wz ENERGY_J``,
-  the base frame's position (m) and orientation in the world, its linear velocity (m/s,
-  world frame) and angular velocity (rad/s, base frame), exactly the sim's
+  (0 stops; at most 200 Hz): ``truth TIME_NS PHYSICS_S x y z qw qx qy qz vx vy vz wx wy wz
+  ENERGY_J``, ``PHYSICS_S`` the physics time since the emulator started (next to ``TIME_NS``
+  it tells how far the emulator fell behind real time on a busy CPU), the base frame's
+  position (m) and orientation in the world, its linear velocity (m/s, world frame) and
+  angular velocity (rad/s, base frame), exactly the sim's
   :class:`~simreal_ros.sim.backend.BaseState`, and ``ENERGY_J`` the mechanical energy the
   servos spent since streaming started, ``sum |tau * qdot|`` sampled every 5 ms of physics
   time (200 Hz, the in-process evaluation's rate);
@@ -81,21 +83,25 @@ def parse_world_line(line: str, movable: Any = ()) -> tuple[str, Any]:
     raise ValueError(f'unknown command {words[0]!r}: expected one of {known}')
 
 
-def format_truth(time_ns: int, base: Any, energy_j: float) -> str:
+def format_truth(time_ns: int, physics_s: float, base: Any, energy_j: float) -> str:
     """Return one ``truth`` line (module docstring)."""
     vals = [*base.position, *base.orientation_wxyz, *base.linear_velocity,
             *base.angular_velocity]
-    return f'truth {time_ns} ' + ' '.join(f'{float(v):.6f}' for v in vals) + \
+    return f'truth {time_ns} {physics_s:.4f} ' + ' '.join(f'{float(v):.6f}' for v in vals) + \
         f' {energy_j:.4f}'
 
 
-def parse_truth(line: str) -> tuple[int, BaseState, float]:
-    """Return ``(time_ns, base, energy_j)`` of a ``truth`` line; ValueError for another line."""
+def parse_truth(line: str) -> tuple[int, float, BaseState, float]:
+    """Return ``(time_ns, physics_s, base, energy_j)`` of a ``truth`` line.
+
+    ValueError for another line.
+    """
     words = line.split()
-    if len(words) != 16 or words[0] != 'truth':
+    if len(words) != 17 or words[0] != 'truth':
         raise ValueError(f'not a truth line: {line!r}')
-    v = np.array([float(w) for w in words[2:15]])
-    return int(words[1]), BaseState(v[0:3], v[3:7], v[7:10], v[10:13]), float(words[15])
+    v = np.array([float(w) for w in words[3:16]])
+    return (int(words[1]), float(words[2]), BaseState(v[0:3], v[3:7], v[7:10], v[10:13]),
+            float(words[16]))
 
 
 class HiddenWorld:
@@ -181,6 +187,6 @@ class HiddenWorld:
                 self.next_energy = step + self.energy_every
             if step >= self.next_truth:
                 base = arm.sim.observe().base
-                self.echo(format_truth(self.clock_ns(), base, self.energy_j))
+                self.echo(format_truth(self.clock_ns(), step * arm.dt, base, self.energy_j))
                 self.next_truth = step + self.truth_every
         return math.inf  # the loop ticks its devices after every physics step
