@@ -70,8 +70,8 @@ def ratios(ref: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, float]
             else float('nan')}
 
 
-def check_real(s: Any) -> None:
-    """Refuse what the virtual legged robot cannot evaluate (one line each)."""
+def check_real(s: Any, robot: str) -> None:
+    """Refuse what the virtual legged robot ``robot`` cannot evaluate (one line each)."""
     for key in ('port', 'imu_port'):
         if key in s.launch_args:
             raise SimrealError(f'{key}:={s.launch_args[key]}: on a real legged robot simreal '
@@ -81,6 +81,12 @@ def check_real(s: Any) -> None:
         if key in s.launch_args:
             raise SimrealError(f'{key}:= is set by simreal eval itself; use '
                                f'--backend/--policy')
+    if s.reality:  # before the MuJoCo reference's minutes, not when the emulator starts
+        from simreal_ros.core.dynamics import load_overlay
+        ov = load_overlay(s.reality)
+        if ov.robot is not None and ov.robot != robot:
+            raise SimrealError(f'--reality {s.reality}: a reality of {ov.robot} ({ov.source}); '
+                               f'{s.policy} walks on {robot}')
 
 
 def _twist(cmd: np.ndarray) -> Any:
@@ -180,8 +186,8 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
     from simreal_ros.bringup.planner import plan
     from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
     from simreal_ros.jobs.eval import DIAG_KEYS, EvalStack, plan_args, policy_diag, wait_for_policy
-    check_real(s)
     spec = load_policy_spec(s.policy)
+    check_real(s, spec.robot)
     plan({**plan_args(s), 'imu_port': '/dev/null'})  # the planner's refusals come first
     tick_s = 1.0 / spec.control_rate_hz
     t0 = time.monotonic()
@@ -199,7 +205,7 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
         stack = res.enter_context(EvalStack(nodes, env, 'joint_states', log))
         wait_for_policy(stack, s.start_timeout_s)
         pub = stack.client.publisher(Twist, 'cmd_vel')
-        emu.send(f'truth {spec.control_rate_hz:g}', 'truth on')
+        emu.send(f'truth {spec.control_rate_hz:g}', 'streaming truth ')
         truth = TruthReader(emu)
         log(f'{spec.name} running on the virtual {spec.robot} (reality '
             f'{s.reality or "nominal"}): {s.episodes} episodes of {s.episode_s:g} s')

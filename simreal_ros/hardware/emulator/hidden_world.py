@@ -21,7 +21,7 @@ which would race ``mj_step``) and answers on standard output:
   :class:`~simreal_ros.sim.backend.BaseState`, and ``ENERGY_J`` the mechanical energy the
   servos spent since streaming started, ``sum |tau * qdot|`` sampled every 5 ms of physics
   time (200 Hz, the in-process evaluation's rate);
-  answered ``truth on RATE_HZ`` (or ``truth off``);
+  answered ``streaming truth RATE_HZ`` (``streaming truth 0`` when stopped);
 * ``place <object> X Y Z``: a scene object, when the scene has one
   (:mod:`~simreal_ros.hardware.emulator.placer`, which reads no line of its own then).
 
@@ -161,7 +161,7 @@ class HiddenWorld:
             self.next_truth = arm.step_count
             self.next_energy = self.last_energy = arm.step_count
             self.energy_j = 0.0
-            self.echo(f'truth on {arg:g}' if arg > 0 else 'truth off')
+            self.echo(f'streaming truth {arg:g}')  # not 'truth ...': no sample line
 
     def tick(self, now: float) -> float:
         """Apply what was asked, end a push that is due, sample the truth."""
