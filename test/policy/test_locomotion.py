@@ -143,12 +143,14 @@ def test_the_shipped_walk_policy_walks_without_falling_in_mujoco():
     assert m['distance_m'] > 1.5      # 0.4 m/s for 3 s, then 0.3 m/s for 3 s
 
 
-def test_locomotion_eval_refuses_the_real_backend():
+def test_locomotion_eval_refuses_the_twin_backend():
+    # a real process: --backend real runs on the virtual legged robot (test_locomotion_real.py)
     cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'eval', '--policy',
-                          'simreal_quad_walk', '--backend', 'real'], capture_output=True,
+                          'simreal_quad_walk', '--backend', 'twin'], capture_output=True,
                          text=True, timeout=60, cwd=REPO)
     assert cli.returncode != 0
-    assert 'in-process on sim or sim2sim' in cli_error_line(cli)
+    assert 'is evaluated on sim, sim2sim or real (the virtual legged robot)' in \
+        cli_error_line(cli)
 
 
 def test_locomotion_training_config_errors_name_the_key():
