@@ -183,8 +183,12 @@ class EvalStack:
         self.lines: list[str] = []
         self.launcher = Launcher(nodes, env, echo=self.lines.append)
         self.client = RosClient(int(env['ROS_DOMAIN_ID']), 'simreal_eval')
-        self.states = self.client.collect(JointState, state_topic)
-        self.commands = self.client.collect(JointState, 'joint_commands')
+        # state_topic '': the caller measures elsewhere (a legged robot's ground truth comes
+        # from the emulator): no 100-200 Hz callbacks in this process beside the stack's
+        self.states: list[tuple[int, Any]] = \
+            self.client.collect(JointState, state_topic) if state_topic else []
+        self.commands: list[tuple[int, Any]] = \
+            self.client.collect(JointState, 'joint_commands') if state_topic else []
         self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
         self.goal_pub = self.client.publisher(JointState, 'goal')
         self.log = log
