@@ -486,6 +486,6 @@ def format_locomotion(result: dict[str, Any]) -> str:
         m = result['metrics']
         lines.append(f'real: the virtual legged robot over ROS; velocities, distance and energy '
                      f'from {result["ground_truth"]}'
-                     + (f'; {m["episodes_not_run"]} episodes not run after its fall'
-                        if m['episodes_not_run'] else ''))
+                     + (f'; stood up {m["stand_ups"]} times after a fall' if m['stand_ups']
+                        else ''))
     return '\n'.join(lines)

@@ -21,9 +21,10 @@ backends: on hardware they would need a motion-capture system.
 
 Episodes follow each other without a reset, as on a real floor: each starts walking where
 the previous one ended (an episode's first second after a command change is not scored in
-either backend). A fall ends the run: nobody stands the virtual robot up again, so the
-episodes after it are not run; ``success_rate`` counts them as unsuccessful
-(``episodes_not_run`` says how many).
+either backend). A fall ends its episode, and the robot is stood up again as a person would
+(the hidden world's ``stand``: its home pose at rest where it started, the policy still
+running; a policy that handed over to damping on the fall is enabled again through its
+``~/enable``) before the next one; ``stand_ups`` counts them.
 
 The result holds both backends side by side, as ``--backend sim2sim`` does: MuJoCo's
 in-process episodes of the same seed (run first, before the ROS stack starts, so they do
@@ -180,6 +181,21 @@ def real_episode(stack: Any, pub: Any, emu: Any, truth: TruthReader, spec: Polic
     return ep
 
 
+def stand_up(stack: Any, emu: Any, nodes: list[Any], timeout_s: float) -> None:
+    """Stand the fallen robot up in the hidden world; enable a policy that went to damping."""
+    from std_srvs.srv import SetBool
+
+    from simreal_ros.jobs.eval import policy_diag, wait_for_policy
+    emu.send('stand', 'stood ')
+    if policy_diag(stack.diags).get('mode') == 'running':
+        return
+    policy = next(n for n in nodes if n.kind == 'policy')
+    req = SetBool.Request()
+    req.data = True
+    stack.client.call(SetBool, f'{policy.fqn}/enable', req)
+    wait_for_policy(stack, timeout_s)
+
+
 def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], None] = print
                         ) -> dict[str, Any]:
     """MuJoCo in-process, then the virtual legged robot over ROS; both side by side."""
@@ -211,6 +227,7 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
         truth = TruthReader(emu)
         log(f'{spec.name} running on the virtual {spec.robot} (reality '
             f'{s.reality or "nominal"}): {s.episodes} episodes of {s.episode_s:g} s')
+        stand_ups = 0
         for k in range(s.episodes):
             ep = real_episode(stack, pub, emu, truth, spec, k, s.seed, s.episode_s, s.push_force_n,
                               tick_s)
@@ -221,16 +238,14 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
                 f'{ep["distance_m"]:.1f} m, {ep["pushes"]} pushes, physics at '
                 f'{ep["realtime_factor"]:.0%} of real time')
             if ep['fall'] and k + 1 < s.episodes:
-                log(f'  the virtual robot fell: episodes {k + 2}..{s.episodes} not run '
-                    f'(nobody stands it up)')
-                break
+                stand_up(stack, emu, nodes, s.start_timeout_s)
+                stand_ups += 1
+                log('  stood the virtual robot up again')
         diag = policy_diag(stack.diags)
     metrics = summarize(episodes)
-    not_run = s.episodes - len(episodes)
-    metrics['episodes_not_run'] = not_run
+    metrics['stand_ups'] = stand_ups
     rtf = [e['realtime_factor'] for e in episodes if not math.isnan(e['realtime_factor'])]
     metrics['realtime_factor'] = float(np.mean(rtf)) if rtf else float('nan')
-    metrics['success_rate'] = (len(episodes) - metrics['falls']) / s.episodes
     by = {REFERENCE: ref['metrics'], 'real': metrics}
     return {'settings': asdict(s), 'metrics': metrics, 'episodes': episodes,
             'by_engine': by, 'episodes_by_engine': {REFERENCE: ref['episodes'],

@@ -32,7 +32,8 @@ QUAD = load_robot('simreal_quad')
     ('push 1 0 0 6', 'a push lasts (0, 5] s, got 6.0'),
     ('push nan 0 0 0.1', 'a push force is 3 finite numbers'),
     ('truth 500', 'expected truth RATE_HZ (0 to stop, at most 200)'),
-    ('place target 0 0 0', "unknown command 'place': expected one of push, truth"),
+    ('place target 0 0 0', "unknown command 'place': expected one of push, truth, stand"),
+    ('stand up', 'expected stand (no arguments)'),
     ('jump', "unknown command 'jump'"),
 ])
 def test_a_hidden_world_line_it_cannot_use_names_the_reason(line, reason):
@@ -75,6 +76,14 @@ def test_the_hidden_world_pushes_the_base_and_streams_its_truth():
     assert truth[2][2].linear_velocity[2] > 0.3
     assert world.push_end_step is None
     assert truth[-1][3] == 0.0  # torque off (as powered up): the servos spend nothing
+    # stood up: back at the start's pose (the home keyframe), at rest
+    world.pending.put(parse_world_line('stand'))
+    world.tick(0.0)
+    assert lines[-1] == f'stood {1000 + arm.step_count}'
+    arm.step(1)
+    base = arm.sim.observe().base
+    np.testing.assert_allclose(base.position, truth[0][2].position, atol=1e-4)
+    assert np.abs(base.linear_velocity).max() < 0.05
 
 
 def test_the_pushes_are_the_in_process_worlds_pushes():

@@ -22,6 +22,9 @@ which would race ``mj_step``) and answers on standard output:
   servos spent since streaming started, ``sum |tau * qdot|`` sampled every 5 ms of physics
   time (200 Hz, the in-process evaluation's rate);
   answered ``streaming truth RATE_HZ`` (``streaming truth 0`` when stopped);
+* ``stand``: put the robot back on its feet at its home pose, at rest, where it started (the
+  physics' home keyframe; the servos keep their registers and go on driving to their goals),
+  as a person stands a fallen robot up; answered ``stood TIME_NS``;
 * ``place <object> X Y Z``: a scene object, when the scene has one
   (:mod:`~simreal_ros.hardware.emulator.placer`, which reads no line of its own then).
 
@@ -53,9 +56,10 @@ ENERGY_PERIOD_S = 0.005
 
 
 def parse_world_line(line: str, movable: Any = ()) -> tuple[str, Any]:
-    """Return ``('push', Push)``, ``('truth', rate_hz)`` or ``('place', (name, xyz))``.
+    """Return ``(kind, argument)`` of a line: push, truth, stand or place (module docstring).
 
-    ValueError naming what is wrong with a line.
+    ``('push', Push)``, ``('truth', rate_hz)``, ``('stand', None)``, ``('place', (name,
+    xyz))``; ValueError naming what is wrong with a line.
     """
     words = line.split()
     if not words:
@@ -79,7 +83,11 @@ def parse_world_line(line: str, movable: Any = ()) -> tuple[str, Any]:
             raise ValueError(f'expected truth RATE_HZ (0 to stop, at most {MAX_TRUTH_HZ:g}), '
                              f'got {line.strip()!r}')
         return 'truth', nums[0]
-    known = 'push, truth' + (', place' if movable else '')
+    if words[0] == 'stand':
+        if len(words) != 1:
+            raise ValueError(f'expected stand (no arguments), got {line.strip()!r}')
+        return 'stand', None
+    known = 'push, truth, stand' + (', place' if movable else '')
     raise ValueError(f'unknown command {words[0]!r}: expected one of {known}')
 
 
@@ -155,6 +163,12 @@ class HiddenWorld:
             f = arg.force_n
             self.echo(f'pushed {f[0]:.4f} {f[1]:.4f} {f[2]:.4f} {arg.duration_s:g} '
                       f'{self.clock_ns()}')
+        elif kind == 'stand':
+            arm.sim.reset_state()  # home keyframe at rest; clears the push's force too
+            self.push_end_step = None
+            arm.motor_side = arm.sim.joint_positions()  # backlash: the gears at rest there
+            arm.integral[:] = 0.0
+            self.echo(f'stood {self.clock_ns()}')
         else:
             every = int(round(1.0 / (arg * arm.dt))) if arg > 0 else 0
             self.truth_every = max(1, every) if arg > 0 else 0
