@@ -218,7 +218,9 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
         tmp = Path(res.enter_context(tempfile.TemporaryDirectory(prefix='simreal_legged_')))
         emu = res.enter_context(EmulatorProcess(
             link=tmp / 'ttyBUS', robot=spec.robot, reality=s.reality, imu_link=tmp / 'ttyIMU',
-            seed=s.seed, env=dict(env), world=True))
+            seed=s.seed, env=dict(env), world=True,
+            # the device set to the rate imu_rate:= tells the driver, as on hardware
+            imu_rate_hz=float(s.launch_args.get('imu_rate', 0) or 0)))
         nodes = plan({**plan_args(s, port=emu.port), 'imu_port': str(tmp / 'ttyIMU')})
         stack = res.enter_context(EvalStack(nodes, env, '', log))
         wait_for_policy(stack, s.start_timeout_s)

@@ -37,7 +37,7 @@ class EmulatorProcess:
                  rt_priority: int = 0, trace: str | Path = '', role: str = 'follower',
                  operator: str = '', eeprom: str | Path = '',
                  imu_link: str | Path = '', camera: bool = False, scene: str = '',
-                 world: bool = False) -> None:
+                 world: bool = False, imu_rate_hz: float = 0.0) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if link is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='simreal_bus_')
@@ -61,6 +61,8 @@ class EmulatorProcess:
             self.cmd += ['--eeprom', str(eeprom)]
         if imu_link:
             self.cmd += ['--imu-link', str(imu_link)]
+        if imu_rate_hz:  # 0: the emulator's default (200 Hz)
+            self.cmd += ['--imu-rate', f'{imu_rate_hz:g}']
         if camera:
             self.cmd += ['--camera']
         if scene:
