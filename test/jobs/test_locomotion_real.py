@@ -142,3 +142,11 @@ def test_one_short_episode_on_the_virtual_legged_robot(ros_env):
         / res['by_engine']['mujoco']['velocity_tracking_error_mps'])
     assert int(res['policy_diagnostics']['commands_published']) > 100
     json.dumps(res)  # the --json result
+
+
+def test_the_virtual_imu_is_set_to_the_rate_the_driver_is_told(tmp_path):
+    from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
+    emu = EmulatorProcess(tmp_path / 'bus', robot='simreal_quad', imu_link=tmp_path / 'imu',
+                          world=True, imu_rate_hz=100.0)  # not started
+    assert emu.cmd[-4:] == ['--imu-link', str(tmp_path / 'imu'), '--imu-rate', '100']
+    assert '--imu-rate' not in EmulatorProcess(tmp_path / 'b2', robot='simreal_quad').cmd
