@@ -27,9 +27,9 @@ running; a policy that handed over to damping on the fall is enabled again throu
 ``~/enable``) before the next one; ``stand_ups`` counts them.
 
 The result holds both backends side by side, as ``--backend sim2sim`` does: MuJoCo's
-in-process episodes of the same seed (run first, before the ROS stack starts, so they do
-not share the CPU with it), the virtual robot's, and its success rate and tracking error as
-ratios of MuJoCo's (``real_vs_sim``).
+(``--engine``'s) in-process episodes of the same seed (run first, before the ROS stack
+starts, so they do not share the CPU with it), the virtual robot's, and its success rate and
+tracking error as ratios of MuJoCo's (``real_vs_sim``).
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ from simreal_ros.policy.locomotion_eval import (
 from simreal_ros.policy.locomotion_task import WorldSettings
 from simreal_ros.policy.spec import PolicySpec, load_policy_spec
 
-REFERENCE = 'mujoco'
 #: how often the episode's command is re-sent on cmd_vel (s): inside the spec's timeout_s
 CMD_EVERY_S = 0.1
 
@@ -209,9 +208,10 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
     plan({**plan_args(s), 'imu_port': '/dev/null'})  # the planner's refusals come first
     tick_s = 1.0 / spec.control_rate_hz
     t0 = time.monotonic()
-    log(f'{spec.name} on {REFERENCE} (in-process reference): {s.episodes} episodes of '
+    ref_engine = s.engine  # --engine: the in-process reference (MuJoCo unless asked)
+    log(f'{spec.name} on {ref_engine} (in-process reference): {s.episodes} episodes of '
         f'{s.episode_s:g} s, pushes up to {s.push_force_n:g} N')
-    ref = evaluate(spec, network_policy(spec), REFERENCE, s.episodes, s.seed, s.episode_s,
+    ref = evaluate(spec, network_policy(spec), ref_engine, s.episodes, s.seed, s.episode_s,
                    s.push_force_n, log)
     episodes: list[dict[str, Any]] = []
     with contextlib.ExitStack() as res:
@@ -248,11 +248,11 @@ def run_locomotion_real(s: Any, env: Mapping[str, str], log: Callable[[str], Non
     metrics['stand_ups'] = stand_ups
     rtf = [e['realtime_factor'] for e in episodes if not math.isnan(e['realtime_factor'])]
     metrics['realtime_factor'] = float(np.mean(rtf)) if rtf else float('nan')
-    by = {REFERENCE: ref['metrics'], 'real': metrics}
+    by = {ref_engine: ref['metrics'], 'real': metrics}
     return {'settings': asdict(s), 'metrics': metrics, 'episodes': episodes,
-            'by_engine': by, 'episodes_by_engine': {REFERENCE: ref['episodes'],
+            'by_engine': by, 'episodes_by_engine': {ref_engine: ref['episodes'],
                                                     'real': episodes},
-            'real_vs_sim': {'reference': REFERENCE, 'other': 'real',
+            'real_vs_sim': {'reference': ref_engine, 'other': 'real',
                             **ratios(ref['metrics'], metrics)},
             'ground_truth': "the emulator's hidden world (a real robot has no odometry)",
             'policy_diagnostics': {k: diag.get(k) for k in DIAG_KEYS},
