@@ -150,3 +150,28 @@ def test_the_virtual_imu_is_set_to_the_rate_the_driver_is_told(tmp_path):
                           world=True, imu_rate_hz=100.0)  # not started
     assert emu.cmd[-4:] == ['--imu-link', str(tmp_path / 'imu'), '--imu-rate', '100']
     assert '--imu-rate' not in EmulatorProcess(tmp_path / 'b2', robot='simreal_quad').cmd
+
+
+def test_the_virtual_legged_robot_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
+    from simreal_ros.errors import LaunchError
+    from simreal_ros.hardware.emulator import virtual_bus
+    import simreal_ros.jobs.eval as ev
+    started: list = []
+
+    class Recorded(virtual_bus.EmulatorProcess):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    def broken(*_args):
+        raise LaunchError('the stack exploded after the emulator started')
+
+    monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
+    monkeypatch.setattr(ev, 'EvalStack', broken)
+    with pytest.raises(LaunchError, match='exploded'):
+        ev.run_locomotion_eval(ev.EvalSettings(backend='real', policy='simreal_quad_walk',
+                                               episodes=1, episode_s=0.2),
+                               lambda _line: None, ros_env)
+    (emu,) = started
+    assert emu.world and emu.proc is not None and emu.proc.poll() is not None, 'it leaked'
+    assert not emu.link.exists()
