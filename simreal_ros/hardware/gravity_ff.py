@@ -51,8 +51,7 @@ class GravityFeedForward:
         self.sim = make_sim(robot)
         self.fraction = float(fraction)
         self.kp = np.array([j.kp for j in robot.joints], dtype=np.float64)
-        self.lower = np.array([j.limits.lower for j in robot.joints], dtype=np.float64)
-        self.upper = np.array([j.limits.upper for j in robot.joints], dtype=np.float64)
+        self.lower, self.upper = robot.lower, robot.upper
 
     def offset(self, goal: FloatArray) -> FloatArray:
         """Return the goal offset (rad): ``fraction * tau_hold(goal) / kp`` per joint."""
