@@ -10,10 +10,11 @@
 #      itself: the tests that measure delivery timing, rates or latency, or pin a SCHED_FIFO
 #      spinner to a CPU (the `timing` marker, setup.cfg). Beside another worker the
 #      injector's zero-delay route measured a median of 17.6 ms against a 5 ms budget.
-# Both parts always run, so one run reports every failure. pytest's exit code 5 (no test
-# selected) of one part is not a failure (a path or tier may hold no timing test, or only
-# timing tests); of both parts it is, like any other non-zero code. The status is the first
-# part's failure, else the second's.
+# Each part ends with pytest's 25 slowest phases (`--durations=25`), so a CI log says where
+# its minutes went. Both parts always run, so one run reports every failure. pytest's exit
+# code 5 (no test selected) of one part is not a failure (a path or tier may hold no timing
+# test, or only timing tests); of both parts it is, like any other non-zero code. The status
+# is the first part's failure, else the second's.
 set -u
 python=$1 workers=$2 expr=$3
 shift 3
@@ -21,10 +22,11 @@ if [ "$workers" = 0 ]; then
   exec "$python" -m pytest -q -m "$expr" "$@"
 fi
 echo "pytest: the parallel part ($workers workers): -m '($expr) and not timing'"
-"$python" -m pytest -q -n "$workers" --dist loadfile -m "($expr) and not timing" "$@"
+"$python" -m pytest -q -n "$workers" --dist loadfile --durations=25 \
+  -m "($expr) and not timing" "$@"
 a=$?
 echo "pytest: the timing part (one process): -m '($expr) and timing'"
-"$python" -m pytest -q -m "($expr) and timing" "$@"
+"$python" -m pytest -q --durations=25 -m "($expr) and timing" "$@"
 b=$?
 if [ "$a" = 5 ] && [ "$b" = 5 ]; then
   echo "pytest: no test selected in either part" >&2
