@@ -15,8 +15,8 @@
   .. present current, 15 bytes a servo; SYNC WRITE of goal position, 2 bytes) through the
   vendor's ``scservo_sdk`` at 1 Mbps, as a ratio to its byte-time limit (target >= 0.7),
   measured right after the Dynamixel bus at 1 Mbps in the same run, with the host's CPU time
-  per cycle; once more with the SDK's per-packet receive of the SYNC READ's answers
-  (``sts_bus_1mbps_per_packet``; ``sts_bus_1mbps`` reads them in one read); and once more
+  per cycle; once more with the SYNC READ's answers taken in one read instead of the SDK's
+  per-packet receive (``sts_bus_1mbps_one_read``); and once more
   with the SDK's own serial settings (``sts_bus_1mbps_sdk_default``: a busy-polling read,
   timeout 0) to show where the time goes (docs/feetech.md); with ``--rt`` both 1 Mbps buses
   once more with the emulator and the bus loop under SCHED_FIFO (``*_rt``), out of the way of
@@ -95,7 +95,7 @@ def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float,
     limit = byte_time_limit_hz(robot.n, baud)
     rate = n / elapsed
     return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
-            'failed_cycles': failures}
+            'failed_cycles': failures, 'load_average_1min': os.getloadavg()[0]}
 
 
 def sts_spec(tmp: Path) -> Path:
@@ -134,11 +134,11 @@ class _Fifo:
 
 def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
                    read_timeout_s: float = 0.002, rt: bool = False,
-                   one_read_sync: bool = True) -> dict[str, float]:
+                   one_read_sync: bool = False) -> dict[str, float]:
     """Raw cycles of FeetechBus at 1 Mbps; ``read_timeout_s`` 0 is the SDK's own busy poll.
 
     ``rt``: the emulator (90) and this loop (80) under SCHED_FIFO, out of the other work's way.
-    ``one_read_sync`` False: the SDK's per-packet receive of the SYNC READ's answers.
+    ``one_read_sync``: the SYNC READ's answers in one read, not the SDK's per-packet receive.
     ``host_cpu_per_cycle_us_p50``: this thread's CPU time per cycle (``time.thread_time``).
     """
     spec = sts_spec(tmp)
@@ -172,6 +172,7 @@ def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
     rate = n / elapsed
     return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
             'failed_cycles': failures, 'target_ratio': 0.7,
+            'load_average_1min': os.getloadavg()[0],
             'host_cpu_per_cycle_us_p50': float(np.median(cpu_s)) * 1e6 if cpu_s else 0.0}
 
 
@@ -216,13 +217,17 @@ def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: floa
     received = (n1 - n0) / (t1 - t0)
     cycle = float(d.get('cycle_rate_hz', 'nan'))
     return {'configured_hz': rate_hz, 'achieved_hz': achieved,
-            'ratio_to_configured': achieved / rate_hz,
+            'ratio_to_configured': achieved / rate_hz, 'load_average_1min': os.getloadavg()[0],
             # what a count of arrivals over the same wall-clock time gave (before 2026-12-07:
             # the benchmark's own subscriber, starved, took states in late and undercounted)
             'received_in_window_hz': received,
             # the driver's own count of bus cycles over its last diagnostics period
             'driver_cycle_rate_hz': cycle, 'driver_cycle_ratio': cycle / rate_hz,
             'bus_thread': f'{d.get("rt.bus.policy")} {d.get("rt.bus.priority")}',
+            # since the node started: a state read that failed (timeout, stale, ...) is a
+            # state not published; the last one's message says which
+            'read_failures': int(d.get('read_failures', -1)),
+            'last_error': str(d.get('last_error', '')),
             'stamp_period_p99_ms': float(np.percentile(periods, 99)) if periods.size else 0.0}
 
 
@@ -262,6 +267,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     seconds = 1.5 if quick else 5.0
     client = None if buses_only else RosClient(DOMAIN, 'bench_bus_client')
     try:
+        started = context(load, rt)  # its load average is the one before the first figure
         with cpu_load(load), tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             out: dict[str, Any] = {} if drivers_only else {
@@ -269,8 +275,8 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                 'bus_4mbps': raw_cycles(tmp, env, 4_000_000, seconds)}
             if not drivers_only:
                 out['sts_bus_1mbps'] = sts_raw_cycles(tmp, env, seconds)
-                out['sts_bus_1mbps_per_packet'] = sts_raw_cycles(tmp, env, seconds,
-                                                                 one_read_sync=False)
+                out['sts_bus_1mbps_one_read'] = sts_raw_cycles(tmp, env, seconds,
+                                                               one_read_sync=True)
                 out['sts_bus_1mbps_sdk_default'] = sts_raw_cycles(tmp, env, seconds, 0.0)
                 out['sts_over_dynamixel'] = {'ratio_to_limit': ratio(
                     out['sts_bus_1mbps']['ratio_to_limit'],
@@ -282,7 +288,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                     out['sts_bus_1mbps_rt']['ratio_to_limit'],
                     out['bus_1mbps_rt']['ratio_to_limit'])}
             if buses_only:
-                out.update(context(load, rt))
+                out.update(started)
                 out['load_average_1min'] = os.getloadavg()[0]
                 return out
             assert client is not None
@@ -304,7 +310,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                         out[f'driver_{hz}hz']['ratio_to_configured']) for hz in (250, 500)}
             if not drivers_only:
                 out['replug'] = recovery(client, tmp, env)
-            out.update(context(load, rt))
+            out.update(started)
             out['load_average_1min'] = os.getloadavg()[0]
             return out
     finally:

@@ -6,7 +6,9 @@
 terminal's ``VMIN`` set to the bytes still missing makes the kernel report the port readable
 only once they have all arrived (the n_tty line discipline's poll counts ``VMIN`` when
 ``VTIME`` is 0; a pseudo-terminal and a USB serial adapter both use it), so a 6-servo answer
-costs the host one wake-up instead of one or two per status packet.
+costs the host one wait instead of one or two per status packet (measured: 2.00 ``select``
+calls a cycle, the second returning at once because a read of the pty hands over at most 64
+bytes, against 4.45 with the SDK's per-packet receive; docs/feetech.md).
 """
 
 from __future__ import annotations
