@@ -3,20 +3,24 @@
 * bus cycles/s for 6 servos (group sync read of Realtime Tick + present current, velocity and
   position, 16 bytes a servo; group sync write of goal position) at 1 Mbps and 4 Mbps, as a
   ratio to the byte-time limit of exactly those packets at that baud (Return Delay Time 0);
-* the driver node's achieved ``joint_states`` rate at 250 Hz and 500 Hz (1 Mbps), measured by
-  a subscriber, as a ratio to the configured rate; and at 30 Hz, the rate LeRobot records
-  at, on the SO-101's STS bus (``driver_30hz_so101``) and on the Dynamixel arm
-  (``driver_30hz``), target >= 0.95;
+* the driver node's achieved ``joint_states`` rate at 250 Hz and 500 Hz (1 Mbps), as a ratio
+  to the configured rate: the states a subscriber got whose stamps lie in a window of wall
+  time, counted once every state of the window has arrived (a count of arrivals within the
+  window, ``received_in_window_hz``, also shows how late the starved subscriber is); and at
+  30 Hz, the rate LeRobot records at, on the SO-101's STS bus (``driver_30hz_so101``) and
+  on the Dynamixel arm (``driver_30hz``), target >= 0.95;
 * the time from the port coming back (emulator ``replugged``) to the first fresh
   ``joint_states`` (target < 1 s);
 * the same raw cycle on the virtual Feetech STS bus (6 STS3215, SYNC READ of present position
   .. present current, 15 bytes a servo; SYNC WRITE of goal position, 2 bytes) through the
   vendor's ``scservo_sdk`` at 1 Mbps, as a ratio to its byte-time limit (target >= 0.7),
-  measured right after the Dynamixel bus at 1 Mbps in the same run; and once more with the
-  SDK's own serial settings (``sts_bus_1mbps_sdk_default``: a busy-polling read, timeout 0)
-  to show where the time goes (docs/feetech.md); with ``--rt`` both 1 Mbps buses once more
-  with the emulator and the bus loop under SCHED_FIFO (``*_rt``), out of the way of whatever
-  else the host runs.
+  measured right after the Dynamixel bus at 1 Mbps in the same run, with the host's CPU time
+  per cycle; once more with the SYNC READ's answers taken in one read instead of the SDK's
+  per-packet receive (``sts_bus_1mbps_one_read``); and once more
+  with the SDK's own serial settings (``sts_bus_1mbps_sdk_default``: a busy-polling read,
+  timeout 0) to show where the time goes (docs/feetech.md); with ``--rt`` both 1 Mbps buses
+  once more with the emulator and the bus loop under SCHED_FIFO (``*_rt``), out of the way of
+  whatever else the host runs.
 
 ``--buses-only`` measures the raw bus cycles only (no ROS nodes).
 """
@@ -91,7 +95,7 @@ def raw_cycles(tmp: Path, env: dict[str, str], baud: int, seconds: float,
     limit = byte_time_limit_hz(robot.n, baud)
     rate = n / elapsed
     return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
-            'failed_cycles': failures}
+            'failed_cycles': failures, 'load_average_1min': os.getloadavg()[0]}
 
 
 def sts_spec(tmp: Path) -> Path:
@@ -129,37 +133,47 @@ class _Fifo:
 
 
 def sts_raw_cycles(tmp: Path, env: dict[str, str], seconds: float,
-                   read_timeout_s: float = 0.002, rt: bool = False) -> dict[str, float]:
+                   read_timeout_s: float = 0.002, rt: bool = False,
+                   one_read_sync: bool = False) -> dict[str, float]:
     """Raw cycles of FeetechBus at 1 Mbps; ``read_timeout_s`` 0 is the SDK's own busy poll.
 
     ``rt``: the emulator (90) and this loop (80) under SCHED_FIFO, out of the other work's way.
+    ``one_read_sync``: the SYNC READ's answers in one read, not the SDK's per-packet receive.
+    ``host_cpu_per_cycle_us_p50``: this thread's CPU time per cycle (``time.thread_time``).
     """
     spec = sts_spec(tmp)
     robot = load_robot(spec)
     baud = 1_000_000
-    with EmulatorProcess(link=tmp / f'sts_{read_timeout_s}_{rt}', robot=str(spec), baud=baud,
+    with EmulatorProcess(link=tmp / f'sts_{read_timeout_s}_{rt}_{one_read_sync}',
+                         robot=str(spec), baud=baud,
                          env=env, rt_priority=EMULATOR_RT_PRIORITY if rt else 0) as emu, \
             _Fifo(RT_LOOP_PRIORITY if rt else 0):
-        bus = FeetechBus(robot, emu.port, baud, read_timeout_s=read_timeout_s)
+        bus = FeetechBus(robot, emu.port, baud, read_timeout_s=read_timeout_s,
+                         one_read_sync=one_read_sync)
         bus.open()
         bus.check_servos()
         bus.configure()
         n = failures = 0
+        cpu_s = []
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < seconds:
+            c0 = time.thread_time()
             try:
                 state = bus.read_state()
                 bus.write_goal(state.position)
                 n += 1
             except Exception:  # noqa: BLE001 - counted; the benchmark keeps going
                 failures += 1
+            cpu_s.append(time.thread_time() - c0)
         elapsed = time.perf_counter() - t0
         bus.set_torque(False)
         bus.close()
     limit = sts_byte_time_limit_hz(robot.n, baud)
     rate = n / elapsed
     return {'cycles_per_s': rate, 'byte_time_limit_hz': limit, 'ratio_to_limit': rate / limit,
-            'failed_cycles': failures, 'target_ratio': 0.7}
+            'failed_cycles': failures, 'target_ratio': 0.7,
+            'load_average_1min': os.getloadavg()[0],
+            'host_cpu_per_cycle_us_p50': float(np.median(cpu_s)) * 1e6 if cpu_s else 0.0}
 
 
 def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: float,
@@ -179,24 +193,41 @@ def driver_rate(client: RosClient, tmp: Path, env: dict[str, str], rate_hz: floa
                             'robot': robot, 'driver_rate': str(rate_hz),
                             'realtime': str(rt).lower()})
         node = NodeProcess(spec, env, tmp)
+
+        def stamps() -> list[int]:
+            return [messages.stamp_to_ns(m.header.stamp) for _t, m in list(states)]
+
         try:
             client.wait_for(lambda: len(states) > 50, 60, f'{ns} joint_states')
             n0, t0 = len(states), time.monotonic()
+            a_ns = time.time_ns()  # the window, on the clock of the stamps
             time.sleep(seconds)
             n1, t1 = len(states), time.monotonic()
+            b_ns = a_ns + int(seconds * 1e9)
+            # every state stamped in the window, however late this (starved) subscriber
+            # takes it in: the next one stamped after the window has arrived
+            client.wait_for(lambda: stamps()[-1] >= b_ns, 30, f'{ns} joint_states after')
             d = next(({kv.key: kv.value for kv in st.values} for _t, a in reversed(diags)
                       for st in a.status if st.name.startswith(f'/{ns}/')), {})
         finally:
             node.stop()
-    stamps = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in states[n0:n1]])
-    periods = np.diff(stamps) / 1e6
-    achieved = (n1 - n0) / (t1 - t0)
+    in_window = np.array([t for t in stamps() if a_ns <= t < b_ns])
+    periods = np.diff(in_window) / 1e6
+    achieved = in_window.size / seconds
+    received = (n1 - n0) / (t1 - t0)
     cycle = float(d.get('cycle_rate_hz', 'nan'))
     return {'configured_hz': rate_hz, 'achieved_hz': achieved,
-            'ratio_to_configured': achieved / rate_hz,
+            'ratio_to_configured': achieved / rate_hz, 'load_average_1min': os.getloadavg()[0],
+            # what a count of arrivals over the same wall-clock time gave (before 2026-12-07:
+            # the benchmark's own subscriber, starved, took states in late and undercounted)
+            'received_in_window_hz': received,
             # the driver's own count of bus cycles over its last diagnostics period
             'driver_cycle_rate_hz': cycle, 'driver_cycle_ratio': cycle / rate_hz,
             'bus_thread': f'{d.get("rt.bus.policy")} {d.get("rt.bus.priority")}',
+            # since the node started: a state read that failed (timeout, stale, ...) is a
+            # state not published; the last one's message says which
+            'read_failures': int(d.get('read_failures', -1)),
+            'last_error': str(d.get('last_error', '')),
             'stamp_period_p99_ms': float(np.percentile(periods, 99)) if periods.size else 0.0}
 
 
@@ -236,6 +267,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     seconds = 1.5 if quick else 5.0
     client = None if buses_only else RosClient(DOMAIN, 'bench_bus_client')
     try:
+        started = context(load, rt)  # its load average is the one before the first figure
         with cpu_load(load), tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
             out: dict[str, Any] = {} if drivers_only else {
@@ -243,6 +275,8 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                 'bus_4mbps': raw_cycles(tmp, env, 4_000_000, seconds)}
             if not drivers_only:
                 out['sts_bus_1mbps'] = sts_raw_cycles(tmp, env, seconds)
+                out['sts_bus_1mbps_one_read'] = sts_raw_cycles(tmp, env, seconds,
+                                                               one_read_sync=True)
                 out['sts_bus_1mbps_sdk_default'] = sts_raw_cycles(tmp, env, seconds, 0.0)
                 out['sts_over_dynamixel'] = {'ratio_to_limit': ratio(
                     out['sts_bus_1mbps']['ratio_to_limit'],
@@ -254,7 +288,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                     out['sts_bus_1mbps_rt']['ratio_to_limit'],
                     out['bus_1mbps_rt']['ratio_to_limit'])}
             if buses_only:
-                out.update(context(load, rt))
+                out.update(started)
                 out['load_average_1min'] = os.getloadavg()[0]
                 return out
             assert client is not None
@@ -276,7 +310,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
                         out[f'driver_{hz}hz']['ratio_to_configured']) for hz in (250, 500)}
             if not drivers_only:
                 out['replug'] = recovery(client, tmp, env)
-            out.update(context(load, rt))
+            out.update(started)
             out['load_average_1min'] = os.getloadavg()[0]
             return out
     finally:

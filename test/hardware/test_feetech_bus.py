@@ -235,24 +235,26 @@ def test_what_the_sts_does_not_have_is_said(tmp_path):
         bus.close()
 
 
+@pytest.mark.parametrize('one_read', [False, True], ids=['sdk_receive', 'one_read'])
 @pytest.mark.parametrize('faults, message', [
     ('timeout=1.0', 'sync read: timeout'),
     ('crc=1.0,seed=3', r'sync read: corrupt \(checksum\)'),
 ])
-def test_bus_faults_are_bus_errors(tmp_path, faults, message):
+def test_bus_faults_are_bus_errors(tmp_path, faults, message, one_read):
     with emulator(tmp_path, sts_spec(tmp_path), faults=faults) as emu:
-        bus = make_bus(sts_spec(tmp_path), emu.port)
+        bus = make_bus(sts_spec(tmp_path), emu.port, one_read_sync=one_read)
         with pytest.raises(BusError, match=message):
             bus.read_state()
         bus.close()
 
 
-def test_a_late_answer_of_a_longer_read_is_stale_not_a_state(tmp_path):
+@pytest.mark.parametrize('one_read', [False, True], ids=['sdk_receive', 'one_read'])
+def test_a_late_answer_of_a_longer_read_is_stale_not_a_state(tmp_path, one_read):
     """The health read's late 26-byte answer (Torque Enable 1 first) arriving during the next
     state read: the SDK keeps its first 15 bytes, which read as tick 1 (-3.14 rad) on every
     joint; the bus checks each answer's length and refuses it."""
     with emulator(tmp_path, sts_spec(tmp_path)) as emu:
-        bus = make_bus(sts_spec(tmp_path), emu.port)
+        bus = make_bus(sts_spec(tmp_path), emu.port, one_read_sync=one_read)
         port = bus.port
         health = bytes([1]) + bytes(25)  # Torque Enable (40) .. Status (65)
         late = protocol.status(1, 0, health)
