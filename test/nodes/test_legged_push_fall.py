@@ -4,9 +4,9 @@ A push on ``push`` (geometry_msgs/Wrench) changes the base's velocity by its imp
 total mass (in MuJoCo and PyBullet), and so does the random push a ``~/reset`` draws from a
 randomization's ``pushes:``, at the time its answer gives; a sideways push that tips the robot
 over makes the policy node (fall detection on by default for a floating base) stop its
-network, command the measured
-positions (damping), say so once in its log and as ERROR on /diagnostics, refuse to re-enable
-while the robot lies on its side, and take over again after a reset puts it on its feet.
+network, command the measured positions (damping), say so once in its log and as ERROR on
+/diagnostics, refuse to re-enable while the robot lies on its side, and take over again after a
+reset puts it on its feet.
 """
 
 from __future__ import annotations
