@@ -164,6 +164,20 @@ def test_locomotion_training_config_errors_name_the_key():
         load_loco_config('simreal_quad_walk', push_force_n=-1.0)
 
 
+def test_a_training_randomization_with_pushes_is_refused(tmp_path):
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy.locomotion_train import load_loco_config
+    text = (REPO / 'config/training/simreal_quad_walk.yaml').read_text()
+    assert 'randomization: legged ' in text
+    cfg = tmp_path / 'walk.yaml'
+    cfg.write_text(text.replace('randomization: legged ', 'randomization: legged_pushes '))
+    with pytest.raises(ConfigError) as exc:
+        load_loco_config(cfg)
+    assert str(exc.value) == (f"{cfg}: randomization: expected a randomization without "
+                              "pushes: (the training world's pushes are push_force_n's, every "
+                              "2-4 s for 0.15 s), got 'legged_pushes'")
+
+
 @pytest.mark.e2e
 def test_sim2sim_eval_reports_both_engines_and_their_ratios():
     cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'eval', '--policy',
