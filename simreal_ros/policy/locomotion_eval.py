@@ -11,7 +11,8 @@ ActionProcessor), at the spec's rate, with the servos' PD at every physics step.
 first half commands forward 0.4 m/s, the second half forward 0.3 m/s turning at 0.5 rad/s
 (left in even episodes, right in odd ones). Pushes: a horizontal force of 50-100 % of
 ``push_force_n`` (8 N; simreal_quad weighs 1.8 kg) on the base for 0.15 s every 2-4 s, in a
-random direction, seeded per episode.
+random direction, seeded per episode (:mod:`simreal_ros.core.pushes`, the draw of the training
+world and of the sim bridge's reset; :func:`episode_pushes` lists them for another backend).
 
 **Metrics** (per episode, then over episodes):
 
