@@ -334,6 +334,18 @@ def _file(arg: str, value: str, load: Callable[[str], Any]) -> Any:
         raise PlanError(f'{arg}:={value}: {exc}') from None
 
 
+def _randomization(value: str, robot: RobotSpec) -> Randomization | None:
+    """Return the ranges of ``randomization:=``; ``pushes:`` only for a floating base."""
+    if not value:
+        return None
+    rand: Randomization = _file('randomization', value, load_randomization)
+    try:
+        rand.check_pushes(robot.name, robot.floating)
+    except ConfigError as exc:
+        raise PlanError(f'randomization:={value}: {exc}') from None
+    return rand
+
+
 def _overlay(arg: str, value: str, robot: RobotSpec) -> Overlay | None:
     """Return the overlay of ``arg``, checked against the robot (joints; bodies need the model)."""
     if not value:
@@ -452,8 +464,7 @@ def parse_launch_args(args: Mapping[str, str]) -> LaunchArgs:
         scene=_file('scene', a['scene'], load_scene) if a['scene'] else None,
         overlay=_overlay('overlay', a['overlay'], robot),
         overlay_b=_overlay('overlay_b', a['overlay_b'], robot),
-        randomization=(_file('randomization', a['randomization'], load_randomization)
-                       if a['randomization'] else None),
+        randomization=_randomization(a['randomization'], robot),
         seed=number('seed', 'an integer', int), paused=a['paused'] == 'true',
         lockstep_timeout_s=lockstep, excite=a['excite'],
         duration_s=number('duration', 'a number of seconds'),

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from simreal_ros.core.paths import resolve_named
+from simreal_ros.core.pushes import PushRanges, parse_pushes
 from simreal_ros.core.residual_model import ResidualModel, load_residual, overlay_sha256
 from simreal_ros.core.validate import Section, check_number, check_range, load_yaml_mapping
 from simreal_ros.errors import ConfigError
@@ -181,13 +182,18 @@ def _load_named_residual(ov: Overlay, path: Path, value: Any) -> ResidualModel:
 
 @dataclass(frozen=True)
 class Randomization:
-    """Uniform ranges sampled at reset; selectors are joint/body names or fnmatch patterns."""
+    """Uniform ranges sampled at reset; selectors are joint/body names or fnmatch patterns.
+
+    ``pushes`` (a floating base only): the random pushes a reset draws
+    (:mod:`simreal_ros.core.pushes`); :meth:`sample` does not draw them.
+    """
 
     source: str
     joints: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     bodies: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     command_delay_s: tuple[float, float] | None = None
     friction_scale: tuple[float, float] | None = None
+    pushes: PushRanges | None = None
 
     def sample(self, params: DynamicsParams, rng: np.random.Generator) -> DynamicsParams:
         """Draw one randomized world around ``params`` (deterministic for a given rng state)."""
@@ -228,6 +234,14 @@ class Randomization:
                     raise ConfigError(self.source, f'{kind}.{pattern}',
                                       f'a name or pattern matching one of {names}', pattern)
 
+    def check_pushes(self, robot_name: str, floating: bool) -> None:
+        """Fail when ``pushes:`` is given for a fixed-base robot (nothing to push)."""
+        if self.pushes is not None and not floating:
+            raise ConfigError(self.source, 'pushes',
+                              f'no pushes for {robot_name}, whose base is fixed to the world '
+                              f'(pushes move a floating base: base.type: floating)',
+                              'a pushes: section')
+
 
 def load_randomization(name_or_path: str | Path) -> Randomization:
     """Load randomization ranges by shipped name or path."""
@@ -246,5 +260,6 @@ def load_randomization(name_or_path: str | Path) -> Randomization:
              if top.has('command_delay_s') else None)
     fric = (check_range(top.raw('friction_scale'), src, 'friction_scale', minimum=0.0)
             if top.has('friction_scale') else None)
+    pushes = parse_pushes(top.raw('pushes'), src) if top.has('pushes') else None
     top.reject_unknown(extra_allowed=('description',))
-    return Randomization(src, joints, bodies, delay, fric)
+    return Randomization(src, joints, bodies, delay, fric, pushes)

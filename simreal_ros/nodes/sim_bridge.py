@@ -25,7 +25,9 @@ policies to come, and ``push`` (geometry_msgs/Wrench: ``force`` in N in the worl
 base's centre of mass for ``push_duration_s`` of sim time, :mod:`simreal_ros.sim.push`; a
 non-zero ``torque`` or a non-finite force is rejected with a warning; a new push replaces a
 running one). ``~/reset`` puts it back on its feet at the home pose, ``base.height_m`` up, and
-ends a push.
+ends a push; with a randomization that has ``pushes:`` (and ``randomize_on_reset``) it also
+draws random pushes from then on (:mod:`simreal_ros.core.pushes`, seeded by ``seed``), each at
+its exact physics step, and its answer and log give the first one's time and force.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ STALL_S = 1.0
 #: publisher's default rate for the joints' transforms
 TF_RATE_HZ = 50.0
 RCLError = rclpy_implementation.RCLError
+#: the random pushes' generator is ``default_rng([seed, PUSH_STREAM])``, apart from the dynamics'
+PUSH_STREAM = 1
 
 
 class SimBridge(Node):
@@ -130,6 +134,7 @@ class SimBridge(Node):
         self.cmd_vel = VelocityCommand.zero()
         self.cmd_vel_stats = {'received': 0, 'rejected': 0}
         self.pushes = PushSchedule()
+        self.push_rng = np.random.default_rng([cfg.seed, PUSH_STREAM])
         self.push_stats = {'pushes_rejected': 0}
         self._init_floating_base()
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
@@ -272,13 +277,18 @@ class SimBridge(Node):
             randomize = self.cfg.randomize_on_reset and self.sim.randomization is not None
             params = self.sim.reset(randomize=randomize)
             self.pushes.clear()
+            rand = self.sim.randomization
+            ranges = rand.pushes if randomize and rand is not None else None
+            pushes = self.pushes.draw(ranges, self.push_rng, self.sim) if ranges else ''
             self.last_command = JointTarget.hold(self.robot.home)
         self.rate.reset()
         summary = ', '.join(f'{k}={v:.4g}' for k, v in params.flat().items())
         self.get_logger().info(f'reset to home{" with randomized dynamics" if randomize else ""}'
-                               + (f': {summary}' if randomize else ''))
+                               + (f': {summary}' if randomize else '')
+                               + (f'; {pushes}' if pushes else ''))
         res.success = True
-        res.message = 'reset to home' + (f' (randomized: {summary})' if randomize else '')
+        res.message = 'reset to home' + (f' (randomized: {summary})' if randomize else '') \
+            + (f'; {pushes}' if pushes else '')
         self.command_event.set()
         return res
 
@@ -559,7 +569,8 @@ class SimBridge(Node):
                 'cmd_vel_linear_x': self.cmd_vel.linear_m_s[0],
                 'cmd_vel_linear_y': self.cmd_vel.linear_m_s[1],
                 'cmd_vel_angular_z': self.cmd_vel.angular_rad_s[2],
-                'pushes': self.pushes.count, **self.push_stats}
+                'pushes': self.pushes.count, 'pushes_drawn': self.pushes.drawn_count,
+                **self.push_stats}
                if self.robot.floating else {}),
         }
         arr = DiagnosticArray()

@@ -11,7 +11,8 @@ ActionProcessor), at the spec's rate, with the servos' PD at every physics step.
 first half commands forward 0.4 m/s, the second half forward 0.3 m/s turning at 0.5 rad/s
 (left in even episodes, right in odd ones). Pushes: a horizontal force of 50-100 % of
 ``push_force_n`` (8 N; simreal_quad weighs 1.8 kg) on the base for 0.15 s every 2-4 s, in a
-random direction, seeded per episode.
+random direction, seeded per episode (:mod:`simreal_ros.core.pushes`, the draw of the training
+world and of the sim bridge's reset; :func:`episode_pushes` lists them for another backend).
 
 **Metrics** (per episode, then over episodes):
 
@@ -36,6 +37,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
+from simreal_ros.core.pushes import push_sequence
 from simreal_ros.core.robot import load_robot
 from simreal_ros.policy.locomotion_task import LocoWorld, WorldSettings, fallen
 from simreal_ros.policy.spec import PolicySpec
@@ -128,22 +130,19 @@ def episode_pushes(seed: int, duration_s: float, tick_s: float,
                    cfg: WorldSettings | None = None) -> list[tuple[float, FloatArray]]:
     """Return ``(start_s, force_n)`` of the pushes of a nominal :class:`LocoWorld` seeded ``seed``.
 
-    The draws of ``LocoWorld(..., randomize=False)`` in their order (the first interval at the
-    reset, then angle, size and the next interval at each push), each push starting at the
-    first control tick at or after its time, so another backend can push the same episodes.
+    The world's generator (seeded ``seed + 7919``) through
+    :func:`~simreal_ros.core.pushes.push_sequence` on the grid of control ticks: the draws of
+    ``LocoWorld(..., randomize=False)`` in their order, each push starting at the first tick
+    at or after its time, so another backend can push the same episodes.
     """
     cfg = cfg or WorldSettings()
     rng = np.random.default_rng(seed + 7919)
-    nxt = float(rng.uniform(*cfg.push_interval_s))
     ticks = int(round(duration_s / tick_s))
     out = []
-    for k in range(ticks):
-        t = k * tick_s
-        if t >= nxt:
-            ang = float(rng.uniform(0.0, 2.0 * math.pi))
-            f = float(rng.uniform(0.5, 1.0)) * cfg.push_force_n
-            out.append((t, np.array([f * math.cos(ang), f * math.sin(ang), 0.0])))
-            nxt = t + float(rng.uniform(*cfg.push_interval_s))
+    for p in push_sequence(cfg.push_ranges(), rng, tick_s):
+        if p.start_tick >= ticks:
+            break
+        out.append((p.start_s, p.force_n))
     return out
 
 

@@ -34,8 +34,17 @@ joint state plus IMU through its ``observation`` route
 (:class:`~simreal_ros.policy.train_delays.RouteQueue`), the randomization's
 ``command_delay_s`` on top; per episode: the dynamics randomization (friction, masses, servo
 gains), motor strength (effort limit x ``strength_range``) and pushes (a force on the base
-every ``push_interval_s``, ``push_duration_s`` long, up to ``push_force_n``). A nominal world
-(``randomize=False``) has none of them but the pushes, which are the eval's.
+every ``push_interval_s``, ``push_duration_s`` long, 50-100 % of ``push_force_n``, drawn by
+:func:`~simreal_ros.core.pushes.draw_wait_s` and :func:`~simreal_ros.core.pushes.draw_force_n`,
+the draws of the sim bridge's and the virtual robot's pushes; each push starts at the first
+control tick at or after its time). A nominal world (``randomize=False``) has none of them but
+the pushes, which are the eval's.
+
+The world draws a push when its tick comes, not at the reset, because the same generator also
+draws the observation noise between two pushes: drawing them all at the reset would shift every
+draw after it, so a seed would not give the pushes (nor the noise) ``simreal_quad_walk`` was
+trained with. A nominal world draws nothing else, so its pushes are exactly
+:func:`~simreal_ros.core.pushes.push_sequence`'s on the grid of ticks.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ import numpy.typing as npt
 from simreal_ros.core.commands import JointTarget
 from simreal_ros.core.dynamics import load_randomization
 from simreal_ros.core.legged import tilt_rad as tilt_of
+from simreal_ros.core.pushes import PushRanges, draw_force_n, draw_wait_s
 from simreal_ros.core.robot import RobotSpec
 from simreal_ros.latency.injection import RouteConfig
 from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder
@@ -192,6 +202,11 @@ class WorldSettings:
     push_force_n: float = 8.0
     push_duration_s: float = 0.15
 
+    def push_ranges(self) -> PushRanges:
+        """Return the pushes as a randomization file's ``pushes:`` gives them (a peak force)."""
+        return PushRanges.from_peak(self.push_interval_s, self.push_force_n,
+                                    self.push_duration_s)
+
 
 class LocoWorld:
     """One ``simreal_quad`` in an engine, driven through the policy spec (module docstring)."""
@@ -215,6 +230,7 @@ class LocoWorld:
         self.steps_per_state = max(1, int(round(1.0 / (cfg.state_rate_hz * robot.timestep_s))))
         self.tick_s = self.steps_per_tick * robot.timestep_s
         self.dt_s = robot.timestep_s
+        self.push_ranges = cfg.push_ranges()
         self.reset()
 
     def reset(self, command: Sequence[float] | FloatArray = (0.0, 0.0, 0.0)) -> None:
@@ -250,7 +266,7 @@ class LocoWorld:
         self.path_m = 0.0
         self.push_force = np.zeros(3)
         self.push_end = 0.0
-        self.next_push = float(self.rng.uniform(*cfg.push_interval_s))
+        self.next_push = draw_wait_s(self.push_ranges, self.rng)
 
     @property
     def preset_name(self) -> str:
@@ -293,11 +309,9 @@ class LocoWorld:
         if not self.pushes:
             return
         if self.t >= self.next_push:
-            ang = float(self.rng.uniform(0.0, 2.0 * math.pi))
-            f = float(self.rng.uniform(0.5, 1.0)) * self.cfg.push_force_n
-            self.push_force = np.array([f * math.cos(ang), f * math.sin(ang), 0.0])
-            self.push_end = self.t + self.cfg.push_duration_s
-            self.next_push = self.t + float(self.rng.uniform(*self.cfg.push_interval_s))
+            self.push_force = draw_force_n(self.push_ranges, self.rng)
+            self.push_end = self.t + self.push_ranges.duration_s
+            self.next_push = self.t + draw_wait_s(self.push_ranges, self.rng)
             self.sim.push_base(self.push_force)
         elif self.t >= self.push_end and np.any(self.push_force):
             self.push_force = np.zeros(3)

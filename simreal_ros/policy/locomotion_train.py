@@ -128,8 +128,12 @@ def load_loco_config(name_or_path: str | Path, **overrides: Any) -> LocoTrainCon
     presets = (parse_latency_presets(top.raw('latency_presets'), src)
                if top.has('latency_presets') else (LatencyPreset('none'),))
     rand = str(top.raw('randomization', 'legged') or '')
-    if rand:
-        load_randomization(rand)   # its own ConfigError
+    if rand and load_randomization(rand).pushes is not None:   # its own ConfigError
+        # the world pushes as push_force_n says (and its check as well): a second source of
+        # pushes would be ignored in silence
+        raise ConfigError(src, 'randomization', 'a randomization without pushes: (the '
+                          "training world's pushes are push_force_n's, every 2-4 s for "
+                          '0.15 s)', rand)
     cfg = LocoTrainConfig(
         source=src, policy=top.string('policy'), seed=top.integer('seed', 0),
         threads=top.integer('threads', 1), randomization=rand, latency_presets=presets,

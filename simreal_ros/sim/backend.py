@@ -155,6 +155,7 @@ class SimBackend(ABC):
         self.randomization = randomization
         if randomization is not None:
             randomization.check_targets(robot.joint_names, list(self.nominal.body_mass))
+            randomization.check_pushes(robot.name, robot.floating)
         self.rng = np.random.default_rng(seed)
         self.params = self.base
         self.step_count = 0

@@ -598,3 +598,14 @@ def test_the_robot_spec_is_loaded_once_per_plan(monkeypatch: pytest.MonkeyPatch)
     plan({'backend': 'twin', 'port': '/dev/ttyUSB0', 'record': 'true', 'latency': 'wifi',
           'policy': 'simreal_arm_reach', 'camera_device': '0', 'overlay': 'worn_arm'})
     assert loads == ['simreal_arm']
+
+
+def test_random_pushes_are_refused_for_a_fixed_base_arm_before_any_node_starts() -> None:
+    with pytest.raises(PlanError) as err:
+        plan({'robot': 'simreal_arm', 'randomization': 'legged_pushes'})
+    msg = str(err.value)
+    assert msg.startswith('randomization:=legged_pushes: ')
+    assert msg.endswith("legged_pushes.yaml: pushes: expected no pushes for simreal_arm, whose "
+                        "base is fixed to the world (pushes move a floating base: base.type: "
+                        "floating), got 'a pushes: section'")
+    assert plan({'robot': 'simreal_quad', 'randomization': 'legged_pushes'})

@@ -1,13 +1,17 @@
 """Pushes over ROS and the policy's fall hand-over, with simreal_quad on the sim bridge over DDS.
 
 A push on ``push`` (geometry_msgs/Wrench) changes the base's velocity by its impulse over the
-total mass (in MuJoCo and PyBullet); a sideways push that tips the robot over makes the policy
-node (fall detection on by default for a floating base) stop its network, command the measured
-positions (damping), say so once in its log and as ERROR on /diagnostics, refuse to re-enable
-while the robot lies on its side, and take over again after a reset puts it on its feet.
+total mass (in MuJoCo and PyBullet), and so does the random push a ``~/reset`` draws from a
+randomization's ``pushes:``, at the time its answer gives; a sideways push that tips the robot
+over makes the policy node (fall detection on by default for a floating base) stop its
+network, command the measured positions (damping), say so once in its log and as ERROR on
+/diagnostics, refuse to re-enable while the robot lies on its side, and take over again after a
+reset puts it on its feet.
 """
 
 from __future__ import annotations
+
+import re
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Wrench
@@ -93,6 +97,53 @@ def test_a_push_over_ros_changes_the_base_velocity_by_its_impulse(start_node, ro
     # the push's impulse over the mass, less gravity's over its 0.1 s: 3 g * 0.1 s = 2.94 m/s
     assert a_push * t_end + b_push == pytest.approx(3 * G * 0.1, rel=0.03)
     assert values(status(diags, 'sim bridge'))['pushes'] == '1'
+
+
+def world_vxy(o: Odometry) -> np.ndarray:
+    """The base's horizontal velocity in the world."""
+    q = o.pose.pose.orientation
+    v = o.twist.twist.linear
+    return (quaternions.quat2mat([q.w, q.x, q.y, q.z]) @ [v.x, v.y, v.z])[:2]
+
+
+FIRST_PUSH = re.compile(r'the first at sim time ([\d.]+) s \(([\d.]+) s after the reset\), '
+                        r'force \[([-\d.]+), ([-\d.]+), ([-\d.]+)\] N for ([\d.]+) s')
+
+
+def test_a_reset_draws_a_push_that_changes_the_velocity_at_its_time(start_node, ros_client,
+                                                                   tmp_path):
+    """20 N for 0.1 s in a drawn direction, 0.5-0.6 s after the reset: +1.087 m/s.
+
+    The feet's friction is scaled to 0.02 so that the ground takes at most 1.8 % of the
+    impulse (test/sim/test_push.py: 44 % of it reached the base at friction x1).
+    """
+    rand = tmp_path / 'pushes.yaml'
+    rand.write_text(yaml.safe_dump({'friction_scale': [0.02, 0.02], 'pushes': {
+        'interval_s': [0.5, 0.6], 'force_n': [20.0, 20.0], 'duration_s': 0.1}}))
+    odom = ros_client.collect(Odometry, 'odom')
+    start_node('sim_bridge', robot='simreal_quad', randomization=str(rand), seed=3,
+               publish_rate_hz=200.0, sim_time=True)
+    ros_client.wait_for(lambda: odom, 60, 'odom')
+    res = ros_client.call(Trigger, '/sim_bridge/reset', Trigger.Request())
+    assert res.success
+    m = FIRST_PUSH.search(res.message)
+    assert m, res.message
+    assert 'random pushes every 0.5-0.6 s, 20-20 N for 0.1 s' in res.message
+    at_s, after_s = float(m[1]), float(m[2])
+    force = np.array([float(m[3]), float(m[4])])
+    assert 0.5 <= after_s <= 0.601 and float(m[5]) == 0.0 and float(m[6]) == 0.1
+    assert np.linalg.norm(force) == pytest.approx(20.0, abs=1e-3)
+
+    def stamp_s(o: Odometry) -> float:
+        return messages.stamp_to_ns(o.header.stamp) / 1e9
+    ros_client.wait_for(lambda: stamp_s(odom[-1][1]) > at_s + 0.15, 20, 'the push over')
+    samples = [o for _t, o in odom]
+    before = max((o for o in samples if stamp_s(o) <= at_s + 1e-6), key=stamp_s)
+    after = min((o for o in samples if stamp_s(o) >= at_s + 0.1 - 1e-6), key=stamp_s)
+    assert stamp_s(before) > at_s - after_s  # a state after the reset, before the push
+    assert np.abs(world_vxy(before)).max() < 0.01  # standing still until the drawn time
+    dv = world_vxy(after) - world_vxy(before)
+    np.testing.assert_allclose(dv, force * 0.1 / MASS_KG, rtol=0.03, atol=0.02)
 
 
 class Zero(torch.nn.Module):

@@ -164,6 +164,20 @@ def test_locomotion_training_config_errors_name_the_key():
         load_loco_config('simreal_quad_walk', push_force_n=-1.0)
 
 
+def test_a_training_randomization_with_pushes_is_refused(tmp_path):
+    from simreal_ros.errors import ConfigError
+    from simreal_ros.policy.locomotion_train import load_loco_config
+    text = (REPO / 'config/training/simreal_quad_walk.yaml').read_text()
+    assert 'randomization: legged ' in text
+    cfg = tmp_path / 'walk.yaml'
+    cfg.write_text(text.replace('randomization: legged ', 'randomization: legged_pushes '))
+    with pytest.raises(ConfigError) as exc:
+        load_loco_config(cfg)
+    assert str(exc.value) == (f"{cfg}: randomization: expected a randomization without "
+                              "pushes: (the training world's pushes are push_force_n's, every "
+                              "2-4 s for 0.15 s), got 'legged_pushes'")
+
+
 @pytest.mark.e2e
 def test_sim2sim_eval_reports_both_engines_and_their_ratios():
     cli = subprocess.run([sys.executable, '-m', 'simreal_ros', 'eval', '--policy',
@@ -178,3 +192,33 @@ def test_sim2sim_eval_reports_both_engines_and_their_ratios():
             'success_rate', 'velocity_tracking_error_mps', 'distance_m', 'energy_per_m',
             'falls'}
     assert r['sim2sim']['reference'] == 'mujoco' and r['sim2sim']['other'] == 'pybullet'
+
+
+def test_the_randomized_training_world_pushes_as_before_the_shared_draw():
+    """Seed 5's first push and the generator's state after it, as measured at f88e2b5.
+
+    The world's pushes now come from core/pushes.py; the observation noise draws from the same
+    generator between two pushes, so a change of the draws' order or timing moves both.
+    """
+    world = LocoWorld(SPEC, ROBOT, WorldSettings(), 5, randomize=True)
+    seen = []
+    push = world.sim.push_base
+
+    def record(f):
+        seen.append((round(world.t, 6), [float(x) for x in f]))
+        push(f)
+    world.sim.push_base = record
+    for _ in range(int(round(2.4 / world.tick_s))):
+        world.observation()
+        world.apply(np.zeros(SPEC.act_dim))
+    assert seen == [(2.32, [-3.9846140881566643, -0.5120863577628285, 0.0])]
+    assert world.next_push == 5.451373269404353
+    assert world.rng.random() == 0.5740374344578808  # every draw in between, noise included
+
+
+def test_the_legged_pushes_example_is_the_training_worlds_randomization():
+    from simreal_ros.core.dynamics import load_randomization
+    ex, legged = load_randomization('legged_pushes'), load_randomization('legged')
+    assert ex.pushes == WorldSettings().push_ranges()
+    assert (ex.joints, ex.bodies, ex.command_delay_s, ex.friction_scale) == \
+        (legged.joints, legged.bodies, legged.command_delay_s, legged.friction_scale)

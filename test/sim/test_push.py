@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from simreal_ros.core.dynamics import Randomization
+from simreal_ros.core.pushes import PushRanges
 from simreal_ros.core.robot import load_robot
+from simreal_ros.errors import ConfigError
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.push import MAX_PUSH_S, PushSchedule, check_push
 
@@ -50,3 +54,51 @@ def test_a_reset_ends_a_push_and_bad_pushes_are_refused():
         check_push([0.0, float('nan'), 1.0], 0.1)
     with pytest.raises(ValueError, match=r'lasts \(0, 5\] s'):
         check_push([1.0, 0.0, 0.0], MAX_PUSH_S + 1)
+
+
+@pytest.mark.parametrize('engine', ['mujoco', 'pybullet'])
+def test_a_drawn_push_starts_at_exactly_its_step_with_its_impulse(engine):
+    """20 N sideways for 0.1 s: +1.087 m/s, starting at the drawn step, in blocks of 7 steps.
+
+    The feet's friction is scaled to 0.02 (the ground's friction would take most of a
+    horizontal impulse: 44 % of it reached the base at friction x1, seen in both engines);
+    what is left of it takes at most 0.02 g * 0.1 s = 0.02 m/s (1.8 %).
+    """
+    rand = Randomization('r.yaml', friction_scale=(0.02, 0.02),
+                         pushes=PushRanges((0.3, 0.4), (20.0, 20.0), 0.1))
+    sim = make_sim(ROBOT, engine=engine, randomization=rand)
+    sim.reset(randomize=True)
+    pushes = PushSchedule()
+    report = pushes.draw(rand.pushes, np.random.default_rng(4), sim)
+    first = pushes.next_drawn
+    start = pushes.origin_step + first.start_tick
+    assert report.startswith(f'random pushes every 0.3-0.4 s, 20-20 N for 0.1 s: the first at '
+                             f'sim time {start * 1e-3:.3f} s')
+    calls = []
+    push_base = sim.push_base
+
+    def record(force):
+        calls.append((sim.step_count, list(force)))
+        push_base(force)
+    sim.push_base = record
+    v = {}
+    while sim.step_count < start + 150:
+        pushes.step(sim, 7)
+        v[sim.step_count] = sim.observe().base.linear_velocity.copy()
+    before = max(k for k in v if k <= start)
+    after = min(k for k in v if k >= start + 100)
+    assert np.abs(v[before][:2]).max() < 0.01  # standing still until the drawn step
+    assert pushes.drawn_count == 1 and pushes.count == 1
+    # on from the step after the drawn one's state (start), off after exactly 100 steps
+    assert calls == [(start, list(first.force_n)), (start + 100, [0.0, 0.0, 0.0])]
+    dv = v[after][:2] - v[before][:2]
+    np.testing.assert_allclose(dv, first.force_n[:2] * 0.1 / MASS_KG, rtol=0.03, atol=0.02)
+
+
+def test_pushes_are_refused_for_a_fixed_base_robot():
+    rand = Randomization('r.yaml', pushes=PushRanges((1.0, 2.0), (1.0, 2.0), 0.1))
+    with pytest.raises(ConfigError) as err:
+        make_sim(load_robot('simreal_arm'), randomization=rand)
+    assert str(err.value) == ("r.yaml: pushes: expected no pushes for simreal_arm, whose base is "
+                              "fixed to the world (pushes move a floating base: base.type: "
+                              "floating), got 'a pushes: section'")
