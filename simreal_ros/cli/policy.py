@@ -110,11 +110,11 @@ def cmd_eval(ns: argparse.Namespace) -> int:
     """Run seeded goal episodes through the ROS stack and report success, times, errors."""
     from simreal_ros.bringup.planner import parse_cli_args
     from simreal_ros.core.netenv import ros_env
-    from simreal_ros.jobs import eval as job
+    from simreal_ros.jobs import locomotion as job
     from simreal_ros.jobs.eval import EvalSettings, run_eval
     from simreal_ros.report.eval_results import compare, format_report, load_result
     extra = parse_cli_args(ns.args)
-    if job.is_locomotion(ns.policy):  # in-process, per engine (no goals, no ROS stack)
+    if job.is_locomotion(ns.policy):  # in-process per engine, or on the virtual legged robot
         settings = EvalSettings(backend=ns.backend, engine=ns.engine, policy=ns.policy,
                                 episodes=ns.episodes, seed=ns.seed, launch_args=extra,
                                 episode_s=ns.episode_s, push_force_n=ns.push_force,

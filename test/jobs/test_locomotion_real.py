@@ -121,7 +121,8 @@ def test_a_bad_real_locomotion_eval_is_one_error_line(simreal_cli, args, reason)
 @pytest.mark.ros
 def test_one_short_episode_on_the_virtual_legged_robot(ros_env):
     """The policy walks the worn virtual robot on cmd_vel, pushed, scored from the truth."""
-    from simreal_ros.jobs.eval import EvalSettings, run_locomotion_eval
+    from simreal_ros.jobs.eval import EvalSettings
+    from simreal_ros.jobs.locomotion import run_locomotion_eval
     # seed 3: the 3 s episode has one push (at 2.48 s), applied in the emulator's world
     pushes = episode_pushes(3, 3.0, 1.0 / SPEC.control_rate_hz)
     assert len(pushes) == 1
@@ -156,6 +157,7 @@ def test_the_virtual_legged_robot_is_stopped_when_the_start_up_fails(monkeypatch
     from simreal_ros.errors import LaunchError
     from simreal_ros.hardware.emulator import virtual_bus
     import simreal_ros.jobs.eval as ev
+    from simreal_ros.jobs.locomotion import run_locomotion_eval
     started: list = []
 
     class Recorded(virtual_bus.EmulatorProcess):
@@ -169,9 +171,9 @@ def test_the_virtual_legged_robot_is_stopped_when_the_start_up_fails(monkeypatch
     monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
     monkeypatch.setattr(ev, 'EvalStack', broken)
     with pytest.raises(LaunchError, match='exploded'):
-        ev.run_locomotion_eval(ev.EvalSettings(backend='real', policy='simreal_quad_walk',
-                                               episodes=1, episode_s=0.2),
-                               lambda _line: None, ros_env)
+        run_locomotion_eval(ev.EvalSettings(backend='real', policy='simreal_quad_walk',
+                                            episodes=1, episode_s=0.2),
+                            lambda _line: None, ros_env)
     (emu,) = started
     assert emu.world and emu.proc is not None and emu.proc.poll() is not None, 'it leaked'
     assert not emu.link.exists()
