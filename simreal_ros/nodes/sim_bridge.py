@@ -18,8 +18,8 @@ A floating-base robot (``base.type: floating``, docs/legged.md) also gets, with 
 ``odom`` (nav_msgs/Odometry, the base's ground truth: pose in ``odom``, twist in the base
 frame), ``foot_contacts`` (sensor_msgs/JointState: ``name`` the spec's feet in order,
 ``effort`` each foot's contact normal force in N, 0 in the air; no positions) and, at most
-``TF_RATE_HZ`` by stamp, ``/tf`` ``odom`` -> base link (both with ``frame_prefix``, a second
-robot's ``twin/`` or ``sim_b/``); it subscribes ``cmd_vel``
+50 Hz by stamp, ``/tf`` ``odom`` -> base link (:mod:`simreal_ros.ros.base_topics`; both with
+``frame_prefix``, a second robot's ``twin/`` or ``sim_b/``); it subscribes ``cmd_vel``
 (geometry_msgs/Twist) and keeps the latest as ``cmd_vel`` (:class:`VelocityCommand`) for the
 policies to come, and ``push`` (geometry_msgs/Wrench: ``force`` in N in the world frame at the
 base's centre of mass for ``push_duration_s`` of sim time, :mod:`simreal_ros.sim.push`; a
@@ -38,7 +38,6 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist, Wrench
-from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
@@ -46,21 +45,19 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
-from tf2_msgs.msg import TFMessage
 
 from simreal_ros.core.commands import CommandIntake, JointTarget
 from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.legged import ImuNoise, VelocityCommand, velocity_command
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
 from simreal_ros.core.robot import load_robot, map_names
-from simreal_ros.core.tf_tree import ODOM, Transform
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
+from simreal_ros.ros.base_topics import BaseTopics
 from simreal_ros.ros.image_publisher import SimCameras
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.placement import PlacementParameters
 from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
-from simreal_ros.ros.tf import tf_message
 from simreal_ros.sim.backend import Observation
 from simreal_ros.sim.bridge_config import SimBridgeConfig
 from simreal_ros.sim.engines import make_sim
@@ -70,9 +67,6 @@ from simreal_ros.sim.scene import load_scene
 LOCKSTEP_RESEND_S = 0.5
 #: the physics thread beats at least every LOCKSTEP_RESEND_S (lockstep) or 0.05 s (paused)
 STALL_S = 1.0
-#: the most often (by stamp) a floating base's odom -> base transform goes on /tf, the state
-#: publisher's default rate for the joints' transforms
-TF_RATE_HZ = 50.0
 RCLError = rclpy_implementation.RCLError
 #: the random pushes' generator is ``default_rng([seed, PUSH_STREAM])``, apart from the dynamics'
 PUSH_STREAM = 1
@@ -168,22 +162,12 @@ class SimBridge(Node):
             + (', paused' if self.paused else ''))
 
     def _init_floating_base(self) -> None:
-        """Create the publishers of odom, foot_contacts and /tf and subscribe cmd_vel."""
+        """Create the publishers of odom, foot_contacts and /tf; subscribe cmd_vel and push."""
         base = self.robot.base
         if base is None:
             return
-        self.pub_odom = self.create_publisher(Odometry, 'odom', qos.STATE)
-        self.pub_feet = self.create_publisher(JointState, 'foot_contacts', qos.STATE)
-        self.pub_tf = self.create_publisher(TFMessage, '/tf', qos.TF)
-        prefix = self.cfg.frame_prefix
-        self.odom_frame, self.base_frame = f'{prefix}{ODOM}', f'{prefix}{self.robot.base_frame}'
-        self._odom_msg = Odometry()
-        self._odom_msg.header.frame_id = self.odom_frame
-        self._odom_msg.child_frame_id = self.base_frame
-        self._feet_msg = JointState()
-        self._feet_msg.name = list(base.feet)
-        self._tf_period_ns = int(1e9 / TF_RATE_HZ)
-        self._tf_last_ns: int | None = None
+        self.base_topics = BaseTopics(self, base.feet, self.robot.base_frame,
+                                      self.cfg.frame_prefix)
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, qos.COMMAND)
         self.create_subscription(Wrench, 'push', self._on_push, qos.COMMAND)
 
@@ -467,36 +451,7 @@ class SimBridge(Node):
             acc.x, acc.y, acc.z = float(a[0]), float(a[1]), float(a[2])
             self.pub_imu.publish(imu)
         if obs.base is not None:
-            self._publish_base(obs, sec, nanosec)
-
-    def _publish_base(self, obs: Observation, sec: int, nanosec: int) -> None:
-        """odom, foot_contacts and (at most TF_RATE_HZ) odom -> base on /tf."""
-        base, forces = obs.base, obs.foot_force
-        assert base is not None and forces is not None
-        od = self._odom_msg
-        od.header.stamp.sec, od.header.stamp.nanosec = sec, nanosec
-        p, q = base.position, base.orientation_wxyz
-        pose = od.pose.pose
-        pose.position.x, pose.position.y, pose.position.z = float(p[0]), float(p[1]), float(p[2])
-        o = pose.orientation
-        o.w, o.x, o.y, o.z = float(q[0]), float(q[1]), float(q[2]), float(q[3])
-        v, w = base.linear_velocity_in_base(), base.angular_velocity
-        tw = od.twist.twist
-        tw.linear.x, tw.linear.y, tw.linear.z = float(v[0]), float(v[1]), float(v[2])
-        tw.angular.x, tw.angular.y, tw.angular.z = float(w[0]), float(w[1]), float(w[2])
-        self.pub_odom.publish(od)
-        feet = self._feet_msg
-        feet.header.stamp.sec, feet.header.stamp.nanosec = sec, nanosec
-        feet.effort = forces.tolist()
-        self.pub_feet.publish(feet)
-        stamp = sec * 1_000_000_000 + nanosec
-        last = self._tf_last_ns
-        if last is None or not 0 <= stamp - last < self._tf_period_ns:
-            self._tf_last_ns = stamp
-            t = Transform(self.odom_frame, self.base_frame,
-                          (float(p[0]), float(p[1]), float(p[2])),
-                          (float(q[0]), float(q[1]), float(q[2]), float(q[3])))
-            self.pub_tf.publish(tf_message([t], stamp))
+            self.base_topics.publish(obs, sec, nanosec)
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _residual_values(self) -> dict[str, object]:
