@@ -226,13 +226,22 @@ class ServoBus(Protocol):
 
 @dataclass(frozen=True)
 class ServoFamily:
-    """A servo family: its bus class, its models, its emulator (``'module:attr'`` strings)."""
+    """A servo family: its bus, models, emulator, error names and wire limit.
+
+    The bus class, the emulator's entry point, the function naming the servos' hardware error
+    bits and the one giving the bus's byte-time limit are ``'module:attr'`` strings, imported
+    when used.
+    """
 
     name: str
     bus: str
     models: dict[str, ServoModel]
     emulator: str = ''
     protocol: int = 0
+    #: ``f(bits) -> str``: the servo's hardware error / status bits in words
+    error_names: str = ''
+    #: ``f(n_servos, baud, return_delay_s=) -> float``: read+write cycles/s the wire allows
+    byte_time_limit_hz: str = ''
 
     def model(self, name: str) -> ServoModel | None:
         """Return the model called ``name``, in any case (LeRobot: ``sts3215``); None if none."""
@@ -345,6 +354,21 @@ def bus_class(robot: RobotSpec) -> Callable[..., ServoBus]:
     return cls
 
 
+def error_names(robot: RobotSpec) -> Callable[[int], str]:
+    """Return the function naming the hardware error bits of the robot's servos."""
+    fn: Callable[[int], str] = _attr(get_family(robot.bus_family, str(robot.source)).error_names)
+    return fn
+
+
+def byte_time_limit_hz(robot: RobotSpec, baud: int, return_delay_s: float) -> float:
+    """Return the read+write cycles/s the wire allows the robot's servos at ``baud``.
+
+    One sync read and one sync write of all its servos, in its family's packets.
+    """
+    fn = _attr(get_family(robot.bus_family, str(robot.source)).byte_time_limit_hz)
+    return float(fn(robot.n, baud, return_delay_s=return_delay_s))
+
+
 def rpm(value: float) -> float:
     """Return rad/s of a speed given in rev/min (the e-Manuals' velocity units)."""
     return value * 2.0 * math.pi / 60.0
@@ -352,4 +376,5 @@ def rpm(value: float) -> float:
 
 __all__ = ['BusState', 'CURRENT_BASED_POSITION', 'FAMILIES', 'Item', 'POSITION', 'ServoBus',
            'ServoFamily', 'ServoHealth', 'ServoModel', 'WATCHDOG_EXPIRED', 'bus_class',
-           'get_family', 'require_current_control', 'resolve_robot', 'resolve_servos', 'rpm']
+           'byte_time_limit_hz', 'error_names', 'get_family', 'require_current_control',
+           'resolve_robot', 'resolve_servos', 'rpm']

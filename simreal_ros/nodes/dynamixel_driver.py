@@ -55,7 +55,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -70,7 +70,6 @@ from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.driver_config import DriverConfig
-from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel import usb_latency_timer as latency_timer
 from simreal_ros.hardware.dynamixel.driver_control import (
     Cycle,
@@ -81,8 +80,14 @@ from simreal_ros.hardware.dynamixel.driver_status import (
     DriverSnapshot,
     driver_status,
 )
-from simreal_ros.hardware.dynamixel.wire import byte_time_limit_hz
-from simreal_ros.hardware.family import WATCHDOG_EXPIRED, BusState, ServoBus, bus_class
+from simreal_ros.hardware.family import (
+    WATCHDOG_EXPIRED,
+    BusState,
+    ServoBus,
+    bus_class,
+    byte_time_limit_hz,
+    error_names,
+)
 from simreal_ros.hardware.gravity_ff import GravityFeedForward
 from simreal_ros.hardware.homing import sync_homing_offsets
 from simreal_ros.ros import messages, qos
@@ -91,23 +96,6 @@ from simreal_ros.ros.runtime import fast_thread_switching, run_node, start_rt
 
 #: the bus thread beats every cycle; reconnect back-off is at most reconnect_max_s (0.4 s)
 STALL_S = 1.0
-
-
-def family_error_names(family: str) -> Callable[[int], str]:
-    """Return the function naming the hardware error bits of a family's servos."""
-    if family == 'feetech':
-        from simreal_ros.hardware.feetech.control_table import describe_status
-        return describe_status
-    return ct.describe_hardware_error
-
-
-def family_byte_time_limit_hz(family: str, n_servos: int, baud: int,
-                              return_delay_s: float) -> float:
-    """Cycles/s the bytes of one sync read + sync write allow, in the family's packets."""
-    if family == 'feetech':
-        from simreal_ros.hardware.feetech import wire as sts_wire
-        return sts_wire.byte_time_limit_hz(n_servos, baud, return_delay_s=return_delay_s)
-    return byte_time_limit_hz(n_servos, baud, return_delay_s=return_delay_s)
 
 
 class DynamixelDriver(Node):
@@ -135,7 +123,7 @@ class DynamixelDriver(Node):
             latency_timer_ms=cfg.latency_timer_ms, servo_velocity_limit=not cfg.goal_rate_limit)
         self.robot = self.bus.robot  # with what the spec left to the servo models filled in
         self.family = self.robot.bus_family
-        self.error_names = family_error_names(self.family)
+        self.error_names = error_names(self.robot)
         # a bus without a watchdog (STS) is never armed: 0 units everywhere below
         self.watchdog_units = (cfg.bus_watchdog_units
                                if getattr(self.bus, 'has_watchdog', True) else 0)
@@ -148,9 +136,8 @@ class DynamixelDriver(Node):
                 f'{cfg.port}: no latency_timer in sysfs (CH340-type adapters of the SO-101 '
                 f'boards have none, nor does a pty): not checked')
         self.cycle_limit_hz = min(latency_timer.cycle_limit_hz(self.latency_timer_ms),
-                                  family_byte_time_limit_hz(
-                                      self.family, self.robot.n, self.baud,
-                                      cfg.return_delay_us * 1e-6))
+                                  byte_time_limit_hz(self.robot, self.baud,
+                                                     cfg.return_delay_us * 1e-6))
         self.heartbeat = Heartbeat(max(int(STALL_S * 1e9), int(5e9 / cfg.rate_hz)))
         self.rt_state: ThreadRt | None = None
         self.rt_others: ThreadRt | None = None  # set by start_rt

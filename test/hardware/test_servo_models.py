@@ -247,6 +247,23 @@ def test_a_family_module_registers_through_its_family_attribute(monkeypatch) -> 
                               "got 'testfam'")
 
 
+def test_each_family_names_its_error_bits_and_its_wire_limit() -> None:
+    """What the driver reads from the family of the spec it drives (no per-family branch)."""
+    from simreal_ros.hardware.dynamixel import control_table as dxl_table
+    from simreal_ros.hardware.dynamixel import wire as dxl_wire
+    from simreal_ros.hardware.feetech import control_table as sts_table
+    from simreal_ros.hardware.feetech import wire as sts_wire
+    arm, so101 = load_robot('simreal_arm'), load_robot('so101')
+    assert fam.error_names(arm) is dxl_table.describe_hardware_error
+    assert fam.error_names(so101) is sts_table.describe_status
+    assert fam.byte_time_limit_hz(arm, 1_000_000, 0.0) == dxl_wire.byte_time_limit_hz(6, 1_000_000)
+    assert fam.byte_time_limit_hz(so101, 1_000_000, 2e-6) == sts_wire.byte_time_limit_hz(
+        6, 1_000_000, return_delay_s=2e-6)
+    # the STS packets of the same 6 servos are shorter than Dynamixel's protocol 2.0 ones
+    assert fam.byte_time_limit_hz(so101, 1_000_000, 0.0) > fam.byte_time_limit_hz(
+        arm, 1_000_000, 0.0)
+
+
 def test_a_spec_leaving_numbers_to_the_model_gets_the_models(tmp_path) -> None:
     robot = fam.resolve_robot(load_robot(arm_of(tmp_path, 'XL330-M288')))
     s = robot.joints[4].servo

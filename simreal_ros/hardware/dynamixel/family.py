@@ -121,7 +121,9 @@ MODELS: dict[str, ServoModel] = {m.name: m for m in (XM430_W350, XM430_W210, XL4
 
 FAMILY = ServoFamily(
     name='dynamixel', bus='simreal_ros.hardware.dynamixel.bus:DynamixelBus', models=MODELS,
-    emulator='simreal_ros.hardware.emulator.emulator:main', protocol=2)
+    emulator='simreal_ros.hardware.emulator.emulator:main', protocol=2,
+    error_names='simreal_ros.hardware.dynamixel.control_table:describe_hardware_error',
+    byte_time_limit_hz='simreal_ros.hardware.dynamixel.wire:byte_time_limit_hz')
 
 
 def gain_torque_per_amp(model: ServoModel, torque_per_amp: float) -> float:

@@ -48,6 +48,8 @@ MODELS: dict[str, ServoModel] = {m.name: m for m in (STS3215,)}
 
 FAMILY = ServoFamily(
     name='feetech', bus='simreal_ros.hardware.feetech.bus:FeetechBus', models=MODELS,
-    emulator='simreal_ros.hardware.emulator.sts_bus:main', protocol=0)
+    emulator='simreal_ros.hardware.emulator.sts_bus:main', protocol=0,
+    error_names='simreal_ros.hardware.feetech.control_table:describe_status',
+    byte_time_limit_hz='simreal_ros.hardware.feetech.wire:byte_time_limit_hz')
 
 __all__ = ['FAMILY', 'MODELS', 'MODE_REGISTER', 'STS3215']
