@@ -46,6 +46,7 @@ from typing import Any, Callable, TextIO
 
 import numpy as np
 
+from simreal_ros.hardware.emulator.placer import read_lines
 from simreal_ros.sim.backend import BaseState
 from simreal_ros.sim.placement import parse_place_line
 from simreal_ros.sim.push import check_push
@@ -131,18 +132,11 @@ class HiddenWorld:
         self.last_energy = 0
         self.energy_j = 0.0
         self.pushes = 0
-        self.thread = threading.Thread(target=self._read, args=(stream or sys.stdin,),
-                                       name='hidden_world', daemon=True)
+        self.thread = threading.Thread(
+            target=read_lines, name='hidden_world', daemon=True,
+            args=(stream or sys.stdin, lambda line: parse_world_line(line, self.movable),
+                  self.pending, self.echo))
         self.thread.start()
-
-    def _read(self, stream: TextIO) -> None:
-        for line in stream:
-            if not line.strip():
-                continue
-            try:
-                self.pending.put(parse_world_line(line, self.movable))
-            except ValueError as exc:
-                self.echo(f'error: {exc}')
 
     def plug(self) -> None:
         """No port to open."""

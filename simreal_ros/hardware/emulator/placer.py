@@ -25,6 +25,21 @@ from typing import Any, Callable, TextIO
 from simreal_ros.sim.placement import format_placed, movable_objects, parse_place_line
 
 
+def read_lines(stream: TextIO, parse: Callable[[str], Any], pending: queue.SimpleQueue,
+               echo: Callable[[str], None]) -> None:
+    """Queue ``parse(line)`` of every non-blank line of ``stream`` until it ends.
+
+    A line that does not parse is echoed as ``error: ...`` and skipped (the emulator goes on).
+    """
+    for line in stream:
+        if not line.strip():
+            continue
+        try:
+            pending.put(parse(line))
+        except ValueError as exc:
+            echo(f'error: {exc}')
+
+
 class ScenePlacer:
     """Reads ``place`` lines on a thread; the emulator's loop applies them in :meth:`tick`."""
 
@@ -38,19 +53,12 @@ class ScenePlacer:
         self.placed = 0
         # read=False: another device reads the lines and hands ``place`` ones over
         # (hardware/emulator/hidden_world.py, a floating-base robot's)
-        self.thread = threading.Thread(target=self._read, args=(stream or sys.stdin,),
-                                       name='scene_placer', daemon=True)
+        self.thread = threading.Thread(
+            target=read_lines, name='scene_placer', daemon=True,
+            args=(stream or sys.stdin, lambda line: parse_place_line(line, self.movable),
+                  self.pending, self.echo))
         if read:
             self.thread.start()
-
-    def _read(self, stream: TextIO) -> None:
-        for line in stream:
-            if not line.strip():
-                continue
-            try:
-                self.pending.put(parse_place_line(line, self.movable))
-            except ValueError as exc:
-                self.echo(f'error: {exc}')
 
     def plug(self) -> None:
         """No port to open."""
