@@ -252,7 +252,8 @@ class World:
             for n in self.nominal_mass if links[n] >= 0 or robot.floating}
         self.floating: FloatingBase | None = None
         if robot.floating:
-            self.floating = FloatingBase(robot, c, self.body, links, parents)
+            self.floating = FloatingBase(robot, c, self.body, links, parents,
+                                         sum(self.nominal_mass.values()))
             self.floating.reset()  # loadURDF put the base's origin at the world's
             if scene is None or not scene.floor:
                 _add_plane(c)
