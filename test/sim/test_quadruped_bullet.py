@@ -71,10 +71,11 @@ def test_the_two_engines_stand_alike(stood) -> None:
     """Standing, the engines differ only where their contact models do.
 
     Same URDF, servo law and weight; MuJoCo's contact is soft (solref 0.02 s, solimp 0.9-0.95
-    over 1 mm: a loaded foot sinks up to ~1 mm), Bullet's is hard (its error reduction holds
-    penetration to ~0.01 mm). Besides that sink, the servos' sag is the same law under the same
-    load (the load per leg is fixed by statics, below), so the heights differ by at most the
-    1 mm sink plus 1 mm for the servo angles' share: 2 mm. The front/rear split of the weight
+    over 1 mm: a loaded foot sinks up to ~1 mm), Bullet's feet are springs of 5,200 N/m
+    (simreal_ros/sim/bullet/floating.py: 4-5 N sink them 0.8-1.0 mm). Besides the sinks'
+    difference (< 1 mm), the servos' sag is the same law under the same load (the load per leg
+    is fixed by statics, below), so the heights differ by at most 1 mm plus 1 mm for the servo
+    angles' share: 2 mm. The front/rear split of the weight
     is statics (moments about the feet: COM 3 mm behind the hips' centre, wheelbase 0.20 m),
     the same in both to the feet's position difference (< 2 mm of 0.20 m, 1 % of the weight:
     0.18 N); the pitch is the front/rear sag difference over the wheelbase (< 1 mm / 0.2 m).

@@ -39,6 +39,9 @@ PyBullet (``DIRECT`` mode: no GUI, no server process) loads the URDF with its in
   :meth:`World.approximations`). A gear constraint (``JOINT_GEAR``) between the revolute
   gripper and a prismatic finger was tried first: in pybullet 3.2.7 it threw the gripper to
   -12 rad within 20 steps of a command, whatever the ratio's sign, ``erp`` and force;
+* **contact**: Bullet's is rigid, MuJoCo's soft; a floating base's feet get a spring-damper
+  contact at MuJoCo's contact damping rate (:func:`simreal_ros.sim.bullet.floating.foot_contact`,
+  which says what it approximates); every other link keeps the rigid contact;
 * **defaults that are not MuJoCo's**: PyBullet damps every link's velocity by 0.04 and
   gives links 0.5 contact friction (MuJoCo: no damping, friction 1); both are set to
   MuJoCo's. A link without ``<inertial>`` (``tool0``) gets PyBullet's mass 1 kg: it is set
@@ -252,7 +255,8 @@ class World:
             for n in self.nominal_mass if links[n] >= 0 or robot.floating}
         self.floating: FloatingBase | None = None
         if robot.floating:
-            self.floating = FloatingBase(robot, c, self.body, links, parents)
+            self.floating = FloatingBase(robot, c, self.body, links, parents,
+                                         sum(self.nominal_mass.values()))
             self.floating.reset()  # loadURDF put the base's origin at the world's
             if scene is None or not scene.floor:
                 _add_plane(c)
