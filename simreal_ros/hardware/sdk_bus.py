@@ -155,13 +155,21 @@ class SdkBus:
 
         Servos that did not answer are pinged again until ``timeout_s`` (servos boot slowly
         after power-on; a loaded host can miss an answer), the input dropped after each miss.
+        A stale answer (a late one to an earlier request, cut short) is such a miss: "stale
+        answer" stopped the Feetech driver of the virtual legged robot at start-up once (under
+        SCHED_FIFO, load 6), and the ping was the one start-up transaction not retried on it.
         """
         found: dict[int, int] = {}
         deadline = time.monotonic() + timeout_s
         while True:
             for sid in self.ids:
                 if sid not in found:
-                    model, result, _err = self._guard(self.ph.ping, self._port(), sid)
+                    try:
+                        model, result, _err = self._guard(self.ph.ping, self._port(), sid)
+                    except PortLostError:
+                        raise
+                    except BusError:  # stale (counted): ask again
+                        result = None
                     if result == COMM_SUCCESS:
                         found[sid] = model
                     else:

@@ -280,6 +280,28 @@ def _leave_unanswered(bus: FeetechBus, tx: list[int]) -> None:
     port.is_using = False  # the SDK clears it only when it reads an answer
 
 
+def test_a_stale_answer_to_a_ping_is_pinged_again(tmp_path):
+    """At start-up a ping whose answer the SDK indexes short (a late answer to an earlier
+    request: what ``_guard`` reports as stale) is a miss like no answer: pinged again within
+    the timeout, counted, not a failed start-up."""
+    with emulator(tmp_path, sts_spec(tmp_path)) as emu:
+        bus = make_bus(sts_spec(tmp_path), emu.port)
+        ping, cut = bus.ph.ping, [bus.ids[3]]
+
+        def ping_cut_short_once(port, sid):
+            if sid in cut:
+                cut.remove(sid)
+                raise IndexError('list index out of range')  # what the SDK raises then
+            return ping(port, sid)
+
+        bus.ph.ping = ping_cut_short_once
+        try:
+            bus.check_servos(5.0)
+        finally:
+            bus.close()
+    assert cut == [] and bus.comm_errors['stale'] == 1  # (a starved emulator may time out)
+
+
 def test_a_late_answer_of_a_longer_read_is_not_read_as_status(tmp_path):
     """Every answer 20 ms late: the answer to an earlier 2-byte READ of the Model Number (777 =
     0x0309) arrives after the Status read was sent, and the SDK copies its first byte as Status
