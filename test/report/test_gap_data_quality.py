@@ -8,8 +8,6 @@ metrics over dropped frames are marked, never refused; a clean bag is valid thro
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from episode_bags import NAMES, T0, TS, _time, joint_state, make_episode_bag
 import numpy as np
@@ -26,12 +24,12 @@ PAIR = ('/sim_a/joint_states', '/sim_b/joint_states')
 
 
 def test_a_bag_with_dropped_joint_states_is_one_error_line_exit_4_and_nothing_written(
-        tmp_path):
+        tmp_path, simreal_cli):
     bag = tmp_path / 'bag'
     make_episode_bag(bag, seconds=4.0, defects=('dropped',))  # 40 of 800 sim_a samples gone
     out = tmp_path / 'report'
-    r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'gap', str(bag), '--out', str(out),
-                        '--quiet'], capture_output=True, text=True, timeout=180)
+    # in-process: `simreal gap` starts real processes in test_gap_report.py
+    r = simreal_cli('gap', str(bag), '--out', str(out), '--quiet')
     assert EXIT_BAD_DATA == 4
     line = cli_error_line(r, code=4)
     assert line.startswith('simreal gap: error: 5.0 % of /sim_a/joint_states dropped (40 of '

@@ -40,12 +40,25 @@ def reality(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return p
 
 
-def test_measure_gives_the_latencies_the_bus_had(tmp_path: Path, reality: Path) -> None:
-    bag = record_servo_bag(tmp_path / 'bag', ROBOT, load_overlay(reality),
-                           ExcitationConfig(pattern='sysid', duration_s=3.0, seed=2),
+@pytest.fixture(scope='module')
+def servo_bag(tmp_path_factory: pytest.TempPathFactory, reality: Path) -> tuple[Path, Path]:
+    """12 s of the virtual bus's arm at 6 Hz excitation, and its bus trace (both tests read it).
+
+    One recording for the module: the latency test read a 3 s bag of its own before (the
+    lockstep sets the latencies exactly, whatever the length or the excitation).
+    """
+    d = tmp_path_factory.mktemp('servo_bag')
+    bag = record_servo_bag(d / 'bag', ROBOT, load_overlay(reality),
+                           ExcitationConfig(pattern='sysid', duration_s=12.0, seed=2,
+                                            f_max_hz=6.0),
                            sample_to_stamp_ns=SAMPLE_TO_STAMP_NS,
-                           stamp_to_write_ns=STAMP_TO_WRITE_NS, trace=tmp_path / 'trace.txt')
-    got = measure(tmp_path / 'trace.txt', bag, ROBOT)
+                           stamp_to_write_ns=STAMP_TO_WRITE_NS, trace=d / 'trace.txt')
+    return bag, d / 'trace.txt'
+
+
+def test_measure_gives_the_latencies_the_bus_had(servo_bag: tuple[Path, Path]) -> None:
+    bag, trace = servo_bag
+    got = measure(trace, bag, ROBOT)
     assert got['unmatched_states'] == 0
     assert got['sample_to_stamp']['median_ms'] == 2.9
     assert got['sample_to_stamp']['p90_ms'] == 2.9
@@ -53,8 +66,8 @@ def test_measure_gives_the_latencies_the_bus_had(tmp_path: Path, reality: Path) 
     assert got['unmodelled_ms'] == 3.7
 
 
-def test_the_fitted_delay_is_the_servos_plus_the_pipeline(tmp_path: Path,
-                                                          reality: Path) -> None:
+def test_the_fitted_delay_is_the_servos_plus_the_pipeline(
+        tmp_path: Path, servo_bag: tuple[Path, Path]) -> None:
     """At 6 Hz the fit separates delay from damping; the delay holds the pipeline.
 
     The goal write lands 3.7 ms after the cycle's stamp, in the arm's physics step 3 ms after
@@ -62,11 +75,7 @@ def test_the_fitted_delay_is_the_servos_plus_the_pipeline(tmp_path: Path,
     and 0.66 at 12 and 14 ms, the encoder's 0.44 mrad floor under all). With the excitation's
     2 Hz default the same data gave 11 ms and every damping 20-39 % high at the same cost.
     """
-    bag = record_servo_bag(tmp_path / 'bag', ROBOT, load_overlay(reality),
-                           ExcitationConfig(pattern='sysid', duration_s=12.0, seed=2,
-                                            f_max_hz=6.0),
-                           sample_to_stamp_ns=SAMPLE_TO_STAMP_NS,
-                           stamp_to_write_ns=STAMP_TO_WRITE_NS)
+    bag, _trace = servo_bag
     summary = identify(bag, 'simreal_arm', ['damping', 'command_delay'],
                        tmp_path / 'fit.yaml', joints=['base_yaw', 'elbow_pitch'])
     rows = {r['key']: r['estimate'] for r in summary['parameters']}
