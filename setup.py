@@ -80,7 +80,7 @@ setup(
         'test': ['pytest>=7', 'pytest-xdist>=3.5', 'hypothesis>=6', 'scipy>=1.10',
                  'yourdfpy>=0.0.56', 'colcon-core', 'colcon-ros', 'ruff', 'mypy', 'types-PyYAML',
                  'onnx', 'mcap>=1.1', 'mcap-ros2-support>=0.5', 'pyarrow>=14', 'pandas>=2',
-                 'ray>=2.58'],
+                 'ray>=2.58', 'filelock>=3'],
     },
     zip_safe=True,
     maintainer='simreal_ros maintainers',
