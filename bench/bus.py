@@ -233,7 +233,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     """
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
-    seconds = 1.5 if quick else 5.0
+    seconds = 0.75 if quick else 5.0
     client = None if buses_only else RosClient(DOMAIN, 'bench_bus_client')
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as d:
