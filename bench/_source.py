@@ -13,11 +13,12 @@ per message without a systematic head start.
 
 Before 2026-12-07 each measurement started a process of its own and it slept 1 s after its
 last message: at a load average of 10-16 a process took 3.7-6.9 s for 500 messages at 1 kHz
-(start-up and imports ~1.2 s, discovery 0.2-3.2 s, the 1 s drain), and the drain still let
-it exit before a loaded reader had every message (3303 of 4000 reached the direct topic at
-4 kHz). Waiting for the acknowledgements instead took 2.0-2.4 s (readers acknowledge on the
-writer's periodic heartbeat). With ``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) its
-publishing thread (only) runs under SCHED_FIFO at that priority.
+(start-up and imports ~1.2 s, discovery 0.2-3.2 s, the 1 s drain), and at a load average of
+16 only 3303 of 4000 messages reached the direct topic at 4 kHz within that drain and the
+benchmark's 0.5 s after it. Waiting for the acknowledgements instead of the drain took
+2.0-2.4 s (readers acknowledge on the writer's periodic heartbeat). With
+``SIMREAL_BENCH_RT`` > 0 (``--rt`` benchmarks) its publishing thread (only) runs under
+SCHED_FIFO at that priority.
 """
 
 import json
