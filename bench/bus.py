@@ -264,7 +264,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     """
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
-    seconds = 1.5 if quick else 5.0
+    seconds = 0.75 if quick else 5.0
     client = None if buses_only else RosClient(DOMAIN, 'bench_bus_client')
     try:
         started = context(load, rt)  # its load average is the one before the first figure

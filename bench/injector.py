@@ -13,7 +13,13 @@ the message info), not this process's callbacks. Per message:
 * throughput: the highest rate of a zero-delay route and of a 5 ms route with every message
   delivered, next to the direct topic at the same rate, with the rate the source achieved.
 
-Every measurement subscribes anew and destroys its subscriptions afterwards. Per message the
+Every measurement subscribes anew and destroys its subscriptions afterwards, and the source
+process (one for the run, bench/_source.py) creates its publishers anew: a measurement starts
+once the relayed topic's subscription has matched the injector and ends once both
+subscriptions hold every message sent, or when neither received anything for
+:data:`QUIET_S` (a lossy rate); only then the source drops its publishers.
+``--quick`` sends 500 messages per accuracy figure (10 000 in full) and each throughput rate
+for 0.25 s (2 s in full). Per message the
 ``excess`` = relayed latency - target - the same message's direct latency (the injector's own
 contribution: one more hop, its receive path, its lateness); ``excess_p99_ms`` is the figure
 closest to "p99 above the floor" that pairs messages instead of percentiles.
@@ -33,6 +39,7 @@ from pathlib import Path
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -66,6 +73,8 @@ from _load import (  # noqa: E402
 DOMAIN = bench_domain(1)
 DEEP = QoSProfile(depth=20000, reliability=ReliabilityPolicy.RELIABLE)
 SOURCE = Path(__file__).with_name('_source.py')
+#: a measurement ends when no message arrived for this long (or when every one did)
+QUIET_S = 1.0
 ROUTES = {
     'zero': {'input': 'in/zero', 'output': 'out/zero', 'type': 'sensor_msgs/msg/JointState'},
     'const5': {'input': 'in/const5', 'output': 'out/const5', 'delay': 0.005,
@@ -101,16 +110,71 @@ class Sink:
         return out
 
 
+def _matched(client: RosClient, sink: Sink) -> None:
+    """Wait until ``sink``'s subscription has matched a publisher (the injector's route)."""
+    client.wait_for(lambda: sink.sub.get_publisher_count() > 0, 30,
+                    f'the injector on {sink.sub.topic_name}')
+
+
+def _drained(sinks: tuple[Sink, ...], count: int, deadline_s: float = 30.0) -> None:
+    """Wait until every sink received ``count`` messages, or none received any for QUIET_S."""
+    end = time.monotonic() + deadline_s
+    seen, since = -1, time.monotonic()
+    while time.monotonic() < end:
+        got = [len(s.rx) for s in sinks]
+        if min(got) >= count:
+            return
+        if sum(got) != seen:
+            seen, since = sum(got), time.monotonic()
+        elif time.monotonic() - since >= QUIET_S:
+            return
+        time.sleep(0.01)
+
+
 def _ms(values: Any, q: float) -> float:
     return float(np.percentile(np.asarray(list(values), dtype=float), q) / 1e6)
 
 
-def _source(env: dict[str, str], rate: float, count: int, *topics: str) -> dict[str, Any]:
-    """Run the source; return its report (``sent``, ``seconds``, ``rate_hz``)."""
-    r = subprocess.run([sys.executable, str(SOURCE), str(rate), str(count), *topics], env=env,
-                       check=True, timeout=120, capture_output=True, text=True)
-    lines = [line for line in r.stdout.splitlines() if line.startswith('{')]
-    return dict(json.loads(lines[-1])) if lines else {}
+class Source:
+    """bench/_source.py: one process sends every measurement's messages (its docstring)."""
+
+    def __init__(self, env: dict[str, str], tmp: Path) -> None:
+        self.log = tmp / 'source.log'
+        with open(self.log, 'w', encoding='utf-8') as err:
+            self.proc = subprocess.Popen([sys.executable, str(SOURCE)], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, text=True)
+
+    def run(self, rate: float, count: int, sinks: tuple[Sink, ...], *topics: str
+            ) -> dict[str, Any]:
+        """Send ``count`` messages at ``rate`` on ``topics``; return once ``sinks`` are
+        drained, with the source's report (``sent``, ``seconds``, ``rate_hz``)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        watchdog = threading.Timer(120.0, self.proc.kill)
+        watchdog.start()
+        try:
+            self.proc.stdin.write(f'{rate} {count} {" ".join(topics)}\n')
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()  # its report once it sent everything
+        finally:
+            watchdog.cancel()
+        if not line.startswith('{'):
+            raise RuntimeError(f'the benchmark source stopped: '
+                               f'{self.log.read_text(errors="replace")[-2000:]}')
+        _drained(sinks, count)
+        self.proc.stdin.write('drained\n')  # it may drop this measurement's publishers now
+        self.proc.stdin.flush()
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        """End the source (end of its stdin)."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _rate_hz(rx: list[tuple[int, bytes]]) -> float:
@@ -130,15 +194,14 @@ def _targets(events: list[tuple[int, Any]], route: str) -> dict[int, int]:
     return out
 
 
-def accuracy(client: RosClient, env: dict[str, str], events: list, route: str,
+def accuracy(client: RosClient, source: Source, events: list, route: str,
              count: int) -> dict[str, float]:
     direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
     try:
-        time.sleep(0.5)
+        _matched(client, relayed)
         steal0 = steal_ms()
-        sent = _source(env, 1000.0, count, f'direct/{route}', f'in/{route}')
+        sent = source.run(1000.0, count, (direct, relayed), f'direct/{route}', f'in/{route}')
         steal = steal_since(steal0)
-        time.sleep(0.5)
     finally:
         direct.close()
         relayed.close()
@@ -184,16 +247,15 @@ def own_lateness(events: list[tuple[int, Any]], diags: list[tuple[int, Any]]
     return out
 
 
-def throughput(client: RosClient, env: dict[str, str], route: str, seconds: float
+def throughput(client: RosClient, source: Source, route: str, seconds: float
                ) -> dict[str, Any]:
     best: dict[str, Any] = {'route': route, 'lossless_rate_hz': 0.0}
     for rate in (2000.0, 4000.0, 8000.0, 16000.0):
         n = int(rate * seconds)
         direct, relayed = Sink(client, f'direct/{route}'), Sink(client, f'out/{route}')
         try:
-            time.sleep(0.5)
-            sent = _source(env, rate, n, f'direct/{route}', f'in/{route}')
-            time.sleep(0.5)
+            _matched(client, relayed)
+            sent = source.run(rate, n, (direct, relayed), f'direct/{route}', f'in/{route}')
         finally:
             direct.close()
             relayed.close()
@@ -219,19 +281,21 @@ def measure(client: RosClient, env: dict[str, str], tmp: Path, count: int, quick
     node = NodeProcess(NodeSpec('injector', 'injector', '', {'profile': str(prof),
                                                              'diagnostics_period_s': 0.5,
                                                              **params}), env, tmp)
+    source = Source(env, tmp)  # starts while the injector does
     try:
         client.wait_for(lambda: all(client.node.count_publishers(f'out/{r}')
                                     for r in ROUTES), 30, 'the injector')
-        result: dict[str, Any] = {f'accuracy_{r}': accuracy(client, env, events, r, count)
+        result: dict[str, Any] = {f'accuracy_{r}': accuracy(client, source, events, r, count)
                                   for r in ('const5', 'jitter')}
-        result['overhead_zero'] = accuracy(client, env, events, 'zero', count)
+        result['overhead_zero'] = accuracy(client, source, events, 'zero', count)
         result['own_lateness'] = own_lateness(events, diags)
-        secs = 1.0 if quick else 2.0
-        result['throughput_zero'] = throughput(client, env, 'zero', secs)
-        result['throughput_const5'] = throughput(client, env, 'const5', secs)
+        secs = 0.25 if quick else 2.0
+        result['throughput_zero'] = throughput(client, source, 'zero', secs)
+        result['throughput_const5'] = throughput(client, source, 'const5', secs)
         result['injector_params'] = params
         return result
     finally:
+        source.close()
         node.stop()
 
 
@@ -245,7 +309,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     """Run every measurement in one session and return the figures."""
     env = env_rt(ros_env(discovery='localhost', domain_id=DOMAIN), rt)
     os.environ.update(env)
-    count = 2000 if quick else 10000
+    count = 500 if quick else 10000
     client = RosClient(DOMAIN, 'bench_injector')
     out: dict[str, Any] = {}
     try:

@@ -256,7 +256,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False,
     """Run the overhead and loop-timing measurements and return the figures."""
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
-    seconds = 2.0 if quick else 8.0
+    seconds = 1.0 if quick else 8.0
     client = RosClient(DOMAIN, 'bench_policy_client')
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as tmp:

@@ -261,9 +261,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory(prefix='simreal_bench_recorder_') as d:
             tmp = Path(d)
-            seconds = 2.0 if quick else 8.0
+            seconds = 1.0 if quick else 8.0
             rounds = 1 if quick else 2
-            out = {'ingest': ingest(tmp, env, client, 10_000 if quick else 20_000,
+            out = {'ingest': ingest(tmp, env, client, 5_000 if quick else 20_000,
                                     1 if quick else 5)}
             runs: dict[str, list[dict[str, Any]]] = {'process': [], 'thread': []}
             for k in range(rounds):  # alternating, so both see the same machine load

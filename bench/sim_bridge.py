@@ -171,7 +171,7 @@ def run(quick: bool = False, load: int = 0, rt: bool = False, engine: str = 'muj
     ENGINE[0] = engine
     env = ros_env(discovery='localhost', domain_id=DOMAIN)
     os.environ.update(env)
-    seconds = 2.0 if quick else 6.0
+    seconds = 1.0 if quick else 6.0
     client = RosClient(DOMAIN, 'bench_client')
     try:
         with cpu_load(load), tempfile.TemporaryDirectory() as tmp:

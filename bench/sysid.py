@@ -9,7 +9,12 @@
 * ``virtual_bus_60s`` (not with ``--quick``): 60 s recorded through the Dynamixel driver from
   the virtual servo bus with that reality (imperfections included), same fit and figures.
 
-``--quick``: 10 s and 20 s of data and no bus run (a smoke test).
+``--quick``: 5 s and 10 s of data and no bus run (a smoke test). 5 s is the shortest recording
+``identify`` takes with its 0.2 hold-out (1 s held out, 4 s: one training segment); 10 s fits two
+segments, as the longer cases do. The sim has no noise, so either fit recovers the reality's
+parameters (2026-12-07: relative errors 0.0 at four decimals, the delay exact, held-out RMSE
+ratio 0.0, for 5 s as for 10 s); the fit's cost grows with the data (CPU 6.7 s for 5 s, 12.1 s
+for 10 s).
 """
 
 from __future__ import annotations
@@ -90,7 +95,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     """Run the cases and return their figures."""
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        short, long_ = (10.0, 20.0) if quick else (30.0, 120.0)
+        short, long_ = (5.0, 10.0) if quick else (30.0, 120.0)
         out = {f'sim_{short:g}s': sim_case(tmp, short), f'sim_{long_:g}s': sim_case(tmp, long_)}
         if not quick:
             out['virtual_bus_60s'] = bus_case(tmp, 60.0)

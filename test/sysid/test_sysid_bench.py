@@ -17,7 +17,7 @@ def test_sysid_benchmark_reports_its_figures(ros_env):
                        timeout=900)
     assert r.returncode == 0, r.stderr
     figures = json.loads(r.stdout)
-    assert set(figures) == {'sim_10s', 'sim_20s'}
+    assert set(figures) == {'sim_5s', 'sim_10s'}
     for case in figures.values():
         assert set(case['per_kind']) == {'damping', 'frictionloss', 'armature', 'mass'}
         assert case['delay_error_ms'] == 0.0
