@@ -27,6 +27,8 @@ from simreal_ros.ros import qos as contract_qos
 #: ~100 ms vCPU-steal bursts loses the oldest of a 100 Hz stream: a CI run missed the one
 #: joint_commands message that started a teleop blend (test_leader, the next one was already a
 #: 0.176 rad blend step further)
+#: how long close() waits for the spinning thread to leave the executor (s)
+CLOSE_WAIT_S = 30.0
 COLLECT = QoSProfile(depth=1000, history=contract_qos.STATE.history,
                      reliability=contract_qos.STATE.reliability,
                      durability=contract_qos.STATE.durability)
@@ -136,8 +138,17 @@ class RosClient:
         raise TimeoutError(f'timed out after {timeout} s waiting for {what}')
 
     def close(self) -> None:
-        """Stop spinning and shut the private context down."""
+        """Stop spinning and shut the private context down.
+
+        The node is destroyed only once the spinning thread has left the executor: destroying
+        it while ``spin_once`` may be inside it crashed a CI test worker with a segmentation
+        fault in ``destroy_node``, after a join that gave up at 2 s (one core busy). A thread still
+        inside after ``CLOSE_WAIT_S`` (a callback that never returns) keeps its node; the
+        process's exit takes it.
+        """
         self._running = False
-        self.thread.join(timeout=2.0)
+        self.thread.join(timeout=CLOSE_WAIT_S)
+        if self.thread.is_alive():
+            return
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)

@@ -169,8 +169,11 @@ SO101_OPERATOR = 'chirp,amplitude=0.25,f_min_hz=0.3,f_max_hz=0.7,start_s=15'
 
 
 # e2e: a whole `simreal launch` with two emulators for 25 s; the leader node's behaviour is the
-# ros tier's other tests, on every distribution
+# ros tier's other tests, on every distribution. timing: the follower's tracking RMS after lag
+# alignment is held to 0.1 rad, and beside the other worker in CI (one core busy) it read
+# 0.107 rad on one joint
 @pytest.mark.e2e
+@pytest.mark.timing
 def test_so101_leader_drives_a_worn_so101_follower_through_the_launch(ros_env, ros_client,
                                                                        tmp_path) -> None:
     """LeRobot's SO-101 leader (STS3215, torque off) on the virtual STS bus drives an SO-101
