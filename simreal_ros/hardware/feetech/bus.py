@@ -60,7 +60,15 @@ from simreal_ros.hardware.family import (
 from simreal_ros.hardware.feetech import control_table as ct
 from simreal_ros.hardware.feetech.family import FAMILY
 from simreal_ros.hardware.feetech.port import BufferedPort
-from simreal_ros.hardware.feetech.protocol import PacketParser, Rejected, decode_sm, encode_sm
+from simreal_ros.hardware.feetech.protocol import decode_sm, encode_sm
+from simreal_ros.hardware.feetech.sync_read import (
+    PKT_ERROR,
+    PKT_ID,
+    PKT_INSTRUCTION,
+    PKT_LENGTH,
+    PKT_PARAMETER0,
+    sync_txrx,
+)
 from simreal_ros.hardware.sdk_bus import (
     PORT_FAILURES,
     STALE,
@@ -84,7 +92,6 @@ _POS, _VEL, _CUR = (_A[n].address - ct.STATE_ADDR
 
 #: packet layout (the SDK's protocol_packet_handler): FF FF ID LEN INSTRUCTION PARAMS.. SUM
 #: for a request, FF FF ID LEN ERROR PARAMS.. SUM for a status packet
-_PKT_ID, _PKT_LENGTH, _PKT_INSTRUCTION, _PKT_ERROR, _PKT_PARAMETER0 = 2, 3, 4, 4, 5
 COMM_NAMES = {STALE: 'stale', sdk.COMM_RX_TIMEOUT: 'timeout',
               sdk.COMM_RX_CORRUPT: 'corrupt (checksum)', sdk.COMM_TX_FAIL: 'tx failed',
               sdk.COMM_PORT_BUSY: 'port busy', sdk.COMM_RX_FAIL: 'rx failed',
@@ -125,8 +132,9 @@ class FeetechBus(SdkBus):
         request times out after its bytes plus twice this plus 2 ms). ``read_timeout_s``: the
         blocking read of :class:`BufferedPort`; 0 = the SDK's own PortHandler (busy poll).
         ``one_read_sync``: receive a SYNC READ's answers in one read of all their bytes
-        (:meth:`_sync_receive`) instead of the SDK's per-packet receive (``bench/bus.py``
-        compares the two: a fifth less CPU a cycle, no higher rate; docs/feetech.md).
+        (:func:`~simreal_ros.hardware.feetech.sync_read.sync_receive`) instead of the SDK's
+        per-packet receive (``bench/bus.py`` compares the two: a fifth less CPU a cycle, no
+        higher rate; docs/feetech.md).
         ``servo_velocity_limit``: write Goal Velocity (the servo's profile speed) from the
         spec's velocity limits. The spec's servos are resolved through the family layer
         (:func:`~simreal_ros.hardware.family.resolve_robot`: model number, torque per amp and
@@ -219,8 +227,8 @@ class FeetechBus(SdkBus):
         if not isinstance(port, BufferedPort) and port.ser is not None:
             port.ser.reset_input_buffer()  # BufferedPort.clearPort does it in txPacket
         tx = [0] * 8
-        tx[_PKT_ID], tx[_PKT_LENGTH], tx[_PKT_INSTRUCTION] = sid, 4, sdk.INST_READ
-        tx[_PKT_PARAMETER0:_PKT_PARAMETER0 + 2] = [address, size]
+        tx[PKT_ID], tx[PKT_LENGTH], tx[PKT_INSTRUCTION] = sid, 4, sdk.INST_READ
+        tx[PKT_PARAMETER0:PKT_PARAMETER0 + 2] = [address, size]
         result = self.ph.txPacket(port, tx)
         if result != sdk.COMM_SUCCESS:
             return [], int(result), 0
@@ -229,12 +237,12 @@ class FeetechBus(SdkBus):
             packet, result = self.ph.rxPacket(port)
             if result != sdk.COMM_SUCCESS:
                 return [], int(result), 0
-            if packet[_PKT_ID] == sid:
+            if packet[PKT_ID] == sid:
                 break
-        if packet[_PKT_LENGTH] != size + 2:  # parameters + ERROR + CHECKSUM
+        if packet[PKT_LENGTH] != size + 2:  # parameters + ERROR + CHECKSUM
             return [], STALE, 0
-        return list(packet[_PKT_PARAMETER0:_PKT_PARAMETER0 + size]), int(sdk.COMM_SUCCESS), \
-            int(packet[_PKT_ERROR])
+        return list(packet[PKT_PARAMETER0:PKT_PARAMETER0 + size]), int(sdk.COMM_SUCCESS), \
+            int(packet[PKT_ERROR])
 
     def read_address(self, sid: int, address: int, size: int) -> int:
         """Read ``size`` bytes at ``address`` of servo ``sid`` once (not retried), unsigned."""
@@ -449,7 +457,7 @@ class FeetechBus(SdkBus):
         """One SYNC READ of position, speed, load .. current; BusError if any servo failed."""
         gsr = self._sync_read
         assert gsr is not None
-        result = self._guard(self._sync_txrx, gsr)
+        result = self._guard(sync_txrx, self.ph, gsr, self.one_read_sync)
         if result != sdk.COMM_SUCCESS:
             self._drop_input()
             raise BusError(f'sync read: {self._count(result)}')
@@ -471,70 +479,6 @@ class FeetechBus(SdkBus):
         vel *= self.direction * ct.VELOCITY_UNIT_RAD_S
         eff = cur * self.direction * ct.CURRENT_UNIT_A * self.kt
         return BusState(pos, vel, eff, tuple(ticks))
-
-    def _sync_txrx(self, gsr: Any) -> int:
-        """Run the SDK's ``GroupSyncRead.txRxPacket``, checking each answer's LENGTH (or STALE).
-
-        The SDK keeps the first ``data_length`` bytes of the first status packet that carries
-        the servo's ID, whatever its length: after the 26-byte health read timed out, its late
-        answer passed as the next cycle's 15-byte state, Torque Enable (1) read as the position
-        (tick 1: -3.14 rad published on every joint). Seen in a teleop run on a loaded host
-        (16 states in 20 s, each right after a health read) and reproduced with
-        ``--faults late=0.05``.
-        """
-        result = gsr.txPacket()
-        if result != sdk.COMM_SUCCESS:
-            return int(result)
-        port, size = gsr.port, gsr.data_length
-        if self.one_read_sync and isinstance(port, BufferedPort):
-            return self._sync_receive(port, gsr, size)
-        for sid in gsr.data_dict:
-            while True:  # as the SDK's readRx: skip the status packets of other IDs
-                packet, result = self.ph.rxPacket(port)
-                if result != sdk.COMM_SUCCESS:
-                    return int(result)
-                if packet[_PKT_ID] == sid:
-                    break
-            if packet[_PKT_LENGTH] != size + 2:  # parameters + ERROR + CHECKSUM
-                return STALE
-            gsr.data_dict[sid] = packet[_PKT_PARAMETER0:_PKT_PARAMETER0 + size]
-        return int(sdk.COMM_SUCCESS)
-
-    def _sync_receive(self, port: BufferedPort, gsr: Any, size: int) -> int:
-        """Receive the answers to a SYNC READ just sent: one read of all their bytes, parsed.
-
-        The answer's length is known: ``6 + size`` bytes per listed servo. They are read with
-        :meth:`BufferedPort.read_count` (one wake-up when all have arrived, or at the SDK's
-        packet timeout) and parsed by :class:`~simreal_ros.hardware.feetech.protocol.
-        PacketParser` (header, ID, LEN, checksum), with the SDK's receive's outcomes: status
-        packets of other IDs are skipped while a servo's answer is awaited, a bad checksum is
-        ``COMM_RX_CORRUPT``, nothing by the timeout ``COMM_RX_TIMEOUT`` (a packet begun but
-        not finished ``COMM_RX_CORRUPT``), and a LENGTH other than ``size`` + 2 is
-        :data:`STALE`. Measured against the SDK's per-packet receive (2.00 against 4.45
-        ``select`` calls a cycle in ``port.py``, a fifth less CPU, no higher rate):
-        docs/feetech.md, "Where the time goes".
-        """
-        deadline = time.monotonic() + port.packet_timeout / 1000.0
-        port.is_using = False  # the SDK's rxPacket clears it; this receive replaces that
-        parser = PacketParser()
-        waiting = list(gsr.data_dict)
-        want = len(waiting) * (6 + size)
-        while waiting:
-            data = port.read_count(max(1, want), deadline)
-            if not data:
-                return int(sdk.COMM_RX_CORRUPT if parser.pending else sdk.COMM_RX_TIMEOUT)
-            for item in parser.feed(data):
-                if isinstance(item, Rejected):
-                    return int(sdk.COMM_RX_CORRUPT)
-                if item.packet_id != waiting[0]:
-                    continue  # as the SDK: another servo's packet while this one's is awaited
-                if len(item.params) != size:
-                    return STALE
-                gsr.data_dict[waiting.pop(0)] = list(item.params)
-                if not waiting:
-                    break
-            want = len(waiting) * (6 + size) - parser.pending
-        return int(sdk.COMM_SUCCESS)
 
     def write_goal(self, position: FloatArray) -> tuple[int, ...]:
         """SYNC WRITE of goal positions (rad, robot order); return the ticks sent."""
@@ -588,7 +532,7 @@ class FeetechBus(SdkBus):
         gsr = sdk.GroupSyncRead(self._port(), self.ph, HEALTH_ADDR, HEALTH_LEN)
         for sid in self.ids:
             gsr.addParam(sid)
-        result = self._guard(self._sync_txrx, gsr)
+        result = self._guard(sync_txrx, self.ph, gsr, self.one_read_sync)
         if result != sdk.COMM_SUCCESS:
             self._drop_input()
             raise BusError(f'sync read of servo status: {self._count(result)}')
