@@ -129,20 +129,14 @@ def test_train_and_eval_have_help(simreal_cli):
     assert '--backend' in simreal_cli('eval', '--help').stdout
 
 
-def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
-    from simreal_ros.hardware.emulator import virtual_bus
+def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, ros_env,
+                                                                  started_emulators):
     import simreal_ros.jobs.eval as ev
-    started: list = []
-
-    class Recorded(virtual_bus.EmulatorProcess):
-        def start(self):
-            started.append(self)
-            return super().start()
+    started = started_emulators
 
     def broken(*_args):
         raise SimrealError('goals exploded after the emulator started')
 
-    monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
     monkeypatch.setattr(ev, 'episode_goals', broken)
     with pytest.raises(SimrealError, match='exploded'):
         ev.run_eval(ev.EvalSettings(backend='real', episodes=1), ros_env, log=lambda _l: None)

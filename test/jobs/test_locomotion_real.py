@@ -153,22 +153,16 @@ def test_the_virtual_imu_is_set_to_the_rate_the_driver_is_told(tmp_path):
     assert '--imu-rate' not in EmulatorProcess(tmp_path / 'b2', robot='simreal_quad').cmd
 
 
-def test_the_virtual_legged_robot_is_stopped_when_the_start_up_fails(monkeypatch, ros_env):
+def test_the_virtual_legged_robot_is_stopped_when_the_start_up_fails(monkeypatch, ros_env,
+                                                                     started_emulators):
     from simreal_ros.errors import LaunchError
-    from simreal_ros.hardware.emulator import virtual_bus
     import simreal_ros.jobs.eval as ev
     from simreal_ros.jobs.locomotion import run_locomotion_eval
-    started: list = []
-
-    class Recorded(virtual_bus.EmulatorProcess):
-        def start(self):
-            started.append(self)
-            return super().start()
+    started = started_emulators
 
     def broken(*_args):
         raise LaunchError('the stack exploded after the emulator started')
 
-    monkeypatch.setattr(virtual_bus, 'EmulatorProcess', Recorded)
     monkeypatch.setattr(ev, 'EvalStack', broken)
     with pytest.raises(LaunchError, match='exploded'):
         run_locomotion_eval(ev.EvalSettings(backend='real', policy='simreal_quad_walk',
