@@ -136,6 +136,12 @@ def so101(seconds: float, env: dict[str, str], tmp: Path, reality: str = 'so101_
                                    [list(m.position) for m in picked])
 
     cmd, follower_q = series(commands), series(states)
+    # at a load average of 30 the leader once sent no command in the whole window, and the
+    # grid below failed with an IndexError instead of saying so
+    for what, s in (('joint_commands', cmd), ('joint_states', follower_q)):
+        if len(s.stamps) < 2:
+            raise RuntimeError(f'{len(s.stamps)} {what} stamped in the {seconds:g} s measurement '
+                               f'window (the leader or the driver starved?): nothing to measure')
     lag_ns, rms = lag_and_tracking(cmd, follower_q)
     # the operator's speed from 50 ms steps (per-reading differences read 2x faster: ticks
     # and stamp jitter)
