@@ -9,7 +9,9 @@ publishes ``joint_commands`` (stamped when the command is created) and ``/diagno
 
 The control loop runs on its own thread against the node's ROS clock, so it follows sim time
 (``use_sim_time``) as well as the wall clock: it waits for each deadline (sleeping, then
-polling the clock for the last ``spin_wait_us``), runs one step and counts a deadline miss
+polling the clock for the last ``spin_wait_us``, at most a tenth of the period, holding the
+lock the input callbacks take, so none of them holds the GIL across the deadline), runs one
+step and counts a deadline miss
 when a step ends after the next deadline (the schedule then skips ahead instead of bursting).
 With ``sync_to_states`` (lockstep sims) it instead answers every new joint_states stamp:
 a new action when a control period has passed in the stamps' time, the last command
@@ -100,7 +102,7 @@ class PolicyNode(Node):
         self._diag_counts: dict[str, int] = {}
         self.sync = cfg.sync_to_states
         self.enable_on_start = cfg.enable_on_start
-        self.spin_ns = cfg.spin_wait_us * 1000
+        self.spin_ns = cfg.spin_ns(self.period_ns)
         self.names = self.robot.joint_names
         self.lock = threading.Lock()
         self.running = True
@@ -273,19 +275,26 @@ class PolicyNode(Node):
     def _now(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
-    def _wait_until(self, deadline: int) -> bool:
+    def _wait_until(self, deadline: int) -> int | None:
+        """Wait for ``deadline``; return the clock reading at the wake-up (None: stopping)."""
         if getattr(self.get_clock(), 'ros_time_is_active', False):  # sim time: /clock
             while self.running and self._now() < deadline:
                 self.heartbeat.beat()
                 self.clock_moved.wait(0.05)
                 self.clock_moved.clear()
-            return self.running
+            return self._now() if self.running else None
         coarse = deadline - self._now() - self.spin_ns
         if coarse > 0:
             time.sleep(coarse / 1e9)
-        while self.running and self._now() < deadline:
-            pass
-        return self.running
+        # The input callbacks wait on the lock (GIL released) while the loop polls its
+        # deadline: an imu/data or joint_states callback that ran across the deadline held
+        # the GIL, and the loop woke late by its length (docs/realtime.md, the legged policy).
+        with self.lock:
+            while self.running:
+                now = self._now()
+                if now >= deadline:
+                    return now
+        return None
 
     def _loop(self) -> None:
         self.rt_state = start_rt(self, self.rt, 'policy_loop')  # also 1 ns timer slack
@@ -328,9 +337,9 @@ class PolicyNode(Node):
             if self.next_deadline is None or self.next_deadline < now - 10 * self.period_ns:
                 self.next_deadline = now + self.period_ns  # (re)start, e.g. after a time jump
             deadline = self.next_deadline
-            if not self._wait_until(deadline):
+            wake = self._wait_until(deadline)
+            if wake is None:
                 continue
-            wake = self._now()
             self._cycle(wake, mono_start=time.monotonic_ns())
             self.wakes.append(wake)
             self.late.append(max(0, wake - deadline))

@@ -19,7 +19,8 @@ class PolicyNodeConfig(FromMapping):
     * ``sync_to_states``: one decision per received ``joint_states`` (lockstep) instead of a
       clock-paced loop.
     * ``enable_on_start``: start enabled instead of waiting for ``~/enable``.
-    * ``spin_wait_us``: the loop sleeps to this long before a deadline, then polls the clock.
+    * ``spin_wait_us``: the loop sleeps to this long before a deadline (at most a tenth of the
+      period), then polls the clock.
     * ``threads``: torch intra-op threads.
     * ``rt_priority`` / ``cpu_affinity`` / ``lock_memory``: real-time scheduling of the control
       thread (see docs/realtime.md).
@@ -33,7 +34,7 @@ class PolicyNodeConfig(FromMapping):
     sync_to_states: bool = False
     enable_on_start: bool = False
     diagnostics_period_s: float = 1.0
-    spin_wait_us: int = 100
+    spin_wait_us: int = 500
     threads: int = 1
     rt_priority: int = 0
     cpu_affinity: str = ''
@@ -49,6 +50,14 @@ class PolicyNodeConfig(FromMapping):
         check_count(self.spin_wait_us, src, 'spin_wait_us', 0)
         check_count(self.threads, src, 'threads', 1)
         _ = self.rt  # validates the real-time fields
+
+    def spin_ns(self, period_ns: int) -> int:
+        """Return how long (ns) the loop polls the clock before a deadline.
+
+        ``spin_wait_us``, at most a tenth of the period: a 500 Hz loop polls 0.2 ms, not 0.5 ms
+        (25 % of a CPU).
+        """
+        return min(self.spin_wait_us * 1000, period_ns // 10)
 
     @property
     def rt(self) -> RtSettings:

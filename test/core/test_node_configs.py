@@ -81,3 +81,11 @@ def test_string_arrays_become_tuples_and_carry_their_parts():
             excite.excitation.seed) == ('steps', 3.0, 4)
     inj = InjectorConfig.from_mapping({'rt_priority': 85, 'receive_rt_priority': -1})
     assert inj.rt.priority == 85 and inj.receive_rt_priority == -1
+
+
+def test_policy_loop_polls_spin_wait_us_at_most_a_tenth_of_the_period():
+    cfg = build(PolicyNodeConfig)
+    assert cfg.spin_wait_us == 500
+    assert cfg.spin_ns(20_000_000) == 500_000  # 50 Hz: the default
+    assert cfg.spin_ns(2_000_000) == 200_000  # 500 Hz: a tenth of 2 ms
+    assert build(PolicyNodeConfig, spin_wait_us=0).spin_ns(20_000_000) == 0

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 import pickle
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -201,3 +204,29 @@ def test_shipped_arm_policy_loads_for_its_arm_and_steps_toward_the_goal(name, ar
     step = out * spec.action.scale
     assert np.all(np.sign(step) == np.sign(offset)), (step, offset)
     assert np.all(np.abs(step) > 0.1), step
+
+
+def _tasks() -> set[int]:
+    return {int(p.name) for p in Path('/proc/self/task').iterdir()}
+
+
+@pytest.mark.skipif(not Path('/proc/self/task').is_dir() or (os.cpu_count() or 1) < 2,
+                    reason='needs /proc and 2 CPUs (one thread per core is the default team)')
+def test_a_call_from_another_thread_starts_no_worker_thread():
+    # the policy node calls the network from its loop thread, not the one that loaded it:
+    # OpenMP's thread count is per thread, and a team of one thread per core (a spinning
+    # worker at the loop's priority) started there before the count was set in the caller
+    spec = load_policy_spec('simreal_quad_walk')
+    model = load_model(spec.model, spec.obs_dim, spec.act_dim, threads=1)
+    seen: dict[str, set[int]] = {}
+
+    def loop() -> None:
+        before = _tasks()
+        for _ in range(3):
+            model(np.zeros(spec.obs_dim))
+        seen['new'] = _tasks() - before
+
+    t = threading.Thread(target=loop)
+    t.start()
+    t.join()
+    assert seen['new'] == set()
