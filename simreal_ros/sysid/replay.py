@@ -261,7 +261,9 @@ class Replayer:
         links = self.sim.rollout(params, jobs, self.nthread, feedback=feedback)
         # the motor side after each step: the play over the links from the start (what the
         # feedback computed before the next step, and once more after the last)
-        return play_trajectory(motor0, links.transpose(1, 0, 2), half).transpose(1, 0, 2)
+        steps_first = play_trajectory(motor0, links.transpose(1, 0, 2), half)
+        motor_side: FloatArray = steps_first.transpose(1, 0, 2)
+        return motor_side
 
     def _on_stamps(self, seg: Segment, q: FloatArray) -> FloatArray:
         """Interpolate the positions after each step of ``seg`` onto its measured stamps."""
