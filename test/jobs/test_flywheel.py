@@ -205,7 +205,7 @@ def test_the_default_robot_keeps_the_simreal_arm_demo():
     s = default_settings(robot='so101')
     assert (s.robot, s.reality, s.policy, s.bodies) == (
         'so101', 'so101_reality', 'so101_reach', ())
-    assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay')
+    assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay', 'backlash')
     # an option given wins over the robot's default
     assert default_settings(robot='so101', seed=3, fit_s=12.0).fit_s == 12.0
 
