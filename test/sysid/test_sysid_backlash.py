@@ -84,8 +84,8 @@ def test_the_stepped_rollout_without_feedback_is_the_batched_one() -> None:
 def test_the_replay_with_the_true_play_reproduces_the_emulator(replayer) -> None:
     without, half, true = _rmse(replayer, [0.0, PLAY_RAD / 2, PLAY_RAD])
     # measured on 3 s of this excitation: 0.52 mrad at the true play (a tick is 1.53 mrad, its
-    # quantization RMS 0.44),
-    # 1.0 at half of it, 1.7 without: the play's half-width of 3 mrad in every motion
+    # quantization RMS 0.44), 1.0 at half of it, 1.7 without: the play's half-width of 3 mrad
+    # in every motion
     assert true < 0.0007, true
     assert half > 0.0008, half
     assert without > 0.0013, without
