@@ -66,17 +66,21 @@ Log = Callable[[str], None]
 
 #: The parameters the demo identifies (names of the ``simreal sysid --fit`` list) and the
 #: bodies whose mass it fits: the tool flange, where a heavier tool is the common real case.
-FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay', 'mass')
+#: The backlash too: the virtual arm has one, and unmodelled it biased the damping (SO-101:
+#: median damping error 36 % without it in the fit, docs/demo.md).
+FIT_PARAMETERS = ('damping', 'frictionloss', 'armature', 'command_delay', 'mass', 'backlash')
 FIT_BODIES = ('wrist_flange_link',)
 
 #: What the demo runs per robot (``simreal demo --robot``): the hidden reality, the parameters
 #: it identifies, the bodies whose mass it fits and the policy of stage 5 ('' = none, the stage
 #: is skipped with the reason). The SO-101's set is MuJoCo Playground's for that arm: damping,
-#: frictionloss, armature and kp per joint plus the command delay (no tool to weigh).
+#: frictionloss, armature and kp per joint plus the command delay (no tool to weigh), and the
+#: backlash of its reality (one play for all joints).
 ROBOT_DEFAULTS: dict[str, dict[str, Any]] = {
     'simreal_arm': {},
     'so101': {'reality': 'so101_reality',
-              'fit': ('damping', 'frictionloss', 'armature', 'kp', 'command_delay'),
+              'fit': ('damping', 'frictionloss', 'armature', 'kp', 'command_delay',
+                      'backlash'),
               'bodies': (), 'policy': 'so101_reach'},
 }
 #: Why stage 5 is skipped for a robot without a policy.

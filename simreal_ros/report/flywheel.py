@@ -64,13 +64,15 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
     """Compare the estimates with the virtual arm's hidden reality (known on the virtual bus).
 
     Returns ``per_parameter`` (key -> reality value and relative error of the estimate) and
-    ``median_relative_error`` per kind (damping, frictionloss, armature, mass, command_delay).
+    ``median_relative_error`` per kind (damping, frictionloss, armature, mass, command_delay,
+    backlash: the reality's ``imperfections.backlash_rad``).
     """
     from simreal_ros.core.dynamics import load_overlay
     from simreal_ros.core.robot import load_robot
     from simreal_ros.sim.engines import make_sim
     spec = load_robot(robot)
-    truth = load_overlay(reality).apply(make_sim(spec).nominal, spec.name)
+    reality_ov = load_overlay(reality)
+    truth = reality_ov.apply(make_sim(spec).nominal, spec.name)
     per: dict[str, dict[str, float]] = {}
     kinds: dict[str, list[float]] = {}
     for row in parameters:
@@ -78,6 +80,8 @@ def against_reality(parameters: Sequence[Mapping[str, Any]], robot: str, reality
         part = key.split('.')
         if key == 'command_delay_s':
             value = truth.command_delay_s
+        elif part[0] == 'imperfections':
+            value = float(reality_ov.imperfections.get(part[1], 0.0))
         elif part[0] == 'bodies':
             value = truth.body_mass[part[1]]
         else:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -134,6 +134,10 @@ class RolloutJob:
     position: FloatArray
     velocity: FloatArray
     targets: FloatArray
+
+
+#: ``feedback(step, joint angles (jobs, n)) -> extra feed-forward torque (jobs, n)``
+RolloutFeedback = Callable[[int, FloatArray], FloatArray]
 
 
 class SimBackend(ABC):
@@ -330,10 +334,15 @@ class SimBackend(ABC):
 
     @abstractmethod
     def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
-                nthread: int = 1) -> FloatArray:
+                nthread: int = 1, feedback: RolloutFeedback | None = None) -> FloatArray:
         """Replay ``jobs`` open loop; return joint angles after each step, (jobs, steps, n).
 
         The backend's own state is untouched; all jobs have the same number of steps.
+        ``feedback(k, q)``, if given, is called before step ``k`` with the joint angles of
+        every job (jobs, n) and returns a torque (jobs, n) added to that step's feed-forward
+        (a servo that closes its loop on something else than the link, e.g. the backlash of
+        :mod:`simreal_ros.hardware.emulator.backlash`); an engine that cannot step its jobs
+        together raises NotImplementedError.
         """
 
     @abstractmethod

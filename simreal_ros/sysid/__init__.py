@@ -3,4 +3,4 @@
 #: The parameters ``simreal sysid --fit`` can identify. Here, not in :mod:`.fit`, so that the
 #: ``simreal`` command's parser lists them without importing mujoco.sysid and scipy (0.57 s of
 #: ``python -X importtime -m simreal_ros --help``, every command paid it).
-FIT_NAMES = ('damping', 'frictionloss', 'armature', 'command_delay', 'kp', 'mass')
+FIT_NAMES = ('damping', 'frictionloss', 'armature', 'command_delay', 'kp', 'mass', 'backlash')

@@ -28,6 +28,7 @@ from simreal_ros.core.dynamics import DynamicsParams, load_overlay
 from simreal_ros.core.residual_model import ResidualModel
 from simreal_ros.core.robot import RobotSpec, load_robot
 from simreal_ros.errors import ConfigError
+from simreal_ros.hardware.emulator.backlash import check_backlash
 from simreal_ros.sysid import FIT_NAMES
 from simreal_ros.sysid import fit as fitmod
 from simreal_ros.sysid.data import SysidData, SysidInputError, load_sysid_data
@@ -153,7 +154,9 @@ def identify(bag: str | Path, robot: str, fit: Sequence[str], out: str | Path, *
         say('held-out replay: nominal vs fitted')
         seg = rp.segments(split, hi, None)
         delay_nom = int(round(rp.nominal.command_delay_s * 1e9 / rp.dt_ns))
-        pred = rp.predict([rp.nominal, result.params], [delay_nom, result.delay_steps], seg)
+        plays = None if result.backlash_rad is None else [0.0, result.backlash_rad]
+        pred = rp.predict([rp.nominal, result.params], [delay_nom, result.delay_steps], seg,
+                          plays)
         meas = rp.measured(seg)
         before = _rmse(pred[0], meas, spec.joint_names)
         after = _rmse(pred[1], meas, spec.joint_names)
@@ -227,6 +230,9 @@ def write_overlay(path: Path, robot: RobotSpec, nominal: DynamicsParams,
             lines.append(f'  {b}: {{{", ".join(f"{k}: {v}" for k, v in body.items())}}}')
     if 'command_delay_s' in result.values:
         lines.append(f'command_delay_s: {_num(result.params.command_delay_s)}')
+    if result.backlash_rad is not None:
+        lines += ['imperfections:  # the sim bridge ignores them; sysid validate replays them',
+                  f'  backlash_rad: {_num(result.backlash_rad)}']
     meta = {
         'format': OVERLAY_FORMAT, 'fit': summary['fit'], 'holdout': summary['holdout'],
         'source_bag': summary['source_bag'], 'fit_window_ns': summary['fit_window_ns'],
@@ -266,10 +272,13 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
     rp = Replayer(spec, data)
     params = rp.nominal
     residual = None
+    play: list[float] | None = None
     if overlay:
         try:
             ov = load_overlay(overlay)
             params = ov.apply(rp.nominal, spec.name)
+            if ov.imperfections.get('backlash_rad'):
+                play = [check_backlash(ov.source, ov.imperfections['backlash_rad'])]
             if ov.residual is not None:
                 ov.residual.check(spec.name, ov.physics_sha256)
                 residual = ov.residual
@@ -291,7 +300,7 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
         def pred(segs: list[Segment], p: DynamicsParams = p, d: int = d,
                  r: ResidualModel | None = r) -> list[np.ndarray]:
             if r is None:
-                return rp.predict([p], [d], segs)[0]
+                return rp.predict([p], [d], segs, play)[0]
             return rp.predict_residual(p, d, segs, r)
         seg = rp.segments(lo, hi, None)
         open_loop = _rmse(pred(seg), rp.measured(seg), spec.joint_names)
@@ -308,6 +317,7 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
         'topics': {'commands': data.command_topic, 'states': data.state_topic},
         'window_ns': [int(lo), int(hi)], 'window_s': data.duration_s,
         'command_delay_s': delay * rp.dt_ns / 1e9,
+        'backlash_rad': play[0] if play else 0.0,
         'open_loop': open_loop, 'k_step': kstep}
     if residual is not None:
         st = residual.stats

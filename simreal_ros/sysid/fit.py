@@ -52,11 +52,14 @@ from simreal_ros.sysid.replay import Replayer, Segment
 FloatArray = npt.NDArray[np.float64]
 
 JOINT_FIT = ('damping', 'frictionloss', 'armature', 'kp')
+#: the key of the fitted backlash: the overlay's ``imperfections.backlash_rad`` (all joints)
+BACKLASH_KEY = 'imperfections.backlash_rad'
 #: reference value where the nominal is 0 (SI)
-TYPICAL = {'damping': 0.1, 'frictionloss': 0.02, 'armature': 0.01, 'kp': 10.0, 'mass': 0.1}
-#: bounds of the scale x = value / reference
+TYPICAL = {'damping': 0.1, 'frictionloss': 0.02, 'armature': 0.01, 'kp': 10.0, 'mass': 0.1,
+           'backlash': 0.002}
+#: bounds of the scale x = value / reference (backlash: 0 to 20 mrad of play)
 BOUNDS = {'damping': (0.02, 30.0), 'frictionloss': (0.02, 30.0), 'armature': (0.05, 20.0),
-          'kp': (0.2, 5.0), 'mass': (0.1, 10.0)}
+          'kp': (0.2, 5.0), 'mass': (0.1, 10.0), 'backlash': (0.0, 10.0)}
 #: what would identify a parameter the data cannot pin down
 EXCITATION_HINT = {
     'damping': 'more joint speed: a larger amplitude:= or a higher f_max_hz:=',
@@ -66,6 +69,7 @@ EXCITATION_HINT = {
     'kp': 'dwells at poses with different gravity load (pattern:=sysid, larger amplitude:=)',
     'mass': 'gravity-loaded poses: larger amplitude:= on the pitch joints, dwells',
     'command_delay': 'fast command changes: a higher f_max_hz:=',
+    'backlash': 'velocity reversals at speed: pattern:=sysid with a larger amplitude:=',
 }
 SEGMENT_NS = 4_000_000_000
 #: a training segment with a longer gap in its commands or states is not used: the recording
@@ -89,14 +93,16 @@ MIN_MOTION_RAD = 0.02     # a joint whose commands span less than this did not m
 class FitParam:
     """One continuous decision variable."""
 
-    kind: str          # damping, frictionloss, armature, kp, mass
-    target: str        # joint or body name
+    kind: str          # damping, frictionloss, armature, kp, mass, backlash
+    target: str        # joint or body name ('' for the backlash: one play for all joints)
     reference: float   # value at x = 1 (SI; for mass the nominal mass)
     nominal: float
 
     @property
     def key(self) -> str:
-        """``joints.<name>.<kind>`` or ``bodies.<name>.mass``."""
+        """``joints.<name>.<kind>``, ``bodies.<name>.mass`` or :data:`BACKLASH_KEY`."""
+        if self.kind == 'backlash':
+            return BACKLASH_KEY
         return f'bodies.{self.target}.mass' if self.kind == 'mass' else \
             f'joints.{self.target}.{self.kind}'
 
@@ -107,6 +113,8 @@ class FitResult:
 
     params: DynamicsParams
     delay_steps: int
+    #: the fitted total play (rad), None when the backlash was not fitted
+    backlash_rad: float | None
     values: dict[str, float]
     stddev: dict[str, float]
     nominal: dict[str, float]
@@ -125,6 +133,8 @@ def params_from(base: DynamicsParams, specs: Sequence[FitParam], x: FloatArray,
     masses = dict(base.body_mass)
     for p, xi in zip(specs, x, strict=True):
         v = float(p.reference * xi)
+        if p.kind == 'backlash':
+            continue  # not a dynamics parameter: the replay applies it (Fitter.backlash)
         if p.kind == 'mass':
             masses[p.target] = v
         else:
@@ -147,6 +157,8 @@ def build_specs(nominal: DynamicsParams, fit: Sequence[str], joints: Sequence[st
         for b in bodies:
             nom = float(nominal.body_mass[b])
             specs.append(FitParam('mass', b, nom, nom))
+    if 'backlash' in fit:
+        specs.append(FitParam('backlash', '', TYPICAL['backlash'], 0.0))
     return specs
 
 
@@ -177,6 +189,13 @@ class Fitter:
             return float(self.fixed_delay_steps)
         return float(x[-1]) * DELAY_REF_S * 1e9 / self.rp.dt_ns
 
+    def backlash(self, x: FloatArray) -> float | None:
+        """Total play (rad) of ``x``; None when the backlash is not fitted."""
+        for p, xi in zip(self.specs, x, strict=False):
+            if p.kind == 'backlash':
+                return float(p.reference * xi)
+        return None
+
     def params(self, x: FloatArray, whole_steps: bool = False) -> DynamicsParams:
         """Dynamics of ``x`` (with the delay rounded to whole steps if asked)."""
         d = self.delay_steps(x)
@@ -195,7 +214,9 @@ class Fitter:
         plist = [self.params(x, whole_steps) for x in cols]
         delays = [round(self.delay_steps(x)) if whole_steps else self.delay_steps(x)
                   for x in cols]
-        pred = self.rp.predict(plist, delays, segs)
+        plays = [self.backlash(x) for x in cols]
+        pred = self.rp.predict(plist, delays, segs,
+                               None if plays[0] is None else [float(b or 0.0) for b in plays])
         self.evaluations += len(plist)
         res = [np.concatenate([(p - m).ravel() for p, m in zip(per, meas, strict=True)])
                for per in pred]
@@ -330,8 +351,8 @@ class Fitter:
                 flags[key] = (f'corr {corr_out[key][1]:+.2f} with '
                               f'{corr_out[key][0]}; needs {EXCITATION_HINT[kinds[i]]}')
         delay_whole = int(round(self.delay_steps(x)))
-        return FitResult(self.params(x, whole_steps=True), delay_whole, values, stddev,
-                         nominal, flags, corr_out, 0.0, 0.0, 0)
+        return FitResult(self.params(x, whole_steps=True), delay_whole, self.backlash(x),
+                         values, stddev, nominal, flags, corr_out, 0.0, 0.0, 0)
 
     def _moved(self) -> dict[str, bool]:
         d = self.rp.data

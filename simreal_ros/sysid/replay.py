@@ -24,6 +24,16 @@ physics step ``i`` (time ``t_i = t0 + i dt``) is:
 Before the first command acts, a servo bus holds the measured start position and the bridge the
 first command (it holds home from its start, and excitations start at home). Predictions are
 linearly interpolated from the physics steps onto the measured stamps.
+
+Backlash (``backlash_rad`` of :meth:`Replayer.predict`, the total play; 0 or None: none) is
+the virtual bus's (:mod:`simreal_ros.hardware.emulator.backlash`, the same code): the servo
+closes its loop on the motor side of the play and every measured position is the motor side.
+A replay then steps all its jobs together (:meth:`SimBackend.rollout` with a feedback), the
+play's torque ``kp (q - m)`` added in every step, and predicts the motor side. A replay starts
+from a measured (motor side) position ``m0``; the link is put at ``m0 + h d`` (``h`` half the
+play) with ``d`` the direction the link last moved: the sign of the measured velocity when it
+moves faster than ``MOVING_RAD_S``, else the direction of the set-point's last motion
+(a play of ``SETPOINT_PLAY_RAD`` over the ``HISTORY_NS`` of set-points before the start).
 """
 
 from __future__ import annotations
@@ -36,13 +46,22 @@ import numpy as np
 import numpy.typing as npt
 
 from simreal_ros.core.dynamics import DynamicsParams
-from simreal_ros.core.residual_model import ResidualModel
+from simreal_ros.core.residual_model import ResidualModel, play_feature, play_over
 from simreal_ros.core.robot import RobotSpec
+from simreal_ros.hardware.emulator.backlash import (
+    play_step,
+    play_trajectory,
+    servo_offset_torque,
+)
 from simreal_ros.sim.backend import RolloutJob, SimBackend
 from simreal_ros.sim.engines import DEFAULT_ENGINE, make_sim
 from simreal_ros.sysid.data import SysidData
 
 FloatArray = npt.NDArray[np.float64]
+#: a joint faster than this at a replay's start has its link at the leading end of the play
+MOVING_RAD_S = 0.02
+#: half-width of the play whose output tells the set-point's last direction (a replay's start)
+SETPOINT_PLAY_RAD = 0.0005
 #: set-points a replay starting mid-bag shows a residual's history feature first: the play
 #: operator forgets its start once the set-point has moved twice its width (mrad), so 0.5 s
 #: of an excitation settles it
@@ -71,6 +90,7 @@ class Replayer:
         self.dt_ns = self.sim.dt_ns
         self.nthread = max(1, min(nthread or (os.cpu_count() or 1), 8))
         self._ctrl_cache: dict[tuple[int, int, int], FloatArray] = {}
+        self._direction_cache: dict[tuple[int, int], FloatArray] = {}
         self._cycle_goal = self._driver_goals() if data.is_hardware else None
 
     def _driver_goals(self) -> FloatArray:
@@ -165,13 +185,29 @@ class Replayer:
         return base
 
     # ---- rollouts ----------------------------------------------------------------------------
+    def start_direction(self, start_ns: int, delay_steps: float) -> FloatArray:
+        """Direction in [-1, 1] the link last moved at ``start_ns``, per joint (module doc)."""
+        key = (start_ns, int(round(delay_steps)))
+        d = self._direction_cache.get(key)
+        if d is None:
+            _q, v = self.data.state_at(start_ns)
+            rows = self.history_rows(start_ns, key[1])
+            width = np.full(self.robot.n, SETPOINT_PLAY_RAD)
+            p = play_over(None, rows, width)
+            setpoint = play_feature(rows[-1], p, width) if p is not None and len(rows) \
+                else np.zeros(self.robot.n)
+            d = np.where(np.abs(v) > MOVING_RAD_S, np.sign(v), setpoint)
+            self._direction_cache[key] = d
+        return d
+
     def predict(self, params: Sequence[DynamicsParams], delays: Sequence[float],
-                segments: Sequence[Segment]) -> list[list[FloatArray]]:
+                segments: Sequence[Segment], backlash_rad: Sequence[float] | None = None
+                ) -> list[list[FloatArray]]:
         """Predicted positions at each segment's measured stamps, per parameter set.
 
         Returns ``out[p][s]``: an array (len(segments[s].states), n) for parameter set ``p``
-        (with command delay ``delays[p]`` physics steps, see :meth:`controls`) on segment
-        ``s``.
+        (with command delay ``delays[p]`` physics steps, see :meth:`controls`, and the total
+        play ``backlash_rad[p]`` if given, see the module docstring) on segment ``s``.
         """
         if not params:
             return []
@@ -179,11 +215,24 @@ class Replayer:
         if any(s.steps != steps for s in segments):
             raise ValueError('segments of one batch must have the same length')
         jobs = []
+        half = [] if backlash_rad is None else [0.5 * float(b) for b in backlash_rad]
+        motor0, halves, kps = [], [], []
         for pi in range(len(params)):
+            kp = np.array([params[pi].joints[j].kp for j in self.robot.joint_names])
             for seg in segments:
                 q, v = self.data.state_at(seg.start_ns)
-                jobs.append(RolloutJob(pi, q, v, self.controls(seg, float(delays[pi]))))
-        qpos = self.sim.rollout(params, jobs, self.nthread)      # (batch, steps, n)
+                link = q
+                if half:
+                    link = q + half[pi] * self.start_direction(seg.start_ns, delays[pi])
+                    motor0.append(q)
+                    halves.append(np.full(self.robot.n, half[pi]))
+                    kps.append(kp)
+                jobs.append(RolloutJob(pi, link, v, self.controls(seg, float(delays[pi]))))
+        if half:
+            qpos = self._rollout_backlash(params, jobs, np.array(motor0), np.array(halves),
+                                          np.array(kps))
+        else:
+            qpos = self.sim.rollout(params, jobs, self.nthread)      # (batch, steps, n)
         out: list[list[FloatArray]] = []
         b = 0
         for _ in params:
@@ -198,6 +247,23 @@ class Replayer:
                 b += 1
             out.append(per)
         return out
+
+    def _rollout_backlash(self, params: Sequence[DynamicsParams], jobs: list[RolloutJob],
+                          motor0: FloatArray, half: FloatArray, kp: FloatArray) -> FloatArray:
+        """Rollout with the servo closed on the play's motor side; returns the motor side."""
+        motor = motor0.copy()
+
+        def feedback(_k: int, q: FloatArray) -> FloatArray:
+            nonlocal motor
+            motor = play_step(motor, q, half)
+            return servo_offset_torque(kp, q, motor)
+
+        links = self.sim.rollout(params, jobs, self.nthread, feedback=feedback)
+        # the motor side after each step: the play over the links from the start (what the
+        # feedback computed before the next step, and once more after the last)
+        steps_first = play_trajectory(motor0, links.transpose(1, 0, 2), half)
+        motor_side: FloatArray = steps_first.transpose(1, 0, 2)
+        return motor_side
 
     def _on_stamps(self, seg: Segment, q: FloatArray) -> FloatArray:
         """Interpolate the positions after each step of ``seg`` onto its measured stamps."""

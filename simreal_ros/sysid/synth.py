@@ -12,7 +12,7 @@ The topics and ``custom_data`` (``backend``, ``robot_spec.argument``) are those 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -117,25 +117,20 @@ def record_servo_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None
     a servo-bus replay models exactly (but for the encoder); with the latencies measured on
     the virtual bus (:mod:`simreal_ros.sysid.pipeline`) it has their timing without any
     host's jitter. ``custom_data.backend`` is ``real``. ``trace``: also write the reads and
-    goal writes as the emulator's ``--trace`` does (times on the bag's clock). Returns the bag
-    directory.
+    goal writes as the emulator's ``--trace`` does (times on the bag's clock; Dynamixel only).
+    A Feetech robot (``bus.family: feetech``, the SO-101) runs the STS emulator's arm
+    (:class:`~simreal_ros.hardware.emulator.sts_servo.StsArm`) with the registers the Feetech
+    driver's configure writes (P, D, I = 0, the effort limit as torque limit, no speed limit).
+    Returns the bag directory.
     """
     from simreal_ros.hardware.dynamixel import control_table as ct
-    from simreal_ros.hardware.emulator.reality import VirtualArm
 
-    arm = VirtualArm(robot, overlay, seed=seed)
-    for i, j in enumerate(robot.joints):
-        s = j.servo
-        tpr, kt = s.ticks_per_rev, s.torque_per_amp
-        regs = [('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
-                ('position_p_gain', ct.kp_to_register(j.kp, tpr, kt)),
-                ('position_i_gain', 0),
-                ('position_d_gain', ct.kd_to_register(j.kd, tpr, kt)),
-                ('goal_current', ct.effort_to_current_register(j.limits.effort, kt)),
-                ('profile_velocity', 0), ('profile_acceleration', 0),
-                ('torque_enable', 1)]
-        for name, value in regs:
-            arm.write(i, [(ct.BY_NAME[name], int(value))])
+    feetech = robot.bus_family == 'feetech'
+    if feetech and trace is not None:
+        raise ValueError('record_servo_bag writes a bus trace for Dynamixel robots only')
+    arm, vel_unit = _sts_arm(robot, overlay, seed) if feetech else \
+        _dynamixel_arm(robot, overlay, seed)
+    goal_item = _feetech_item('goal_position') if feetech else ct.BY_NAME['goal_position']
     exc = Excitation(robot, excitation)
     dt_ns = int(round(arm.dt * 1e9))
     cycle_ns = int(round(1e9 / cycle_hz))
@@ -175,8 +170,8 @@ def record_servo_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None
                 ticks = [r.get('present_position') for r in arm.servos]
                 trace_line('sync_read', ct.BY_NAME['present_position'].address, t, ticks)
                 pos = np.array([arm.ticks_to_q(i, v) for i, v in enumerate(ticks)])
-                vel = np.array([arm.direction[i] * r.get('present_velocity')
-                                * ct.VELOCITY_UNIT_RAD_S for i, r in enumerate(arm.servos)])
+                vel = np.array([arm.direction[i] * r.get('present_velocity') * vel_unit
+                                for i, r in enumerate(arm.servos)])
                 stamp = t + sample_to_stamp_ns
                 w.write(h_st, T0_NS + stamp, _msg(types, T0_NS + stamp, names, pos, vel))
                 while c_next < len(cmds) and cmds[c_next][0] <= stamp:
@@ -193,8 +188,53 @@ def record_servo_bag(path: str | Path, robot: RobotSpec, overlay: Overlay | None
                 ticks = [arm.q_to_ticks(i, g[i]) for i in range(robot.n)]
                 trace_line('sync_write', ct.BY_NAME['goal_position'].address, w_ns, ticks)
                 for i in range(robot.n):
-                    arm.write(i, [(ct.BY_NAME['goal_position'], ticks[i])])
+                    arm.write(i, [(goal_item, ticks[i])])
             arm.step(1)
     if trace is not None:
         Path(trace).write_text('\n'.join(lines) + '\n', encoding='utf-8')
     return Path(path)
+
+
+def _dynamixel_arm(robot: RobotSpec, overlay: Overlay | None, seed: int) -> tuple[Any, float]:
+    """Return the Dynamixel virtual arm configured as the driver does, and its speed unit."""
+    from simreal_ros.hardware.dynamixel import control_table as ct
+    from simreal_ros.hardware.emulator.reality import VirtualArm
+
+    arm = VirtualArm(robot, overlay, seed=seed)
+    for i, j in enumerate(robot.joints):
+        s = j.servo
+        tpr, kt = s.ticks_per_rev, s.torque_per_amp
+        regs = [('operating_mode', ct.MODE_CURRENT_BASED_POSITION),
+                ('position_p_gain', ct.kp_to_register(j.kp, tpr, kt)),
+                ('position_i_gain', 0),
+                ('position_d_gain', ct.kd_to_register(j.kd, tpr, kt)),
+                ('goal_current', ct.effort_to_current_register(j.limits.effort, kt)),
+                ('profile_velocity', 0), ('profile_acceleration', 0),
+                ('torque_enable', 1)]
+        for name, value in regs:
+            arm.write(i, [(ct.BY_NAME[name], int(value))])
+    return arm, ct.VELOCITY_UNIT_RAD_S
+
+
+def _feetech_item(name: str) -> Any:
+    from simreal_ros.hardware.feetech import control_table as fct
+    return fct.BY_NAME[name]
+
+
+def _sts_arm(robot: RobotSpec, overlay: Overlay | None, seed: int) -> tuple[Any, float]:
+    """Return the STS virtual arm configured as the Feetech driver does, and its speed unit."""
+    from simreal_ros.hardware.emulator.sts_servo import StsArm
+    from simreal_ros.hardware.feetech import control_table as fct
+
+    arm = StsArm(robot, overlay, seed=seed)
+    for i, j in enumerate(robot.joints):
+        s = j.servo
+        model = fct.find_model(s.model) or fct.MODELS['STS3215']
+        torque = fct.effort_to_torque_register(j.limits.effort, model.stall_torque_nm)
+        regs = [('p_coefficient', fct.kp_to_register(j.kp, s.ticks_per_rev, s.torque_per_amp)),
+                ('d_coefficient', fct.kd_to_register(j.kd, s.ticks_per_rev, s.torque_per_amp)),
+                ('i_coefficient', 0), ('max_torque_limit', torque), ('torque_limit', torque),
+                ('goal_velocity', 0), ('acceleration', 0), ('torque_enable', 1)]
+        for name, value in regs:
+            arm.write(i, [(fct.BY_NAME[name], int(value))])
+    return arm, fct.VELOCITY_UNIT_RAD_S

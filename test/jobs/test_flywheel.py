@@ -192,7 +192,8 @@ def test_the_so101_dry_run_names_its_reality_fit_and_policy(simreal_cli, tmp_pat
     assert lines[0] == ("robot so101 (shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, "
                         "wrist_roll, gripper), hidden reality 'so101_reality', latency "
                         "'usb_serial'")
-    assert '3 identify       damping, frictionloss, armature, kp, command_delay' in lines
+    assert ('3 identify       damping, frictionloss, armature, kp, command_delay, '
+            'backlash') in lines
     assert ('5 policy gap     so101_reach: 8 episodes on the nominal sim, the identified sim '
             'and the virtual arm') in lines
     assert 'gripper [-0.15, 1.7] rad, 4.5 rad/s' in lines[1]
@@ -204,7 +205,7 @@ def test_the_default_robot_keeps_the_simreal_arm_demo():
     s = default_settings(robot='so101')
     assert (s.robot, s.reality, s.policy, s.bodies) == (
         'so101', 'so101_reality', 'so101_reach', ())
-    assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay')
+    assert s.fit == ('damping', 'frictionloss', 'armature', 'kp', 'command_delay', 'backlash')
     # an option given wins over the robot's default
     assert default_settings(robot='so101', seed=3, fit_s=12.0).fit_s == 12.0
 

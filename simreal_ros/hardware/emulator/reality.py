@@ -18,7 +18,9 @@ a nominal reality this is the sim bridge's servo law. The hidden reality is a mo
 (docs/configuration.md): joint damping/friction/armature, masses, ``command_delay_s`` (goal
 writes reach the controller late) and ``imperfections``:
 
-* ``backlash_rad``: play between the link and the servo's measurement (hysteresis);
+* ``backlash_rad``: play between the link and the servo's measurement (hysteresis; the servo
+  closes its loop on the measured side), :mod:`simreal_ros.hardware.emulator.backlash`, the
+  code the sysid replay identifies it with;
 * ``encoder_noise_rad``: Gaussian noise on every position measurement (seeded);
 * encoder quantization to ``ticks_per_rev`` ticks is always on (it is what the servo reads);
 * ``ambient_temp_c``, ``thermal_rise_c_per_a2``, ``thermal_time_constant_s``: winding
@@ -71,6 +73,11 @@ from simreal_ros.core.validate import load_yaml_mapping
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
 from simreal_ros.hardware.dynamixel.family import PWM_FULL_SCALE, gain_torque_per_amp
+from simreal_ros.hardware.emulator.backlash import (
+    check_backlash,
+    play_step,
+    servo_offset_torque,
+)
 from simreal_ros.hardware.family import ServoModel, resolve_robot, resolve_servos
 from simreal_ros.sim.engines import make_sim
 from simreal_ros.sim.scene import Scene
@@ -121,6 +128,7 @@ class Imperfections:
                 raise ConfigError(overlay.source, f'imperfections.{key}',
                                   f'one of {sorted(IMPERFECTION_DEFAULTS)}', 'unknown key')
         values = {**IMPERFECTION_DEFAULTS, **overlay.imperfections}
+        values['backlash_rad'] = check_backlash(overlay.source, values['backlash_rad'])
         for key, what in (('thermal_time_constant_s', 'a time > 0'),
                           ('stribeck_velocity_rad_s', 'a speed > 0')):
             if values[key] <= 0:
@@ -452,9 +460,8 @@ class VirtualArm:
     def _measure(self, q: FloatArray, noise: bool) -> FloatArray:
         """Return the servos' position measurement in joint space (backlash, noise, ticks)."""
         half = self.imp.backlash_rad / 2.0
-        if half > 0:
-            # maximum/minimum: np.clip's dispatch cost more than the arithmetic (1 kHz)
-            self.motor_side = np.minimum(np.maximum(self.motor_side, q - half), q + half)
+        if half > 0:  # the play, as the sysid replay applies it (hardware/emulator/backlash.py)
+            self.motor_side = play_step(self.motor_side, q, half)
             m = self.motor_side
         else:
             m = q
@@ -505,8 +512,9 @@ class VirtualArm:
             on = self.torque_on
             err_ticks = (self.desired - meas) * self._ticks_per_rad_signed
             self.integral = np.where(on, self.integral + err_ticks, 0.0)
-            ff = self.kp * (q - meas) + self.ki * self.integral * self._rad_per_tick \
-                * self.dt + self.kd * self.desired_vel * self._dir2
+            ff = servo_offset_torque(self.kp, q, meas) \
+                + self.ki * self.integral * self._rad_per_tick * self.dt \
+                + self.kd * self.desired_vel * self._dir2
             sim.actuate(np.where(on, self.desired, q), np.where(on, ff, 0.0))
             if unmodelled:
                 sim.apply_torque(self.imp.unmodelled_torque(q, qd, self.robot.home))

@@ -21,6 +21,7 @@ from simreal_ros.sim.backend import (
     FloatArray,
     Observation,
     Probe,
+    RolloutFeedback,
     RolloutJob,
     SimBackend,
 )
@@ -150,8 +151,11 @@ class BulletSim(SimBackend):
         return [b for b in self.nominal.body_mass if w.links[b] >= 0 or w.floating is not None]
 
     def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
-                nthread: int = 1) -> FloatArray:
+                nthread: int = 1, feedback: RolloutFeedback | None = None) -> FloatArray:
         """Replay every job on the scratch client, one after another (``nthread`` unused)."""
+        if feedback is not None:
+            raise NotImplementedError('the pybullet engine replays its jobs one after another '
+                                      'and cannot feed back between them (backlash): use mujoco')
         n, s = self.robot.n, self.scratch
         out = np.empty((len(jobs), jobs[0].targets.shape[0] if jobs else 0, n))
         for k, job in enumerate(jobs):

@@ -26,6 +26,7 @@ from simreal_ros.sim.backend import (
     FloatArray,
     Observation,
     Probe,
+    RolloutFeedback,
     RolloutJob,
     SimBackend,
 )
@@ -192,8 +193,13 @@ class MujocoSim(SimBackend):
         return state
 
     def rollout(self, params: Sequence[DynamicsParams], jobs: Sequence[RolloutJob],
-                nthread: int = 1) -> FloatArray:
-        """``mujoco.rollout`` of every job (C, ``nthread`` threads), from its own model copy."""
+                nthread: int = 1, feedback: RolloutFeedback | None = None) -> FloatArray:
+        """``mujoco.rollout`` of every job (C, ``nthread`` threads), from its own model copy.
+
+        With ``feedback``, one ``mujoco.rollout`` call per physics step over all jobs (a
+        persistent thread pool; the full physics state carried from step to step), the
+        feedback's torque added to each step's feed-forward.
+        """
         n, b = self.robot.n, self.built
         models = [self.model_for(p) for p in params]
         kds = [np.array([p.joints[j].kd for j in self.robot.joint_names]) for p in params]
@@ -207,10 +213,37 @@ class MujocoSim(SimBackend):
             c[:, b.servo_act] = t[:, :n]
             c[:, b.ff_act] = kds[job.params][None, :] * t[:, n:2 * n] + t[:, 2 * n:]
             ctrl.append(c)
-        state, _ = mj_rollout.rollout([models[j.params] for j in jobs],
-                                      self._rollout_datas[:nthread], np.asarray(init),
-                                      np.asarray(ctrl))
-        return np.asarray(state[:, :, 1 + b.qpos_adr], dtype=np.float64)
+        job_models = [models[j.params] for j in jobs]
+        datas = self._rollout_datas[:nthread]
+        if feedback is None:
+            state, _ = mj_rollout.rollout(job_models, datas, np.asarray(init), np.asarray(ctrl))
+            return np.asarray(state[:, :, 1 + b.qpos_adr], dtype=np.float64)
+        return self._rollout_stepped(job_models, datas, np.asarray(init), np.asarray(ctrl),
+                                     feedback, nthread)
+
+    def _rollout_stepped(self, models: list[mujoco.MjModel], datas: list[mujoco.MjData],
+                         init: FloatArray, ctrl: FloatArray, feedback: RolloutFeedback,
+                         nthread: int) -> FloatArray:
+        """Run the jobs one physics step at a time, ``feedback`` between the steps."""
+        adr = 1 + self.built.qpos_adr  # the state starts with the time
+        # a slice where the joints' qpos are contiguous (every fixed-base arm): no gather
+        qadr: slice | np.ndarray = slice(int(adr[0]), int(adr[-1]) + 1) \
+            if np.array_equal(adr, np.arange(adr[0], adr[0] + adr.size)) else adr
+        ff = self.built.ff_act
+        jobs, steps = ctrl.shape[0], ctrl.shape[1]
+        out = np.empty((jobs, steps, self.robot.n))
+        bufs = [np.ascontiguousarray(init, dtype=np.float64).copy(),
+                np.empty((jobs, init.shape[1]))]
+        row = np.empty((jobs, 1, ctrl.shape[2]))
+        with mj_rollout.Rollout(nthread=nthread) as pool:
+            for k in range(steps):
+                state, nxt = bufs[k % 2], bufs[(k + 1) % 2]
+                row[:, 0] = ctrl[:, k]
+                row[:, 0, ff] += feedback(k, state[:, qadr])
+                pool.rollout(models, datas, state, row, nstep=1, state=nxt[:, None, :],
+                             skip_checks=True)
+                out[:, k] = nxt[:, qadr]
+        return out
 
     def raw_step_rate(self, steps: int = 5000) -> float:
         """Measure raw ``mj_step`` steps/s on a copy of this model's data (benchmarks)."""
