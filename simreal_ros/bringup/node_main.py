@@ -25,6 +25,7 @@ import signal
 import sys
 
 from simreal_ros.ros.runtime import interrupted, note_stop_requests
+from simreal_ros.ros.teardown import exit_now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,4 +51,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == '__main__':
-    raise SystemExit(main())
+    exit_now(main())
