@@ -15,6 +15,15 @@ A node that dies of a fatal signal (SIGSEGV in a C extension: GL, DDS) prints th
 of every thread first (``faulthandler``), so the launch output says where it died. SIGUSR1
 prints the same stacks and lets the node run on: the launcher sends it to a node that ignored
 SIGINT and SIGTERM, before its SIGKILL, so a node stuck in shutdown says where it is stuck.
+
+The process ends with :func:`~simreal_ros.ros.teardown.exit_now` (flush, ``_exit``), as
+``run_node`` ends it, never through the interpreter's own exit: a KeyboardInterrupt that passed
+through code a C extension runs with the C API (``PyRun_String``: pybind11's ``py::exec``)
+sets CPython's "unhandled KeyboardInterrupt" flag even when caught, and an interpreter started
+with ``-m`` that then exits normally re-raises SIGINT on itself with the default action. A
+stop during start-up that node_main had handled (exit 0) then died of SIGINT, exit -2 with no
+output: 1 of 40 sim bridges sent SIGINT 0-4 s after their start on a loaded host, and a launch
+test in CI (the dying required node of test/bringup/test_launcher.py).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import signal
 import sys
 
 from simreal_ros.ros.runtime import interrupted, note_stop_requests
+from simreal_ros.ros.teardown import exit_now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,4 +60,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == '__main__':
-    raise SystemExit(main())
+    exit_now(main())

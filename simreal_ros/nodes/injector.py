@@ -64,10 +64,17 @@ from simreal_ros.ros import messages, qos
 from simreal_ros.ros.image_participant import ImageParticipant
 from simreal_ros.ros.params import declare_dataclass
 from simreal_ros.ros.perturb import PERTURBERS, check_applicable
+from simreal_ros.ros.publisher_gaps import PublisherGaps
 from simreal_ros.ros.runtime import fast_thread_switching, log_rt, run_node, start_rt
 
 SIM_TIME_POLL_S = 0.0002     # sim time moves in /clock steps: poll it
+#: the input history of an image route (LAZY_TYPES) and the messages held for the sim clock
 QUEUE_DEPTH = 1000
+#: the input history of every other route: 10 s at 1 kHz. A keep-last history drops its oldest
+#: message when the executor falls this far behind: with 1000, a 1 kHz stream lost 21-651 of
+#: 2000 messages while the injector shared 2 cores with a busy loop and another test worker
+#: (load average 18-28): its executor got too little CPU to keep up for over a second.
+INPUT_DEPTH = 10_000
 #: message types relayed only while watched (see Injector._watch_lazy)
 LAZY_TYPES = frozenset({'sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage',
                         'sensor_msgs/msg/CameraInfo'})
@@ -120,6 +127,10 @@ class _Route:
     lateness_ns: list[int] = field(default_factory=list)
     perturb_errors: int = 0
     last_perturb_error: str = ''
+    #: messages a publisher sent that never reached the route (publication sequence gaps)
+    gaps: PublisherGaps = field(default_factory=PublisherGaps)
+    #: messages dropped from ``unclocked`` when it was full (oldest first)
+    unclocked_dropped: int = 0
 
 
 class Injector(Node):
@@ -234,9 +245,10 @@ class Injector(Node):
         if infos and any(i.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
                          for i in infos):
             reliability = ReliabilityPolicy.BEST_EFFORT  # matches every publisher
-        profile = QoSProfile(depth=QUEUE_DEPTH, history=HistoryPolicy.KEEP_LAST,
-                             reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         lazy = msg_type in LAZY_TYPES
+        profile = QoSProfile(depth=QUEUE_DEPTH if lazy else INPUT_DEPTH,
+                             history=HistoryPolicy.KEEP_LAST,
+                             reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         if lazy:  # images go out through a participant of their own (see ImageParticipant)
             if self.images is None:
                 self.images = ImageParticipant(self)
@@ -336,11 +348,14 @@ class Injector(Node):
 
     def _on_message(self, r: _Route, data: bytes, info: Any = None) -> None:
         now = self._arrival_ns(info)
+        self._count_missed(r, info)
         if not self.sim_time:
             self._handle(r, data, now)
             return
         with r.order_lock:       # held messages go first, in order
             if now == 0:         # the sim clock has not started (no /clock yet): hold
+                if len(r.unclocked) == r.unclocked.maxlen:
+                    r.unclocked_dropped += 1     # the oldest goes: counted, reported
                 r.unclocked.append(data)
                 with self.cond:
                     self.cond.notify()
@@ -348,6 +363,22 @@ class Injector(Node):
             while r.unclocked:
                 self._handle(r, r.unclocked.popleft(), now)
             self._handle(r, data, now)
+
+    def _count_missed(self, r: _Route, info: Any) -> None:
+        """Count the messages of this one's publisher that never reached the route.
+
+        A keep-last input history overflows when the executor is starved for longer than
+        its depth lasts; those messages have no fate in the events. The gap in the publisher's
+        sequence numbers counts them (``missed`` in the diagnostics, WARN).
+        """
+        if info is None:
+            return
+        single = bool(info.get('publisher_gid')) or r.sub.get_publisher_count() == 1
+        if r.gaps.count(info, single):
+            self.get_logger().warning(
+                f'route {r.cfg.name}: {r.gaps.missed} messages on {r.cfg.input} never reached '
+                f'the injector (its input history overflowed: starved of CPU?)',
+                throttle_duration_sec=5.0)
 
     def _release_unclocked(self) -> None:
         """Handle the messages held before the sim clock started, as received now."""
@@ -485,7 +516,13 @@ class Injector(Node):
                 'perturb_errors': r.perturb_errors,
             }
             values['held_for_clock'] = len(r.unclocked)
+            values['missed'] = r.gaps.missed
+            values['dropped_unclocked'] = r.unclocked_dropped
             level, message = 'ok', 'relaying' if s.received else 'no messages yet'
+            if r.gaps.missed or r.unclocked_dropped:
+                level = 'warn'
+                message = (f'{r.gaps.missed} messages never reached the injector, '
+                           f'{r.unclocked_dropped} dropped while waiting for the sim clock')
             if r.unclocked:
                 level = 'warn'
                 message = f'{len(r.unclocked)} messages held until the sim clock starts'

@@ -4,7 +4,7 @@ The recorder (:mod:`simreal_ros.nodes.recorder`) subscribes each topic with the 
 publishers offer (reliable only if all are, transient-local only if all are; depth 0 = keep
 all, bounded by ``KEEP_ALL_DEPTH``) and stores the offered profiles in the bag. Per topic it
 counts the messages a publisher sent and the recorder never got, from the gaps between the
-DDS publication sequence numbers of one publisher (see :meth:`RecordedTopic.count_missed`).
+DDS publication sequence numbers of one publisher (:mod:`simreal_ros.ros.publisher_gaps`).
 Header stamps are read straight from the CDR bytes (:func:`stamp_of`) without deserializing.
 """
 
@@ -20,6 +20,7 @@ from simreal_ros.bag import QosSpec
 from simreal_ros.errors import SimrealError
 from simreal_ros.gap.live_camera import LiveCameraGap
 from simreal_ros.gap.stream_stats import StreamStats
+from simreal_ros.ros.publisher_gaps import PublisherGaps
 
 #: With keep-all, the depth bounds the samples DDS holds for the recorder before it refuses
 #: more (the publisher then re-sends them after its next heartbeat, seconds later).
@@ -83,7 +84,7 @@ class RecordedTopic:
 
     __slots__ = ('name', 'msgtype', 'cls', 'handle', 'has_header', 'stats', 'sub', 'received',
                  'live_role', 'reliable', 'transient', 'publishers', 'last_stamp', 'held_back',
-                 'camera', 'missed', 'unattributed', 'last_seq')
+                 'camera', 'gaps')
 
     def __init__(self, name: str, msgtype: str, cls: type, handle: int) -> None:
         self.name = name
@@ -101,9 +102,7 @@ class RecordedTopic:
         self.last_stamp = 0  # the bag timestamp of the message taken last (ns)
         self.held_back = 0  # messages received before one taken ahead of them (DDS repair)
         self.camera: tuple[LiveCameraGap, int] | None = None  # (live camera gap, side)
-        self.missed = 0  # messages a publisher sent that never reached the recorder
-        self.unattributed = 0  # taken while no gap could be attributed (see the docstring)
-        self.last_seq: dict[bytes | None, int] = {}  # publisher GID -> last sequence number
+        self.gaps = PublisherGaps()  # messages a publisher sent that never reached us
 
     def count_missed(self, info: Any, single_writer: bool) -> None:
         """Count the gap between this message's publisher sequence number and the last one.
@@ -111,20 +110,14 @@ class RecordedTopic:
         ``single_writer``: whether the subscription matches one publisher, which is what
         attributes a sample to its publisher when the info carries no GID.
         """
-        seq = info.get('publication_sequence_number')
-        if not seq:
-            self.unattributed += 1
-            return
-        gid = info.get('publisher_gid')
-        key = bytes(gid['data']) if gid else None
-        if key is None and not single_writer:
-            self.last_seq.clear()  # the next gap would span two publishers' numbers
-            self.unattributed += 1
-            return
-        last = self.last_seq.get(key)
-        if last is not None and seq > last + 1:
-            self.missed += seq - last - 1
-        if last is None or seq > last:
-            self.last_seq[key] = seq
-        elif key is None:  # a new publisher, numbering from 1 again (Jazzy: no GID)
-            self.last_seq[key] = seq
+        self.gaps.count(info, single_writer)
+
+    @property
+    def missed(self) -> int:
+        """Messages a publisher sent that never reached the recorder."""
+        return self.gaps.missed
+
+    @property
+    def unattributed(self) -> int:
+        """Messages taken while no gap could be attributed (see PublisherGaps)."""
+        return self.gaps.unattributed

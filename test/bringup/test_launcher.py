@@ -92,16 +92,17 @@ def test_sigterm_is_forwarded_and_every_node_stops(ros_env, ros_client):
             os.kill(pid, 0)
 
 
-def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(ros_env):
-    env = {k: v for k, v in ros_env.items() if k != 'ROS_AUTOMATIC_DISCOVERY_RANGE'}
-    r = simreal(['launch', '--dry-run', 'backend:=sim2sim', 'excite:=chirp'], env)
+def test_cli_dry_run_prints_the_plan_and_the_network_safe_env(simreal_cli, monkeypatch):
+    # in-process (it starts nothing), from an environment without the discovery range
+    monkeypatch.delenv('ROS_AUTOMATIC_DISCOVERY_RANGE')
+    r = simreal_cli('launch', '--dry-run', 'backend:=sim2sim', 'excite:=chirp')
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith('# ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST')
     specs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith('{')]
     assert [s['node'] for s in specs] == ['/sim_a/sim_bridge', '/sim_b/sim_bridge',
                                           '/state_publisher', '/sim_b/state_publisher',
                                           '/excite']
-    r = simreal(['launch', '--dry-run', '--discovery', 'subnet'], env)
+    r = simreal_cli('launch', '--dry-run', '--discovery', 'subnet')
     assert 'ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET' in r.stdout
 
 

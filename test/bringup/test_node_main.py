@@ -43,6 +43,22 @@ def test_a_stop_during_a_c_extensions_import_is_a_clean_stop(tmp_path):
     assert r.stderr == ''
 
 
+def test_a_stop_inside_code_a_c_extension_runs_is_a_clean_stop(tmp_path):
+    """A KeyboardInterrupt raised in code run through the C API (``PyRun_String``, as
+    pybind11's ``py::exec`` runs it) sets CPython's "unhandled KeyboardInterrupt" flag even
+    when it is caught; an interpreter started with ``-m`` that then exits normally kills itself
+    with SIGINT: a launch stopped during start-up saw its node exit -2, silently."""
+    r = run_module(tmp_path, 'import ctypes\n\n'
+                             'run = ctypes.pythonapi.PyRun_String\n'
+                             'run.restype = ctypes.py_object\n'
+                             'run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object,\n'
+                             '                ctypes.py_object]\n'
+                             "scope = {'__builtins__': __builtins__}\n"
+                             "run(b'raise KeyboardInterrupt', 257, scope, scope)  # file input\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ''
+
+
 def test_an_import_error_without_a_stop_is_not_a_clean_stop(tmp_path):
     r = run_module(tmp_path, "raise ImportError('initialization failed') "
                              "from OSError('libGL.so.1: cannot open shared object file')\n")

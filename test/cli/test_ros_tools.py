@@ -34,6 +34,17 @@ def simreal(args: list[str], env: dict, timeout: float = 60) -> subprocess.Compl
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture
+def cli(simreal_cli, domain_id: int, monkeypatch: pytest.MonkeyPatch):
+    """``simreal`` in this process on this test's domain (the ROS tools read ROS_DOMAIN_ID).
+
+    For the refusals: 0.01-1 s each instead of a fresh interpreter's 2-6 s; each command
+    keeps one refusal through a real process (below and in the real-node tests).
+    """
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(domain_id))
+    return simreal_cli
+
+
 def one_error(r: subprocess.CompletedProcess) -> str:
     """The one ``error:`` line of a refused command (exit 2, no traceback)."""
     errors = [line for line in r.stderr.splitlines() if 'error:' in line]
@@ -98,8 +109,8 @@ def test_policy_enable_and_disable_a_real_policy_node(start_node, ros_client, ro
     assert policy.proc.poll() is None, policy.output()
 
 
-def test_policy_enable_without_a_policy_node_is_one_error_line(ros_env):
-    err = one_error(simreal(['policy', 'enable', '--timeout', '1'], ros_env))
+def test_policy_enable_without_a_policy_node_is_one_error_line(cli):
+    err = one_error(cli('policy', 'enable', '--timeout', '1'))
     assert 'service /policy/enable not available within 1.0 s' in err
 
 
@@ -136,8 +147,16 @@ def test_goal_reaches_a_real_policy_node(start_node, ros_client, ros_env):
     (['0', '0', '0', '0', '0', 'nan'], "wrist_roll: 'nan' is not a finite number"),
     (['0', '0', '0', '0', '0', '0', '--timeout', '1'], 'no subscriber of /goal within 1 s'),
 ], ids=['count', 'unknown-joint', 'nan', 'no-subscriber'])
-def test_goal_bad_input_is_one_error_line(ros_env, args, needle):
-    assert needle in one_error(simreal(['goal', *args], ros_env))
+def test_goal_bad_input_is_one_error_line(cli, args, needle):
+    assert needle in one_error(cli('goal', *args))
+
+
+def test_goal_and_topic_bad_input_in_a_real_process(ros_env):
+    """One refusal of each command through ``python -m simreal_ros`` (the rest in-process)."""
+    assert 'expected 6 joint positions (rad) in the order' in one_error(
+        simreal(['goal', '0.1', '0.2'], ros_env))
+    assert '--count must be >= 1, got 0' in one_error(
+        simreal(['topic', 'echo', '/joint_states', '--count', '0'], ros_env))
 
 
 def test_topic_list_shows_a_real_publishers_topics_and_types(start_node, ros_client, ros_env):
@@ -187,8 +206,8 @@ def test_topic_echo_prints_real_messages(start_node, ros_client, ros_env):
     (['echo', '/bad topic'], "'/bad topic' is not a valid topic name"),
     (['echo', '/joint_states', '--count', '0'], '--count must be >= 1, got 0'),
 ], ids=['spin-time', 'absent', 'bad-name', 'count'])
-def test_topic_bad_input_is_one_error_line(ros_env, args, needle):
-    assert needle in one_error(simreal(['topic', *args], ros_env))
+def test_topic_bad_input_is_one_error_line(cli, args, needle):
+    assert needle in one_error(cli('topic', *args))
 
 
 
@@ -209,6 +228,6 @@ def test_episode_start_and_discard_on_a_real_episode_recorder(start_node, ros_en
     assert list(directory.iterdir()) == []
 
 
-def test_episode_without_a_recorder_is_one_error_line(ros_env):
-    err = one_error(simreal(['episode', 'start', '--timeout', '1'], ros_env))
+def test_episode_without_a_recorder_is_one_error_line(cli):
+    err = one_error(cli('episode', 'start', '--timeout', '1'))
     assert 'service /episodes/episode/start not available within 1.0 s' in err

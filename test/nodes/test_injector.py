@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+import signal
 import time
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from plans import plan_without_tf as plan
 import pytest
@@ -91,10 +93,17 @@ def send_states(pub, n: int, rate_hz: float, stamp: bool = True) -> None:
             time.sleep(delay)
 
 
-def wait_events(client, collected: list, n: int, rx: Receiver | None = None) -> np.ndarray:
+def wait_events(client, collected: list, n: int, rx: Receiver | None = None,
+                diags: list | None = None) -> np.ndarray:
     """Wait until the fate of ``n`` messages is known and every delivery was logged (and, with
-    ``rx``, received): lost messages are logged at once, deliveries when they are sent."""
+    ``rx``, received): lost messages are logged at once, deliveries when they are sent.
+
+    With ``diags`` (the injector's /diagnostics), a message that never reached the injector
+    (its ``missed`` count) fails the wait at once, naming it: such a message has no fate.
+    """
     def settled() -> bool:
+        missed = route_values(diags, 'r').get('missed', '0') if diags else '0'
+        assert missed == '0', f'{missed} of {n} messages never reached the injector'
         rows = events(collected)
         if len(set(rows[:, 1].tolist())) < n:
             return False
@@ -104,8 +113,18 @@ def wait_events(client, collected: list, n: int, rx: Receiver | None = None) -> 
         return len(again) == len(rows) and (rx is None or len(rx) >= sent)
     # polled, so a generous deadline costs nothing: 30 s ran out once on a host loaded by a
     # demo run beside the suite
-    client.wait_for(settled, 120, f'the outcome of {n} messages')
+    try:
+        client.wait_for(settled, 120, f'the outcome of {n} messages')
+    except TimeoutError as exc:
+        known = len(set(events(collected)[:, 1].tolist()))
+        raise TimeoutError(f'{exc}: {known} known, {len(rx) if rx else 0} received') from None
     return events(collected)
+
+
+def route_values(diags: list, route: str) -> dict[str, str]:
+    """The latest /diagnostics values of the injector's route ``route`` ({} before any)."""
+    with_route = [st for _t, arr in diags for st in arr.status if st.name == f'/injector: {route}']
+    return {kv.key: kv.value for kv in with_route[-1].values} if with_route else {}
 
 
 def relay_states(start_node, client, path: str, n: int, rate_hz: float, seed: int
@@ -114,11 +133,16 @@ def relay_states(start_node, client, path: str, n: int, rate_hz: float, seed: in
     ``in`` at ``rate_hz`` and wait for every outcome: (event rows, receiver of ``out``, node)."""
     rx = Receiver(client, JointState, 'out')
     ev = client.collect(Int64MultiArray, '/injector/events', DEEP)
+    diags = client.collect(DiagnosticArray, '/diagnostics')
     pub = deep_publisher(client, JointState, 'in')
-    node = start_node('injector', profile=path, seed=seed)
+    node = start_node('injector', profile=path, seed=seed, diagnostics_period_s=0.25)
     connect(client, pub, 'out')
     send_states(pub, n, rate_hz)
-    return wait_events(client, ev, n, rx), rx, node
+    rows = wait_events(client, ev, n, rx, diags)
+    client.wait_for(lambda: int(route_values(diags, 'r')['received']) == n, 10,
+                    'diagnostics counting every message')
+    assert route_values(diags, 'r')['missed'] == '0'
+    return rows, rx, node
 
 
 # timing: the lateness of every delivery, message by message, held to a median allowance
@@ -303,8 +327,7 @@ def test_planned_graph_relays_the_sim_through_the_injector(start_node, ros_clien
     assert [n.kind for n in nodes] == ['sim_bridge', 'injector']
     states = ros_client.collect(JointState, 'joint_states')
     raw = ros_client.collect(JointState, 'backend/joint_states')
-    diags = ros_client.collect(__import__('diagnostic_msgs.msg').msg.DiagnosticArray,
-                               '/diagnostics')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     for n in nodes:
         start_node(n.kind, n.name, n.namespace, n.remappings, **n.parameters)
     pub = deep_publisher(ros_client, JointState, 'joint_commands')
@@ -317,17 +340,9 @@ def test_planned_graph_relays_the_sim_through_the_injector(start_node, ros_clien
         pub.publish(messages.joint_state(names, time.time_ns(), target))
         time.sleep(0.01)
     ros_client.wait_for(lambda: abs(states[-1][1].position[0] - 0.3) < 0.05, 10, 'tracking')
-
-    def route_values(name: str) -> dict[str, str]:
-        for _t, arr in reversed(diags):
-            for st in arr.status:
-                if st.name == f'/injector: {name}':
-                    return {kv.key: kv.value for kv in st.values}
-        raise LookupError(name)
-
-    ros_client.wait_for(lambda: int(route_values('command')['received']) > 50, 5, 'diags')
-    assert route_values('observation')['input'] == '/backend/joint_states'
-    assert int(route_values('imu')['received']) > 0
+    ros_client.wait_for(lambda: int(route_values(diags, 'command')['received']) > 50, 5, 'diags')
+    assert route_values(diags, 'observation')['input'] == '/backend/joint_states'
+    assert int(route_values(diags, 'imu')['received']) > 0
 
 
 def test_a_type_from_the_graph_that_does_not_fit_the_route_fails_like_start_up(
@@ -358,8 +373,7 @@ def test_sim_time_holds_messages_until_the_clock_starts(start_node, ros_client, 
     clock = ros_client.node.create_publisher(Clock, '/clock', qos.CLOCK)
     rx = Receiver(ros_client, JointState, 'out')
     ev = ros_client.collect(Int64MultiArray, '/injector/events', DEEP)
-    diags = ros_client.collect(__import__('diagnostic_msgs.msg').msg.DiagnosticArray,
-                               '/diagnostics')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     pub = deep_publisher(ros_client, JointState, 'in')
     start_node('injector', profile=path, use_sim_time=True, diagnostics_period_s=0.1)
     connect(ros_client, pub, 'out')
@@ -554,3 +568,39 @@ def test_imu_noise_and_bias_through_the_node(start_node, ros_client, tmp_path):
     np.testing.assert_allclose(acc, np.round((9.81 + idx * 1e-3 - 0.5) / 0.01) * 0.01,
                                atol=1e-9)
     assert all(m.orientation.w == 1.0 for _t, m in rx.items)          # untouched field
+
+
+def test_messages_that_never_reach_the_injector_are_counted(start_node, ros_client, tmp_path):
+    """A stopped injector (SIGSTOP: its middleware threads too) cannot take what a publisher
+    with a 10-deep keep-last history sends meanwhile: the writer drops those unacknowledged
+    samples. They have no fate in the events; the publisher's sequence gap counts them."""
+    path = profile(tmp_path, {'r': {'input': 'in', 'output': 'out', 'delay': 0.001,
+                                    'type': 'sensor_msgs/msg/JointState'}})
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    rx = Receiver(ros_client, JointState, 'out')
+    pub = ros_client.node.create_publisher(
+        JointState, 'in', QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+    node = start_node('injector', profile=path, diagnostics_period_s=0.1)
+    connect(ros_client, pub, 'out')
+    pub.publish(messages.joint_state(['j'], time.time_ns(), [0.0]))
+    ros_client.wait_for(lambda: len(rx) == 1, 10, 'the first message')
+    # more than the shared-memory port holds for a stopped reader (200 all arrived)
+    n = 3000
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        for i in range(1, n - 1):
+            pub.publish(messages.joint_state(['j'], time.time_ns(), [float(i)]))
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+    pub.publish(messages.joint_state(['j'], time.time_ns(), [float(n - 1)]))  # closes the gap
+
+    def accounted() -> bool:
+        v = route_values(diags, 'r')
+        return int(v['received']) + int(v['missed']) == n
+    ros_client.wait_for(accounted, 20, f'{n} messages received or counted as missed')
+    v = route_values(diags, 'r')
+    assert int(v['missed']) > 0, v
+    # what reached it is relayed, and nothing else
+    ros_client.wait_for(lambda: len(rx) == int(v['received']), 10, 'the received relayed')
+    got = [int(m.position[0]) for _t, m in rx.items]
+    assert got[0] == 0 and got[-1] == n - 1 and len(set(got)) == len(got)
