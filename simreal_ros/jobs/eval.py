@@ -330,6 +330,25 @@ def wait_for_policy(stack: EvalStack, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+def wait_for_goal_readers(stack: EvalStack, readers: int, timeout_s: float) -> None:
+    """Wait until ``readers`` subscriptions (the policy nodes') have matched the goal publisher.
+
+    A goal published before the policy node's subscription has matched the publisher is lost
+    (volatile QoS), and the next re-send comes 0.5 s of wall time later. With
+    ``timing:=lockstep`` the sim runs about 13 times faster than the wall clock, so those 0.5 s
+    are 6.5 sim seconds: more than the episode's timeout, and the first episode failed that way
+    once in CI (its goal never reached the policy).
+    """
+    deadline = time.monotonic() + timeout_s
+    while stack.goal_pub.get_subscription_count() < readers:
+        stack.check_alive()
+        if time.monotonic() > deadline:
+            raise LaunchError(f'the policy node did not subscribe to goal within {timeout_s} s '
+                              f'({stack.goal_pub.get_subscription_count()} of {readers} '
+                              'subscriptions matched)')
+        time.sleep(0.01)
+
+
 def _wait_for_frames(stack: EvalStack, s: EvalSettings) -> None:
     """Wait until the policy node has a camera frame (image_age_ms >= 0 on /diagnostics)."""
     deadline = time.monotonic() + s.start_timeout_s
@@ -393,6 +412,8 @@ def run_eval(s: EvalSettings, env: Mapping[str, str], log: Callable[[str], None]
                     + (f'reached in {ep["time_to_goal_s"]:.2f} s' if ep['success']
                        else f'not reached (error {ep["final_error_m"] * 100:.1f} cm)'))
         else:
+            wait_for_goal_readers(stack, sum(n.kind == 'policy' for n in nodes),
+                                  s.start_timeout_s)
             goals = episode_goals(robot.name, s.seed, s.episodes, s.goal_margin_rad)
             for k, goal in enumerate(goals):
                 ep = _episode(stack, robot.joint_names, goal, s, stamp_of)
