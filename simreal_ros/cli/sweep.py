@@ -1,4 +1,4 @@
-"""``simreal sweep``: a grid of in-process policy evaluations on local workers or on Ray."""
+"""``simreal sweep``: a grid of policy evaluations, sysid fits or replays, local or on Ray."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
     sweep = load_sweep(ns.sweep)  # every error before any cell runs
     if ns.dry_run:
         for c in sweep.cells:
-            print(f'{c.cell_id}  {c.label()}  goal_seed={c.goal_seed} cell_seed={c.cell_seed}')
+            seeds = ''.join(f' {k}={v}' for k, v in c.seeds.items())
+            print(f'{c.cell_id}  {c.label()} {seeds}'.rstrip())
         print(f'{len(sweep.cells)} cells', flush=True)
         return 0
     if ns.out is None:
@@ -50,11 +51,14 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``simreal sweep`` to the ``simreal`` parser."""
-    p = sub.add_parser('sweep', help='run a grid of policy evaluations (local workers or Ray)',
-                       description='run every cell of a sweep file (policies x robots x '
-                       'overlays x engines x latency presets x randomization x seeds): an '
-                       'in-process lockstep evaluation each, on local worker processes or on '
-                       'Ray; results appended to OUT/results.jsonl as cells finish (a rerun '
+    p = sub.add_parser('sweep', help='run a grid of policy evaluations, sysid fits or replays '
+                       '(local workers or Ray)',
+                       description='run every cell of a sweep file (kind eval: policies x '
+                       'robots x overlays x engines x latency presets x randomization x seeds, '
+                       'an in-process lockstep evaluation each; kind sysid: bags x robots x '
+                       'fitted parameters, a fit each; kind replay: bags x robots x overlays, '
+                       'a replay each), on local worker processes or on Ray; results appended '
+                       'to OUT/results.jsonl as cells finish (a rerun '
                        'resumes), then OUT/results.csv, results.parquet and report.html')
     p.add_argument('sweep', metavar='SWEEP.yaml', help='the sweep file (see docs/sweeps.md)')
     p.add_argument('--out', default=None, metavar='DIR', help='output directory (required '

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from simreal_ros.errors import SimrealError
+from simreal_ros.sysid import DEFAULT_FIT, FIT_NAMES
 
 
 def _csv(text: str) -> list[str]:
@@ -170,12 +171,10 @@ def cmd_sysid(ns: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_FIT = 'damping,frictionloss,armature,command_delay'
 
 
 def add_commands(sub: Any) -> None:
     """Add ``sysid`` (and its ``validate`` form) to the ``simreal`` sub-command parser."""
-    from simreal_ros.sysid import FIT_NAMES
     p = sub.add_parser(
         'sysid', help='identify a model overlay from a bag; `sysid validate` scores one',
         description='simreal sysid BAG --out FIT.yaml [--fit ...]: identify joint damping, '

@@ -45,6 +45,31 @@ and replicate is scored on the same goals, as ``simreal eval --seed`` does acros
 ``cell_seed`` (randomization draws, latency routes, noise) derives from the sweep seed and the
 whole configuration.
 
+Kinds (``kind:``, one per sweep file; default ``eval``): ``eval`` cells evaluate a policy (the
+axes above, the ``eval:`` section); ``sysid`` cells fit an overlay to a recorded bag, as
+``simreal sysid BAG`` does (:mod:`simreal_ros.sweep.fit_cells`); ``replay`` cells score a model
+overlay on a recorded bag, as ``simreal sysid validate`` does::
+
+    kind: sysid                 # or: replay
+    sysid:                      # (sysid) shared by every cell
+      holdout: 0.2              # fraction of each bag's window held out [0.2]
+    replay:                     # (replay) shared by every cell
+      horizons_s: [0.05, 0.2, 1.0]   # k-step horizons [0.05, 0.2, 1.0]
+    grid:
+      bag: [bags/run1, bags/run2]    # recorded bags (directories), relative to the sweep file
+      robot: [simreal_arm]      # the robot the bags were recorded with [simreal_arm]
+      fit: [damping, 'damping,frictionloss,command_delay']   # (sysid) parameters to fit
+      overlay: ['', identified.yaml] # (replay) the model to replay; '' nominal
+
+=========== ================================================= ==========================
+axis        value                                             default
+=========== ================================================= ==========================
+bag         a bag directory (sysid, replay)                   (required)
+robot       robot name or path                                simreal_arm
+fit         (sysid) comma-separated parameter names or a list ``simreal sysid``'s
+overlay     (replay) model overlay name or path; '' nominal   ''
+=========== ================================================= ==========================
+
 Every error is one :class:`ConfigError` naming the sweep file, the key (``grid.policy[1]``,
 ``cells[0].engine``), what was expected and what was found.
 """
@@ -55,6 +80,7 @@ from dataclasses import asdict, dataclass, fields
 import hashlib
 import itertools
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -66,12 +92,23 @@ from simreal_ros.core.validate import Section, load_yaml_mapping
 from simreal_ros.errors import ConfigError, SimrealError
 from simreal_ros.policy.spec import load_policy_spec
 from simreal_ros.sim.bridge_config import ENGINES
+from simreal_ros.sysid import DEFAULT_FIT, FIT_NAMES
 
-#: The cell kinds a sweep runs (one so far: the in-process evaluation of a policy).
-KINDS = ('eval',)
-#: The axes of a cell and their defaults ('' for policy: required).
+#: The cell kinds a sweep runs: a policy's evaluation, a sysid fit, a replay of a bag.
+KINDS = ('eval', 'sysid', 'replay')
+#: The axes of an eval cell and their defaults ('' for policy: required).
 AXES: dict[str, Any] = {'policy': '', 'robot': '', 'overlay': '', 'engine': ENGINES[0],
                         'latency': '', 'randomization': '', 'seed': 0}
+#: ``simreal sysid``'s default robot.
+DEFAULT_ROBOT = 'simreal_arm'
+#: The axes of the other kinds ('' for bag: required).
+KIND_AXES: dict[str, dict[str, Any]] = {
+    'eval': AXES,
+    'sysid': {'bag': '', 'robot': DEFAULT_ROBOT, 'fit': DEFAULT_FIT},
+    'replay': {'bag': '', 'robot': DEFAULT_ROBOT, 'overlay': ''},
+}
+#: The axis every cell of a kind must set.
+REQUIRED = {'eval': 'policy', 'sysid': 'bag', 'replay': 'bag'}
 #: Most cells a sweep may have: a typo in a grid (a long list pasted twice) fails early.
 MAX_CELLS = 100_000
 
@@ -133,6 +170,11 @@ class Cell:
         """Seed of everything else random in the cell: derived from the whole configuration."""
         return _seed_of(self.config)
 
+    @property
+    def seeds(self) -> dict[str, int]:
+        """The derived seeds a result line and the table carry."""
+        return {'goal_seed': self.goal_seed, 'cell_seed': self.cell_seed}
+
     def label(self) -> str:
         """Return a short human label (the axes that are set)."""
         parts = [Path(self.policy).stem, self.engine]
@@ -145,6 +187,72 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class SysidCell:
+    """One fit: ``simreal sysid BAG --robot ROBOT --fit FIT --holdout HOLDOUT``."""
+
+    kind: str
+    bag: str
+    robot: str
+    fit: str
+    holdout: float
+    sweep_seed: int
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration that identifies the cell (every field)."""
+        return asdict(self)
+
+    @property
+    def cell_id(self) -> str:
+        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
+        return _digest(self.config)[:12]
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        """None: a fit is deterministic (least squares from the nominal model)."""
+        return {}
+
+    def label(self) -> str:
+        """Return a short human label."""
+        return f'{Path(self.bag).name} {Path(self.robot).stem} fit={self.fit}'
+
+
+@dataclass(frozen=True)
+class ReplayCell:
+    """One replay: ``simreal sysid validate BAG --robot ROBOT --overlay OVERLAY``."""
+
+    kind: str
+    bag: str
+    robot: str
+    overlay: str
+    horizons_s: tuple[float, ...]
+    sweep_seed: int
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration that identifies the cell (every field)."""
+        return asdict(self)
+
+    @property
+    def cell_id(self) -> str:
+        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
+        return _digest(self.config)[:12]
+
+    @property
+    def seeds(self) -> dict[str, int]:
+        """None: a replay is deterministic."""
+        return {}
+
+    def label(self) -> str:
+        """Return a short human label."""
+        return (f'{Path(self.bag).name} {Path(self.robot).stem} '
+                f'overlay={Path(self.overlay).stem if self.overlay else "nominal"}')
+
+
+AnyCell = Cell | SysidCell | ReplayCell
+
+
+@dataclass(frozen=True)
 class Sweep:
     """A checked sweep file: its cells in file order (grid first, then the explicit cells)."""
 
@@ -153,7 +261,8 @@ class Sweep:
     seed: int
     retries: int
     eval: EvalSettings
-    cells: tuple[Cell, ...]
+    cells: tuple[AnyCell, ...]
+    kind: str = 'eval'
 
 
 def _digest(value: Any) -> str:
@@ -183,6 +292,7 @@ class _Checker:
         self.policy_robot: dict[str, str] = {}
         self.overlay_robot: dict[str, str | None] = {}
         self.loaded: set[tuple[str, str]] = set()
+        self.checked_bags: set[tuple[str, str, str]] = set()
 
     def _load(self, kind: str, value: str, key: str, what: str,
               load: Callable[[str], Any]) -> Any:
@@ -211,8 +321,16 @@ class _Checker:
             return value
         if axis == 'policy' and not value:
             raise ConfigError(self.source, key, 'a policy spec name or path', value)
+        if axis == 'bag' and not value:
+            raise ConfigError(self.source, key, 'a bag directory', value)
         if not value:
             return value
+        if axis == 'bag':  # no shipped bags: always a path, relative to the sweep file
+            bag = Path(value).expanduser()
+            bag = bag if bag.is_absolute() else (self.base / bag).resolve()
+            if not bag.is_dir():
+                raise ConfigError(self.source, key, 'a bag directory that exists', value)
+            return str(bag)
         value = _resolve(value, self.base)
         if (axis, value) in self.loaded:
             return value
@@ -237,6 +355,49 @@ class _Checker:
             self._load('randomization', value, key, 'randomization', load_randomization)
         self.loaded.add((axis, value))
         return value
+
+    def fit(self, value: Any, key: str) -> str:
+        """Check a sysid cell's parameter list; return it comma-separated."""
+        items = value.split(',') if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            raise ConfigError(self.source, key, 'parameter names, comma-separated or a list',
+                              value)
+        names = list(dict.fromkeys(v.strip() for v in items if v.strip()))
+        bad = [n for n in names if n not in FIT_NAMES]
+        if not names or bad:
+            raise ConfigError(self.source, key, f'parameters from {list(FIT_NAMES)}',
+                              bad[0] if bad else value)
+        return ','.join(names)
+
+    def bag_of(self, bag: str, robot: str, keys: dict[str, str]) -> None:
+        """Check (once) from its metadata that ``bag`` is a sysid bag of ``robot``."""
+        if ('bag', bag, robot) in self.checked_bags:
+            return
+        from simreal_ros.sysid.data import check_sysid_bag
+        spec = load_robot(robot)
+        try:
+            check_sysid_bag(bag, spec)
+        except SimrealError as exc:
+            raise ConfigError(self.source, keys['bag'], f'a bag sysid reads ({exc})',
+                              bag) from None
+        self.checked_bags.add(('bag', bag, robot))
+
+    def other_cell(self, kind: str, values: dict[str, Any], keys: dict[str, str],
+                   shared: dict[str, Any], sweep_seed: int) -> SysidCell | ReplayCell:
+        """Build a sysid or replay cell from checked axis values."""
+        self.bag_of(values['bag'], values['robot'], keys)
+        if kind == 'sysid':
+            return SysidCell(kind=kind, bag=values['bag'], robot=values['robot'],
+                             fit=values['fit'], holdout=shared['holdout'],
+                             sweep_seed=sweep_seed)
+        ov = values['overlay']
+        robot_name = load_robot(values['robot']).name
+        if ov and self.overlay_robot.get(ov) not in (None, robot_name):
+            raise ConfigError(self.source, keys['overlay'],
+                              f'an overlay of robot {robot_name!r}',
+                              f'{ov} (robot {self.overlay_robot[ov]!r})')
+        return ReplayCell(kind=kind, bag=values['bag'], robot=values['robot'], overlay=ov,
+                          horizons_s=shared['horizons_s'], sweep_seed=sweep_seed)
 
     def cell(self, values: dict[str, Any], keys: dict[str, str], ev: EvalSettings,
              sweep_seed: int) -> Cell:
@@ -274,6 +435,33 @@ def _eval_settings(sec: Section) -> EvalSettings:
     return EvalSettings(**values)
 
 
+#: ``sysid:`` and ``replay:`` defaults (``simreal sysid``'s).
+DEFAULT_HOLDOUT = 0.2
+DEFAULT_HORIZONS_S = (0.05, 0.2, 1.0)
+
+
+def _shared_settings(kind: str, sec: Section) -> dict[str, Any]:
+    """Read the ``sysid:`` or ``replay:`` section."""
+    from simreal_ros.sysid.api import MAX_HOLDOUT
+    if kind == 'sysid':
+        out: dict[str, Any] = {'holdout': float(sec.number(
+            'holdout', DEFAULT_HOLDOUT, minimum=0.0, maximum=MAX_HOLDOUT))}
+    else:
+        raw = sec.items('horizons_s', list(DEFAULT_HORIZONS_S))
+        hs = []
+        for i, h in enumerate(raw):
+            if isinstance(h, bool) or not isinstance(h, (int, float)) or \
+                    not math.isfinite(h) or h <= 0:
+                raise ConfigError(sec.source, f'{sec.path("horizons_s")}[{i}]',
+                                  'a horizon in seconds > 0', h)
+            hs.append(float(h))
+        if not hs:
+            raise ConfigError(sec.source, sec.path('horizons_s'), 'a non-empty list', raw)
+        out = {'horizons_s': tuple(hs)}
+    sec.reject_unknown()
+    return out
+
+
 def load_sweep(path: str | Path) -> Sweep:
     """Read, check and expand a sweep file (a path, or a name in ``config/sweeps/``).
 
@@ -290,23 +478,43 @@ def load_sweep(path: str | Path) -> Sweep:
     kind = top.string('kind', 'eval')
     if kind not in KINDS:
         raise ConfigError(src, 'kind', f'one of {list(KINDS)}', kind)
-    ev = _eval_settings(top.section('eval', {}))
+    ev = _eval_settings(top.section('eval', {})) if kind == 'eval' else EvalSettings()
+    shared = {} if kind == 'eval' else _shared_settings(kind, top.section(kind, {}))
     check = _Checker(src, p.absolute().parent)
-    cells: list[Cell] = []
+    axes_of_kind = KIND_AXES[kind]
+    required = REQUIRED[kind]
+
+    def value(axis: str, v: Any, key: str) -> Any:
+        return check.fit(v, key) if axis == 'fit' else check.axis(axis, v, key)
+
+    defaults: dict[str, tuple[Any, str]] = {}  # the other kinds' defaults, checked once
+    if kind != 'eval':
+        defaults = {a: (value(a, v, f'{kind} default {a}'), f'{kind} default {a}')
+                    for a, v in axes_of_kind.items() if a != required}
+
+    def make(values: dict[str, Any], keys: dict[str, str]) -> AnyCell:
+        if kind == 'eval':
+            return check.cell({**AXES, **values}, keys, ev, seed)
+        full = {a: d for a, (d, _k) in defaults.items()}
+        full.update(values)
+        return check.other_cell(kind, full, {**{a: k for a, (_d, k) in defaults.items()},
+                                             **keys}, shared, seed)
+
+    cells: list[AnyCell] = []
     if top.has('grid'):
         grid = top.section('grid')
         axes: dict[str, list[Any]] = {}
-        for axis in AXES:
+        for axis in axes_of_kind:
             if not grid.has(axis):
                 continue
             values = grid.items(axis)
             if not values:
                 raise ConfigError(src, f'grid.{axis}', 'a non-empty list', values)
-            axes[axis] = [check.axis(axis, v, f'grid.{axis}[{i}]') for i, v in enumerate(values)]
+            axes[axis] = [value(axis, v, f'grid.{axis}[{i}]') for i, v in enumerate(values)]
         grid.reject_unknown()
-        if 'policy' not in axes:
-            raise ConfigError(src, 'grid.policy', 'a list of policies (the grid needs one)',
-                              'missing')
+        if required not in axes:
+            raise ConfigError(src, f'grid.{required}',
+                              f'a list of {required} values (the grid needs one)', 'missing')
         size = 1
         for values in axes.values():
             size *= len(values)
@@ -314,30 +522,29 @@ def load_sweep(path: str | Path) -> Sweep:
             raise ConfigError(src, 'grid', f'at most {MAX_CELLS} cells', size)
         names = list(axes)
         for combo in itertools.product(*(enumerate(axes[n]) for n in names)):
-            cell_values: dict[str, Any] = {
-                **AXES, **{n: v for n, (_i, v) in zip(names, combo, strict=True)}}
+            cell_values = {n: v for n, (_i, v) in zip(names, combo, strict=True)}
             keys = {n: f'grid.{n}[{i}]' for n, (i, _v) in zip(names, combo, strict=True)}
-            cells.append(check.cell(cell_values, keys, ev, seed))
+            cells.append(make(cell_values, keys))
     for i, raw in enumerate(top.items('cells', [])):
         sec = Section(raw, src, f'cells[{i}]')
-        cell_values = dict(AXES)
+        cell_values = {}
         keys = {}
-        for axis in AXES:
-            if sec.has(axis) or axis == 'policy':
+        for axis in axes_of_kind:
+            if sec.has(axis) or axis == required:
                 keys[axis] = sec.path(axis)
-                cell_values[axis] = check.axis(axis, sec.raw(axis), keys[axis])
+                cell_values[axis] = value(axis, sec.raw(axis), keys[axis])
         sec.reject_unknown()
-        cells.append(check.cell(cell_values, keys, ev, seed))
+        cells.append(make(cell_values, keys))
     top.reject_unknown()
     if not cells:
         raise ConfigError(src, 'grid', 'a grid or a list of cells (the sweep has no cell)',
                           'none')
     seen: dict[str, int] = {}
-    unique: list[Cell] = []
+    unique: list[AnyCell] = []
     for c in cells:  # a cell listed twice (grid and cells) runs once
         if c.cell_id not in seen:
             seen[c.cell_id] = len(unique)
             unique.append(c)
     if len(unique) > MAX_CELLS:
         raise ConfigError(src, 'cells', f'at most {MAX_CELLS} cells', len(unique))
-    return Sweep(src, name, seed, retries, ev, tuple(unique))
+    return Sweep(src, name, seed, retries, ev, tuple(unique), kind)

@@ -3,8 +3,9 @@
 Results: ``OUT/results.jsonl``, one JSON line per finished run of a cell, appended (and flushed
 to disk) by the driving process the moment the cell's result arrives, so a killed sweep loses
 at most the cells still running. A line holds the cell's full configuration, its seeds, its
-metrics, its episodes (``episode_results``) and the provenance (git commit, package version,
-policy spec and model SHA-256, host, worker, UTC start and end, wall time, attempt). A rerun
+metrics, its episodes (``episode_results``; a sysid cell: ``parameters`` and the fitted overlay
+as ``overlay_yaml``) and the provenance (git commit, package version, policy spec and model
+SHA-256 or the bag's SHA-256, host, worker, UTC start and end, wall time, attempt). A rerun
 with the same ``OUT`` skips every cell whose ``cell_id`` has an ``ok`` line (resume) and runs
 the rest.
 
@@ -43,7 +44,7 @@ import time
 from typing import IO, Any, Callable
 
 from simreal_ros.errors import SimrealError
-from simreal_ros.sweep.config import Cell, Sweep
+from simreal_ros.sweep.config import AnyCell, ReplayCell, Sweep, SysidCell
 
 RESULTS = 'results.jsonl'
 #: What the driver gives every worker: the network rule of the project.
@@ -94,23 +95,37 @@ def _utc(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.timezone.utc).isoformat(timespec='milliseconds')
 
 
-def run_cell(cell: Cell, env: dict[str, str], provenance: dict[str, str],
+def _run_kind(cell: AnyCell) -> dict[str, Any]:
+    """Run the cell by its kind; return what its result line adds."""
+    if isinstance(cell, SysidCell):
+        from simreal_ros.sweep.fit_cells import run_sysid_cell
+        return run_sysid_cell(cell)
+    if isinstance(cell, ReplayCell):
+        from simreal_ros.sweep.fit_cells import run_replay_cell
+        return run_replay_cell(cell)
+    from simreal_ros.policy.spec import load_policy_spec
+    from simreal_ros.sweep.evaluate import run_eval_cell
+    spec = load_policy_spec(cell.policy)
+    return {'policy_spec_sha256': _sha256(spec.source),
+            'policy_model_sha256': _sha256(spec.model), **run_eval_cell(cell)}
+
+
+def run_cell(cell: AnyCell, env: dict[str, str], provenance: dict[str, str],
              worker_kind: str = 'local') -> dict[str, Any]:
     """Run one cell in this process; return its result line (without ``attempt``).
 
     The entry point of both worker kinds. A cell that raises returns a ``failed`` line.
     """
     os.environ.update(env)
-    from simreal_ros.policy.spec import load_policy_spec
-    from simreal_ros.sweep.evaluate import run_eval_cell  # imported before the clock starts
+    # the cell's own modules are imported before the clock starts
+    if cell.kind == 'eval':
+        import simreal_ros.sweep.evaluate  # noqa: F401
+    else:
+        import simreal_ros.sysid.api  # noqa: F401
     start_ns, t0 = time.time_ns(), time.monotonic()
-    row: dict[str, Any] = {'cell_id': cell.cell_id, **cell.config,
-                           'goal_seed': cell.goal_seed, 'cell_seed': cell.cell_seed}
+    row: dict[str, Any] = {'cell_id': cell.cell_id, **cell.config, **cell.seeds}
     try:
-        spec = load_policy_spec(cell.policy)
-        row.update(policy_spec_sha256=_sha256(spec.source),
-                   policy_model_sha256=_sha256(spec.model))
-        row.update(run_eval_cell(cell), status='ok', error='')
+        row.update(_run_kind(cell), status='ok', error='')
     except Exception as exc:  # noqa: BLE001 - the sweep goes on; the line says what failed
         row.update(status='failed', error=f'{type(exc).__name__}: {exc}')
     end_ns = time.time_ns()
@@ -216,13 +231,13 @@ class _Sink:
         self.f.close()
 
 
-def _run_local(cells: list[Cell], workers: int, retries: int, sink: _Sink,
+def _run_local(cells: list[AnyCell], workers: int, retries: int, sink: _Sink,
                provenance: dict[str, str]) -> None:
     env = worker_env()
     ctx = multiprocessing.get_context('spawn')
     pending = list(reversed(cells))  # popped from the end: file order
     attempts = {c.cell_id: 1 for c in cells}
-    inflight: dict[Future[dict[str, Any]], Cell] = {}
+    inflight: dict[Future[dict[str, Any]], AnyCell] = {}
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     broken = False
     try:
@@ -257,10 +272,9 @@ def _run_local(cells: list[Cell], workers: int, retries: int, sink: _Sink,
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _lost(cell: Cell, provenance: dict[str, str], retries: int) -> dict[str, Any]:
+def _lost(cell: AnyCell, provenance: dict[str, str], retries: int) -> dict[str, Any]:
     now = _utc(time.time_ns())
-    return {'cell_id': cell.cell_id, **cell.config, 'goal_seed': cell.goal_seed,
-            'cell_seed': cell.cell_seed, 'status': 'failed',
+    return {'cell_id': cell.cell_id, **cell.config, **cell.seeds, 'status': 'failed',
             'error': f'its worker died on all {retries + 1} attempts', **provenance,
             'host': '', 'worker': '', 'start_utc': now, 'end_utc': now, 'wall_time_s': 0.0}
 
@@ -321,7 +335,7 @@ def _connect_ray(address: str, workers: int) -> bool:
     return True
 
 
-def _run_ray(cells: list[Cell], address: str, workers: int, retries: int, sink: _Sink,
+def _run_ray(cells: list[AnyCell], address: str, workers: int, retries: int, sink: _Sink,
              provenance: dict[str, str]) -> None:
     started = _connect_ray(address, workers)
     import ray

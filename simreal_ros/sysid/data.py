@@ -130,31 +130,47 @@ def _pick(topics: dict[str, tuple[str, int]], leaf: str) -> str | None:
     return None
 
 
+def _topics(info: Any, robot: RobotSpec) -> tuple[str, str]:
+    """Return the bag's command and state topics for ``robot``; SysidInputError if none."""
+    cd = info.custom_data
+    bag_robot = cd.get('robot_spec.argument', '')
+    spec_text = cd.get('robot_spec', '')
+    if spec_text and f'robot: {robot.name}' not in spec_text:
+        first = next((ln for ln in spec_text.splitlines() if ln.startswith('robot:')), '')
+        raise SysidInputError(f'{info.path} was recorded with another robot '
+                              f'({first.strip() or bag_robot or "unknown"}), not '
+                              f'{robot.name}: pass --robot with the spec it was recorded '
+                              f'with')
+    cmd_topic = _pick(info.topics, 'joint_commands')
+    state_topic = _pick(info.topics, 'joint_states')
+    have = sorted(t for t, (ty, _n) in info.topics.items() if ty == JOINT_STATE)
+    if cmd_topic is None:
+        raise SysidInputError(f'{info.path} has no command topic (joint_commands or '
+                              f'backend/joint_commands with messages); its JointState '
+                              f'topics: {have or "none"}')
+    if state_topic is None:
+        raise SysidInputError(f'{info.path} has no state topic (joint_states or '
+                              f'backend/joint_states with messages); its JointState '
+                              f'topics: {have or "none"}')
+    return cmd_topic, state_topic
+
+
+def check_sysid_bag(bag: str | Path, robot: RobotSpec) -> None:
+    """Check what :func:`load_sysid_data` needs of ``bag`` from its metadata alone.
+
+    A readable bag of ``robot`` with a command and a state topic; no message is read.
+    """
+    with BagReader(bag) as reader:
+        _topics(reader.info, robot)
+
+
 def load_sysid_data(bag: str | Path, robot: RobotSpec,
                     window_ns: tuple[int, int] | None = None) -> SysidData:
     """Read commands and states of ``bag`` for ``robot``; SysidInputError on bad input."""
     with BagReader(bag) as reader:
         info = reader.info
         cd = info.custom_data
-        bag_robot = cd.get('robot_spec.argument', '')
-        spec_text = cd.get('robot_spec', '')
-        if spec_text and f'robot: {robot.name}' not in spec_text:
-            first = next((ln for ln in spec_text.splitlines() if ln.startswith('robot:')), '')
-            raise SysidInputError(f'{info.path} was recorded with another robot '
-                                  f'({first.strip() or bag_robot or "unknown"}), not '
-                                  f'{robot.name}: pass --robot with the spec it was recorded '
-                                  f'with')
-        cmd_topic = _pick(info.topics, 'joint_commands')
-        state_topic = _pick(info.topics, 'joint_states')
-        have = sorted(t for t, (ty, _n) in info.topics.items() if ty == JOINT_STATE)
-        if cmd_topic is None:
-            raise SysidInputError(f'{info.path} has no command topic (joint_commands or '
-                                  f'backend/joint_commands with messages); its JointState '
-                                  f'topics: {have or "none"}')
-        if state_topic is None:
-            raise SysidInputError(f'{info.path} has no state topic (joint_states or '
-                                  f'backend/joint_states with messages); its JointState '
-                                  f'topics: {have or "none"}')
+        cmd_topic, state_topic = _topics(info, robot)
         names = robot.joint_names
         streams = read_arrays(reader, [cmd_topic, state_topic], names).joints
         path = info.path

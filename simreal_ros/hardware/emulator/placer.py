@@ -25,7 +25,7 @@ from typing import Any, Callable, TextIO
 from simreal_ros.sim.placement import format_placed, movable_objects, parse_place_line
 
 
-def read_lines(stream: TextIO, parse: Callable[[str], Any], pending: queue.SimpleQueue,
+def read_lines(stream: TextIO, parse: Callable[[str], Any], pending: queue.SimpleQueue[Any],
                echo: Callable[[str], None]) -> None:
     """Queue ``parse(line)`` of every non-blank line of ``stream`` until it ends.
 
