@@ -127,8 +127,23 @@ class EvalSettings:
     noise_vel_rad_s: float = 0.0
 
 
+class _Identified:
+    """What every kind of cell has: its configuration (every field) and the id from it."""
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration that identifies the cell (every field)."""
+        values: dict[str, Any] = asdict(self)  # type: ignore[call-overload]  # a dataclass
+        return values
+
+    @property
+    def cell_id(self) -> str:
+        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
+        return _digest(self.config)[:12]
+
+
 @dataclass(frozen=True)
-class Cell:
+class Cell(_Identified):
     """One evaluation: the axes' values, the shared settings and the derived seeds."""
 
     kind: str
@@ -148,16 +163,6 @@ class Cell:
     noise_pos_rad: float
     noise_vel_rad_s: float
     sweep_seed: int
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The configuration that identifies the cell (every field)."""
-        return asdict(self)
-
-    @property
-    def cell_id(self) -> str:
-        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
-        return _digest(self.config)[:12]
 
     @property
     def goal_seed(self) -> int:
@@ -187,7 +192,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class SysidCell:
+class SysidCell(_Identified):
     """One fit: ``simreal sysid BAG --robot ROBOT --fit FIT --holdout HOLDOUT``."""
 
     kind: str
@@ -196,16 +201,6 @@ class SysidCell:
     fit: str
     holdout: float
     sweep_seed: int
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The configuration that identifies the cell (every field)."""
-        return asdict(self)
-
-    @property
-    def cell_id(self) -> str:
-        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
-        return _digest(self.config)[:12]
 
     @property
     def seeds(self) -> dict[str, int]:
@@ -218,7 +213,7 @@ class SysidCell:
 
 
 @dataclass(frozen=True)
-class ReplayCell:
+class ReplayCell(_Identified):
     """One replay: ``simreal sysid validate BAG --robot ROBOT --overlay OVERLAY``."""
 
     kind: str
@@ -227,16 +222,6 @@ class ReplayCell:
     overlay: str
     horizons_s: tuple[float, ...]
     sweep_seed: int
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """The configuration that identifies the cell (every field)."""
-        return asdict(self)
-
-    @property
-    def cell_id(self) -> str:
-        """12 hex digits of the SHA-256 of the configuration (canonical JSON)."""
-        return _digest(self.config)[:12]
 
     @property
     def seeds(self) -> dict[str, int]:
