@@ -190,6 +190,16 @@ class EvalStack:
         self.commands: list[tuple[int, Any]] = \
             self.client.collect(JointState, 'joint_commands') if state_topic else []
         self.diags = self.client.collect(DiagnosticArray, '/diagnostics', qos.DIAGNOSTICS)
+        # The newest state's stamp, taken apart from the deep collection above: a lockstep sim
+        # runs as fast as the bridge and the policy answer each other (about 650 states/s
+        # here), faster than this process takes the collected messages under load, so the
+        # collected states lag the live sim (by 20 s of sim time, measured next to two busy
+        # loops). An episode starts at the live stamp its goal is sent at, never at the next
+        # collected state.
+        self._live_ns = -1
+        if state_topic:
+            self.client.node.create_subscription(JointState, state_topic, self._on_live,
+                                                 qos.IMAGE_INPUT)
         self.goal_pub = self.client.publisher(JointState, 'goal')
         self.log = log
         try:
@@ -197,6 +207,24 @@ class EvalStack:
         except BaseException:
             self.client.close()
             raise
+
+    def _on_live(self, msg: Any) -> None:
+        from simreal_ros.ros.messages import stamp_to_ns
+        stamp = stamp_to_ns(msg.header.stamp)
+        with self.client.lock:
+            self._live_ns = max(self._live_ns, stamp)
+
+    def live_stamp(self, timeout_s: float = 10.0) -> int:
+        """Return the newest state stamp the live sim has published (waits for the first)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self.client.lock:
+                if self._live_ns >= 0:
+                    return self._live_ns
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise LaunchError(f'no joint_states within {timeout_s} s')
+            time.sleep(0.01)
 
     def check_alive(self) -> None:
         """LaunchError (with the last output) when a launched node has exited."""
@@ -223,28 +251,34 @@ class EvalStack:
 
 def _episode(stack: EvalStack, names: list[str], goal: np.ndarray, s: EvalSettings,
              stamp_of: Callable[[Any], int]) -> dict[str, Any]:
+    """Send ``goal``; score the states stamped from then on (:meth:`EvalStack.live_stamp`)."""
     from simreal_ros.ros import messages
-    i0 = len(stack.states)
-    c0 = len(stack.commands)
-    start_ns: int | None = None
+    start_ns = stack.live_stamp()
+    stack.goal_pub.publish(messages.joint_state(names, 0, goal))
+    last_send = time.monotonic()
     inside_since: int | None = None
     reached_ns: int | None = None
-    last_send = 0.0
+    end_ns = start_ns
     wall_deadline = time.monotonic() + 10.0 * s.goal_timeout_s + 30.0
     last_q = None
-    k = i0
-    while time.monotonic() < wall_deadline:
+    k = 0
+    with stack.client.lock:  # the collected states before the goal are not this episode's
+        k = len(stack.states)
+        while k > 0 and stamp_of(stack.states[k - 1][1]) >= start_ns:
+            k -= 1
+    done = False
+    while not done and time.monotonic() < wall_deadline:
         if time.monotonic() - last_send > 0.5:  # re-sent: a late subscriber still gets it
             stack.goal_pub.publish(messages.joint_state(names, 0, goal))
             last_send = time.monotonic()
         with stack.client.lock:
             batch = stack.states[k:]
         k += len(batch)
-        done = False
         for _t, msg in batch:
             stamp = stamp_of(msg)
-            if start_ns is None:
-                start_ns = stamp
+            if stamp < start_ns:
+                continue
+            end_ns = stamp
             q = np.asarray(msg.position, dtype=np.float64)
             last_q = q
             err = float(np.max(np.abs(q - goal)))
@@ -259,21 +293,20 @@ def _episode(stack: EvalStack, names: list[str], goal: np.ndarray, s: EvalSettin
             if stamp - start_ns >= s.goal_timeout_s * 1e9:
                 done = True
                 break
-        if done:
-            break
-        stack.check_alive()
-        time.sleep(0.01)
+        if not done:
+            stack.check_alive()
+            time.sleep(0.01)
     with stack.client.lock:
-        states = stack.states[i0:k]
-        commands = stack.commands[c0:]
+        states = [m for _t, m in stack.states if start_ns <= stamp_of(m) <= end_ns]
+        commands = [m for _t, m in stack.commands if start_ns <= stamp_of(m) <= end_ns]
     final = float(np.max(np.abs(last_q - goal))) if last_q is not None else float('nan')
     track = tracking_summary(
-        names, [stamp_of(m) for _t, m in states], [list(m.position) for _t, m in states],
-        [stamp_of(m) for _t, m in commands], [list(m.position) for _t, m in commands])
+        names, [stamp_of(m) for m in states], [list(m.position) for m in states],
+        [stamp_of(m) for m in commands], [list(m.position) for m in commands])
     rmse = [j['rmse'] for j in track['joints'].values() if not math.isnan(j['rmse'])]
     return {'goal': [round(float(x), 6) for x in goal], 'success': reached_ns is not None,
             'time_to_goal_s': (reached_ns - start_ns) / 1e9 if reached_ns is not None
-            and start_ns is not None else None,
+            else None,
             'final_error_rad': final,
             'tracking_rmse_rad': float(np.sqrt(np.mean(np.square(rmse)))) if rmse
             else float('nan')}
@@ -282,7 +315,8 @@ def _episode(stack: EvalStack, names: list[str], goal: np.ndarray, s: EvalSettin
 def _visual_episode(stack: EvalStack, place: Callable[[F64], None], task: Any, obj: F64,
                     goal: F64, s: EvalSettings, stamp_of: Callable[[Any], int]
                     ) -> dict[str, Any]:
-    """Place the ball, then score the states that follow (jobs/visual_episodes.py)."""
+    """Place the ball, then score the states stamped from then on (jobs/visual_episodes.py)."""
+    start_ns = stack.live_stamp()
     place(obj)
     with stack.client.lock:
         k = len(stack.states)
@@ -293,7 +327,9 @@ def _visual_episode(stack: EvalStack, place: Callable[[F64], None], task: Any, o
             batch = stack.states[k:]
         k += len(batch)
         for _t, msg in batch:
-            if score.add(stamp_of(msg), np.asarray(msg.position, dtype=np.float64)):
+            stamp = stamp_of(msg)
+            if stamp >= start_ns and score.add(stamp, np.asarray(msg.position,
+                                                                 dtype=np.float64)):
                 break
         stack.check_alive()
         time.sleep(0.01)
