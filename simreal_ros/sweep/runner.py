@@ -315,6 +315,31 @@ def _cluster_here() -> bool:
     return (tmp / 'ray' / 'ray_current_cluster').is_file()
 
 
+#: How long ``check_ray_address`` waits for a cluster's port to accept a connection.
+REACH_TIMEOUT_S = 5.0
+
+
+def check_ray_address(address: str) -> None:
+    """Raise SimrealError unless ``address`` is auto, local or a ``HOST:PORT`` that answers.
+
+    A TCP connection to the cluster's port, before anything runs or is written: ``ray.init``
+    on an address where nothing listens retries for up to a minute, then fails with a
+    traceback of Ray's internals.
+    """
+    if address in ('auto', 'local'):
+        return
+    host, _, port = address.rpartition(':')
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SimrealError(f'--ray {address!r}: expected auto, local or a cluster address '
+                           f'HOST:PORT')
+    try:
+        socket.create_connection((host.strip('[]'), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SimrealError(f'--ray {address}: no Ray cluster answers there '
+                           f'({exc.strerror or exc}); start one with `ray start --head` '
+                           f'(docs/sweeps.md, Ray) or use --ray local') from None
+
+
 def _connect_ray(address: str, workers: int) -> bool:
     """Join or start Ray; return whether this call did (and so must shut it down)."""
     os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
@@ -361,6 +386,8 @@ def run_sweep(sweep: Sweep, out_dir: Path, *, workers: int = 1, ray_address: str
               progress_stream: IO[str] | None = None,
               log: Callable[[str], None] | None = None) -> Outcome:
     """Run the cells of ``sweep`` without an ``ok`` line in ``out_dir``; return what ran."""
+    if ray_address:
+        check_ray_address(ray_address)  # before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     from simreal_ros import __version__
     provenance = {'git_commit': git_commit(), 'package_version': __version__,

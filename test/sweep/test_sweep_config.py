@@ -122,6 +122,17 @@ def test_bad_options_are_one_error(simreal_cli, tmp_path):
         simreal_cli('sweep', str(missing), '--dry-run'))
 
 
+def test_a_ray_address_that_nobody_answers_is_one_error_before_anything_runs(simreal_cli,
+                                                                               tmp_path):
+    out = tmp_path / 'out'
+    line = cli_error_line(simreal_cli('sweep', str(SMOKE), '--out', str(out), '--ray',
+                                      '127.0.0.1:1'))  # nothing listens on port 1: refused
+    assert '--ray 127.0.0.1:1: no Ray cluster answers there (Connection refused)' in line
+    assert "--ray 'cluster': expected auto, local or a cluster address HOST:PORT" in \
+        cli_error_line(simreal_cli('sweep', str(SMOKE), '--out', str(out), '--ray', 'cluster'))
+    assert not out.exists()
+
+
 def test_dry_run_prints_every_cell_and_runs_none(simreal_cli, tmp_path):
     r = simreal_cli('sweep', 'smoke', '--dry-run')  # a shipped sweep by name
     assert r.returncode == 0, r.stderr
