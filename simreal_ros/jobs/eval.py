@@ -261,7 +261,6 @@ def _episode(stack: EvalStack, names: list[str], goal: np.ndarray, s: EvalSettin
     end_ns = start_ns
     wall_deadline = time.monotonic() + 10.0 * s.goal_timeout_s + 30.0
     last_q = None
-    k = 0
     with stack.client.lock:  # the collected states before the goal are not this episode's
         k = len(stack.states)
         while k > 0 and stamp_of(stack.states[k - 1][1]) >= start_ns:
@@ -372,8 +371,7 @@ def wait_for_goal_readers(stack: EvalStack, readers: int, timeout_s: float) -> N
     A goal published before the policy node's subscription has matched the publisher is lost
     (volatile QoS), and the next re-send comes 0.5 s of wall time later. With
     ``timing:=lockstep`` the sim runs about 13 times faster than the wall clock, so those 0.5 s
-    are 6.5 sim seconds: more than the episode's timeout, and the first episode failed that way
-    once in CI (its goal never reached the policy).
+    are 6.5 sim seconds: more than the episode's timeout.
     """
     deadline = time.monotonic() + timeout_s
     while stack.goal_pub.get_subscription_count() < readers:
