@@ -7,6 +7,7 @@ import time
 from bus_trace import measured_positions, to_ticks, unmeasured
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import dynamixel_sdk as sdk
+import dynamixel_sdk.port_handler as sdk_port
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
@@ -20,6 +21,19 @@ from simreal_ros.ros import messages
 pytestmark = pytest.mark.ros
 ROBOT = load_robot('simreal_arm')
 TICK = 2 * np.pi / 4096
+
+
+@pytest.fixture(scope='module', autouse=True)
+def patient_timeouts():
+    """A 500 ms adapter latency in the SDK's timeout (about 1 s) for this process's own reads.
+
+    With the default 16 ms (a 34 ms timeout) ten tries of one read all timed out once in a CI
+    run with one core busy (the bus watchdog test); the SDK returns as soon as the reply is in.
+    The driver nodes are separate processes and keep their own timeouts.
+    """
+    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 500
+    yield
+    sdk_port.LATENCY_TIMER = old
 
 
 def latest(samples: list) -> JointState:
@@ -296,8 +310,9 @@ def read_register(port_path: str, address: int, size: int) -> list[int]:
     for j in ROBOT.joints:
         # Asked again on a timeout, as the driver does: at a load average of 10 the emulator
         # answered a read after the SDK's 16 ms packet timeout (COMM_RX_TIMEOUT, twice in one
-        # run). clearPort drops a late answer; one still on its way carries the same register
-        # of the same servo, or another servo's ID, which the SDK skips.
+        # run; the timeout is longer now, patient_timeouts). clearPort drops a late answer;
+        # one still on its way carries the same register of the same servo, or another
+        # servo's ID, which the SDK skips.
         for _try in range(10):
             port.clearPort()
             value, result, _error = fn(port, j.servo.servo_id, address)
