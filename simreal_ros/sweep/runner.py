@@ -323,8 +323,8 @@ def check_ray_address(address: str) -> None:
     """Raise SimrealError unless ``address`` is auto, local or a ``HOST:PORT`` that answers.
 
     A TCP connection to the cluster's port, before anything runs or is written: ``ray.init``
-    on an address where nothing listens retries for up to a minute, then fails with a
-    traceback of Ray's internals.
+    on an address where nothing listens (``127.0.0.1:1``) was still waiting after 120 s,
+    logging GCS time-outs.
     """
     if address in ('auto', 'local'):
         return
