@@ -178,7 +178,7 @@ class EvalStack:
         from sensor_msgs.msg import JointState
 
         from simreal_ros.bringup.launcher import Launcher
-        from simreal_ros.ros import qos
+        from simreal_ros.ros import messages, qos
         from simreal_ros.ros.client import RosClient
         self.lines: list[str] = []
         self.launcher = Launcher(nodes, env, echo=self.lines.append)
@@ -197,6 +197,7 @@ class EvalStack:
         # loops). An episode starts at the live stamp its goal is sent at, never at the next
         # collected state.
         self._live_ns = -1
+        self._stamp_ns = messages.stamp_to_ns
         if state_topic:
             self.client.node.create_subscription(JointState, state_topic, self._on_live,
                                                  qos.IMAGE_INPUT)
@@ -209,8 +210,7 @@ class EvalStack:
             raise
 
     def _on_live(self, msg: Any) -> None:
-        from simreal_ros.ros.messages import stamp_to_ns
-        stamp = stamp_to_ns(msg.header.stamp)
+        stamp = self._stamp_ns(msg.header.stamp)
         with self.client.lock:
             self._live_ns = max(self._live_ns, stamp)
 

@@ -59,7 +59,6 @@ def run_sysid_cell(cell: SysidCell) -> dict[str, Any]:
 def run_replay_cell(cell: ReplayCell) -> dict[str, Any]:
     """Replay the cell's bag through its overlay; return the RMSEs."""
     from simreal_ros.sysid.api import validate
-    from simreal_ros.sysid.data import bag_sha256
     res = validate(cell.bag, cell.robot, cell.overlay or None, horizons_s=cell.horizons_s)
     metrics: dict[str, Any] = {'open_loop_rad': res['open_loop']['total_rad']}
     for h in cell.horizons_s:
@@ -67,4 +66,4 @@ def run_replay_cell(cell: ReplayCell) -> dict[str, Any]:
     metrics.update(window_s=res['window_s'], command_delay_s=res['command_delay_s'],
                    backlash_rad=res['backlash_rad'])
     return {'metrics': metrics, 'per_joint_open_loop_rad': res['open_loop']['per_joint_rad'],
-            'bag_sha256': bag_sha256(Path(cell.bag))}
+            'bag_sha256': res['bag_sha256']}

@@ -313,7 +313,7 @@ def validate(bag: str | Path, robot: str, overlay: str | Path | None = None, *,
     open_loop, kstep = scored['overlay']
     out: dict[str, Any] = {
         'robot': spec.name, 'overlay': str(overlay) if overlay else '',
-        'bag': str(data.bag), 'backend': data.backend,
+        'bag': str(data.bag), 'bag_sha256': data.bag_sha256, 'backend': data.backend,
         'topics': {'commands': data.command_topic, 'states': data.state_topic},
         'window_ns': [int(lo), int(hi)], 'window_s': data.duration_s,
         'command_delay_s': delay * rp.dt_ns / 1e9,
