@@ -12,6 +12,7 @@ from bus_trace import measured_positions, unmeasured
 import dynamixel_sdk.port_handler as sdk_port
 import numpy as np
 import pytest
+from sdk_timeouts import sdk_latency_timer
 import yaml
 
 from simreal_ros.core.robot import load_robot
@@ -26,12 +27,7 @@ ROBOT = load_robot('simreal_arm')
 VELOCITY_LIMIT_REG = math.ceil(4.5 / ct.VELOCITY_UNIT_RAD_S)  # 188: 4.5 rad/s in 0.229 rpm
 
 
-@pytest.fixture(autouse=True)
-def patient_timeouts():
-    """A 100 ms adapter latency in the SDK's timeout: the shared test machine is loaded."""
-    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 100
-    yield
-    sdk_port.LATENCY_TIMER = old
+patient_timeouts = sdk_latency_timer(sdk_port, 100)  # the shared test machine is loaded
 
 
 def spec_with(tmp_path: Path, edit) -> Path:

@@ -7,6 +7,7 @@ import time
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
 import pytest
+from sdk_timeouts import sdk_latency_timer
 
 from simreal_ros.core.robot import load_robot
 from simreal_ros.errors import EmulatorError
@@ -19,12 +20,8 @@ IDS = [j.servo.servo_id for j in ROBOT.joints]
 A = ct.BY_NAME
 
 
-@pytest.fixture(scope='module', autouse=True)
-def patient_timeouts():
-    """A 100 ms adapter latency in the SDK's timeout: the shared test machine is loaded."""
-    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 100
-    yield
-    sdk_port.LATENCY_TIMER = old
+# 100 ms: the shared test machine is loaded
+patient_timeouts = sdk_latency_timer(sdk_port, 100, scope='module')
 
 
 @pytest.fixture(scope='module')

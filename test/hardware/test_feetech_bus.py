@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scservo_sdk as sdk
 import scservo_sdk.port_handler as sdk_port
+from sdk_timeouts import sdk_latency_timer
 import yaml
 
 from simreal_ros.core.robot import load_robot
@@ -26,12 +27,8 @@ BASE = load_robot('simreal_arm')
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def patient_timeouts():
-    """A 100 ms adapter latency in the SDK's timeout: the shared test machine is loaded."""
-    old = sdk_port.LATENCY_TIMER
-    yield
-    sdk_port.LATENCY_TIMER = old
+# the buses of these tests set it (100 ms, a loaded host); restored after each test
+patient_timeouts = sdk_latency_timer(sdk_port, None)
 
 
 def sts_spec(tmp_path: Path, edit=None) -> Path:

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 import scservo_sdk.port_handler as sdk_port
+from sdk_timeouts import sdk_latency_timer
 
 from simreal_ros.bringup.planner import plan
 from simreal_ros.core.robot import load_robot
@@ -26,12 +27,8 @@ from simreal_ros.hardware.gravity_ff import GravityFeedForward
 SO101 = load_robot('so101')
 
 
-@pytest.fixture(autouse=True)
-def patient_timeouts():
-    """The SDK's adapter latency as the other STS bus tests set it (a loaded host)."""
-    old = sdk_port.LATENCY_TIMER
-    yield
-    sdk_port.LATENCY_TIMER = old
+# the buses of these tests set it (100 ms, a loaded host); restored after each test
+patient_timeouts = sdk_latency_timer(sdk_port, None)
 
 
 def settled(bus: FeetechBus, timeout_s: float = 30.0) -> np.ndarray:

@@ -12,6 +12,7 @@ from pathlib import Path
 from calibration_files import OFFSETS, eeprom_offsets, write_calibration, write_eeprom
 import dynamixel_sdk.port_handler as sdk_port
 import pytest
+from sdk_timeouts import sdk_latency_timer
 
 from simreal_ros.core.calibration import load_calibration
 from simreal_ros.core.robot import load_robot
@@ -24,17 +25,9 @@ ROBOT = load_robot('simreal_arm')
 IDS = [j.servo.servo_id for j in ROBOT.joints]
 
 
-@pytest.fixture(autouse=True)
-def patient_timeouts():
-    """A 500 ms adapter latency in the SDK's timeout (about 1 s): no test here waits one out.
-
-    With 100 ms (a 202 ms timeout) the emulator's reply came too late once in a CI run with
-    one core busy (``There is no status packet!``, XM430-W350 table); the SDK returns as soon
-    as the reply is in, so the longer timeout costs nothing when the emulator answers.
-    """
-    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 500
-    yield
-    sdk_port.LATENCY_TIMER = old
+# 500 ms: with 100 ms the emulator's reply came too late once in a CI run with one core busy
+# (``There is no status packet!``); no test here waits a timeout out
+patient_timeouts = sdk_latency_timer(sdk_port, 500)
 
 
 def open_bus(port: str) -> DynamixelBus:

@@ -16,6 +16,7 @@ import types
 import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
 import pytest
+from sdk_timeouts import sdk_latency_timer
 import yaml
 
 from simreal_ros.cli import main
@@ -51,17 +52,9 @@ CONFIGURED = {
 }
 
 
-@pytest.fixture(scope='module', autouse=True)
-def patient_timeouts():
-    """A 500 ms adapter latency in the SDK's timeout (about 1 s): no test here waits one out.
-
-    With 100 ms (a 202 ms timeout) the emulator's reply came too late once in a CI run with
-    one core busy (``There is no status packet!``, XM430-W350 table); the SDK returns as soon
-    as the reply is in, so the longer timeout costs nothing when the emulator answers.
-    """
-    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 500
-    yield
-    sdk_port.LATENCY_TIMER = old
+# 500 ms: with 100 ms the emulator's reply came too late once in a CI run with one core busy
+# (``There is no status packet!``, XM430-W350 table); no test here waits a timeout out
+patient_timeouts = sdk_latency_timer(sdk_port, 500, scope='module')
 
 
 def arm_of(tmp: Path, model: str | None = None, edit=None, name: str = 'arm.yaml') -> Path:

@@ -134,10 +134,11 @@ def test_the_virtual_servo_bus_is_stopped_when_the_start_up_fails(monkeypatch, r
     import simreal_ros.jobs.eval as ev
     started = started_emulators
 
-    def broken(*_args):
-        raise SimrealError('goals exploded after the emulator started')
+    class BrokenStack:  # the nodes' start-up fails once the emulator runs
+        def __init__(self, *_args):
+            raise SimrealError('the stack exploded after the emulator started')
 
-    monkeypatch.setattr(ev, 'episode_goals', broken)
+    monkeypatch.setattr(ev, 'EvalStack', BrokenStack)
     with pytest.raises(SimrealError, match='exploded'):
         ev.run_eval(ev.EvalSettings(backend='real', episodes=1), ros_env, log=lambda _l: None)
     assert len(started) == 1

@@ -10,6 +10,7 @@ import dynamixel_sdk as sdk
 import dynamixel_sdk.port_handler as sdk_port
 import numpy as np
 import pytest
+from sdk_timeouts import sdk_latency_timer
 from sensor_msgs.msg import JointState
 from startup import start_up_error
 from std_srvs.srv import Trigger
@@ -23,17 +24,9 @@ ROBOT = load_robot('simreal_arm')
 TICK = 2 * np.pi / 4096
 
 
-@pytest.fixture(scope='module', autouse=True)
-def patient_timeouts():
-    """A 500 ms adapter latency in the SDK's timeout (about 1 s) for this process's own reads.
-
-    With the default 16 ms (a 34 ms timeout) ten tries of one read all timed out once in a CI
-    run with one core busy (the bus watchdog test); the SDK returns as soon as the reply is in.
-    The driver nodes are separate processes and keep their own timeouts.
-    """
-    old, sdk_port.LATENCY_TIMER = sdk_port.LATENCY_TIMER, 500
-    yield
-    sdk_port.LATENCY_TIMER = old
+# 500 ms: with the default 16 ms ten tries of one read of the test's own timed out once in
+# a CI run with one core busy (the bus watchdog test); the driver nodes keep their own timeouts
+patient_timeouts = sdk_latency_timer(sdk_port, 500, scope='module')
 
 
 def latest(samples: list) -> JointState:
