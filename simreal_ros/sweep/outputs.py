@@ -99,25 +99,30 @@ def overlay_path(out_dir: Path, cell_id: str) -> Path:
     return out_dir / 'overlays' / f'{cell_id}.yaml'
 
 
-def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
-    """One flat row per cell with a result line, in the sweep's cell order.
-
-    A sysid cell's fitted overlay is written to :func:`overlay_path` (``overlay_file``).
-    """
+def newest_results(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per cell id, its newest ``ok`` result line (else its newest line)."""
     newest: dict[str, dict[str, Any]] = {}
     for line in read_results(out_dir):
         cid = str(line.get('cell_id'))
         old = newest.get(cid)
         if old is None or line.get('status') == 'ok' or old.get('status') != 'ok':
             newest[cid] = line
+    return newest
+
+
+def table_rows(sweep: Sweep, newest: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row per cell with a result line (``newest``), in the sweep's cell order.
+
+    A sysid cell's ``overlay_file`` is its :func:`overlay_path` relative to the output
+    directory (:func:`write_overlays` writes it).
+    """
     cols = columns(sweep)
     metric_cols = set(metrics_of(sweep))
     rows = []
     for cell in sweep.cells:
-        found = newest.get(cell.cell_id)
-        if found is None:
+        line = newest.get(cell.cell_id)
+        if line is None:
             continue
-        line = found
         metrics = line.get('metrics') or {}
         row: dict[str, Any] = {}
         for col in cols:
@@ -128,13 +133,8 @@ def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
             elif col == 'horizons_s':
                 row[col] = ','.join(f'{h:g}' for h in line.get(col) or ())
             elif col == 'overlay_file':
-                text = line.get('overlay_yaml')
-                row[col] = ''
-                if text:
-                    path = overlay_path(out_dir, cell.cell_id)
-                    path.parent.mkdir(exist_ok=True)
-                    path.write_text(text, encoding='utf-8')
-                    row[col] = str(path.relative_to(out_dir))
+                row[col] = (str(overlay_path(Path(), cell.cell_id))
+                            if line.get('overlay_yaml') else '')
             else:
                 row[col] = line.get(col)
         for col in cols:
@@ -142,6 +142,16 @@ def table_rows(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
                 row[col] = None if col in _INTS or col not in metric_cols else math.nan
         rows.append(row)
     return rows
+
+
+def write_overlays(sweep: Sweep, newest: dict[str, dict[str, Any]], out_dir: Path) -> None:
+    """Write each sysid cell's fitted overlay (its result line's text) to :func:`overlay_path`."""
+    for cell in sweep.cells:
+        text = (newest.get(cell.cell_id) or {}).get('overlay_yaml')
+        if text:
+            path = overlay_path(out_dir, cell.cell_id)
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding='utf-8')
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path, cols: tuple[str, ...] = COLUMNS) -> None:
@@ -213,8 +223,10 @@ td,th{{border:1px solid #ccc;padding:2px 6px}}</style></head><body>
 
 
 def write_outputs(sweep: Sweep, out_dir: Path) -> list[dict[str, Any]]:
-    """Write ``results.csv``, ``results.parquet`` and ``report.html``; return the rows."""
-    rows = table_rows(sweep, out_dir)
+    """Write the table (CSV, Parquet), ``report.html`` and ``overlays/``; return the rows."""
+    newest = newest_results(out_dir)
+    write_overlays(sweep, newest, out_dir)
+    rows = table_rows(sweep, newest)
     cols = columns(sweep)
     write_csv(rows, out_dir / 'results.csv', cols)
     write_parquet(rows, out_dir / 'results.parquet', cols)
