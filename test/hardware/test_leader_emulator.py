@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from simreal_ros.core.robot import load_robot
-from simreal_ros.errors import ConfigError
+from simreal_ros.errors import ConfigError, EmulatorError
 from simreal_ros.hardware.dynamixel.bus import DynamixelBus
 from simreal_ros.hardware.emulator.operator import Operator, OperatorConfig, StsLeaderArm
 from simreal_ros.hardware.emulator.virtual_bus import EmulatorProcess
@@ -40,6 +40,50 @@ def test_operators_start_still_at_the_offset_pose_and_stay_in_the_limits() -> No
         OperatorConfig.parse('wave')
     with pytest.raises(ConfigError, match='--operator: period_s: expected a number > 0'):
         OperatorConfig.parse('chirp,period_s=0')
+
+
+def test_an_operator_on_cue_holds_still_until_started_and_counts_start_s_from_then() -> None:
+    op = Operator(ROBOT, OperatorConfig.parse('chirp,amplitude=0.3,start_s=0.5,cue=1'))
+    still = op.position(0.0)
+    assert np.array_equal(op.position(100.0), still)  # no cue: held however long
+    op.cue(100.0)
+    assert np.array_equal(op.position(100.4), still)  # start_s counts from the cue
+    late = Operator(ROBOT, OperatorConfig.parse('chirp,amplitude=0.3'))
+    assert np.allclose(op.position(103.0), late.position(2.5))
+    with pytest.raises(ValueError, match='the operator started already'):
+        op.cue(101.0)
+    with pytest.raises(ValueError, match='not on cue'):
+        late.cue(1.0)
+    with pytest.raises(ConfigError, match='--operator: cue: expected 0 or 1'):
+        OperatorConfig.parse('chirp,cue=2')
+
+
+@pytest.mark.parametrize('robot', ['simreal_arm', 'so101'])
+def test_a_leader_on_cue_starts_moving_on_the_start_line(tmp_path, robot: str) -> None:
+    """Through the process: still before ``start``, moving after; a second one refused."""
+    spec = load_robot(robot)
+    with EmulatorProcess(link=tmp_path / 'ttyLeader', robot=robot, role='leader',
+                         operator='chirp,amplitude=0.3,ramp_s=0.1,cue=1') as emu:
+        bus = (DynamixelBus(spec, emu.port, spec.bus_baud) if robot == 'simreal_arm' else
+               FeetechBus(spec, emu.port, spec.bus_baud, latency_timer_ms=100.0))
+        bus.open()
+        try:
+            bus.check_servos(2.0)
+            q0 = bus.read_state().position
+            time.sleep(1.0)  # a leader not on cue (start_s 0) would have moved by now
+            assert np.abs(bus.read_state().position - q0).max() <= TICK
+            sent = time.time_ns()
+            started = emu.start_operator()
+            # the physics state at the cue, not the emulator's start (over 1 s before it)
+            assert sent - 500_000_000 < started < time.time_ns()
+            deadline = time.monotonic() + 10
+            while np.abs(bus.read_state().position - q0).max() < 0.05:
+                assert time.monotonic() < deadline, 'the leader did not move after start'
+                time.sleep(0.05)
+            with pytest.raises(EmulatorError, match='error: the operator started already'):
+                emu.start_operator()
+        finally:
+            bus.close()
 
 
 def test_the_leader_bus_reads_the_operator_pose_through_the_sdk(tmp_path) -> None:

@@ -100,7 +100,7 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
     leader, then follows a chirp: small lag-aligned error, positive lag below 0.2 s."""
     g = Graph(ros_client)
     with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
-                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=7') as lead:
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,cue=1') as lead:
         # leader_timeout_s 1: at a load average of 7 the leader thread stalled > 0.1 s (the
         # default), a "loss" that restarts the blend; engagements == 1 below checks none
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
@@ -113,7 +113,7 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
                             'the leader node matched')
         assert g.commands == []  # deadman released: nothing is sent
         assert ros_client.call(SetBool, '/leader/deadman', SetBool.Request(data=True)).success
-        t_track = g.wait_state('tracking', node)
+        g.wait_state('tracking', node)
         # the blend ran first (its start, clamped into the limits, is a unit test)
         assert 'blending at 0.5 rad/s' in node.output()
         done = next(line for line in node.output().splitlines() if 'blend done' in line)
@@ -123,12 +123,12 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
         moved = np.abs(np.subtract(blend[-1].position, blend[0].position)).max()
         speed = moved / ((stamp(blend[-1]) - stamp(blend[0])) / 1e9)
         assert 0.45 < speed < 0.525  # at blend_speed_rad_s (0.5) on the farthest joint
-        t_track = g.wait_state('tracking', node)
-        ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t_track + 8e9, 30,
+        t_move = lead.start_operator()  # the leader held still through the blend
+        ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t_move + 8e9, 30,
                             '8 s of tracking')
         assert state_of(leader_statuses(g.diags)[-1][1]) == 'tracking'
         assert value(leader_statuses(g.diags)[-1][1], 'engagements') == '1'
-    leader, states = series(g.leader, t_track + int(1e9)), series(g.states, t_track + int(1e9))
+    leader, states = series(g.leader, t_move + int(1e9)), series(g.states, t_move + int(1e9))
     # the operator really moved the leader (the chirp: up to 0.5 rad from home)
     assert np.ptp(leader.position, axis=0).min() > 0.2
     lag = estimate_lag_ns(leader, states)
@@ -149,7 +149,7 @@ def test_follower_tracks_the_leader_after_a_slow_blend(follower, ros_env, tmp_pa
     cmd = np.array([m.position for _t, m in g.commands])
     assert np.all(cmd >= ROBOT.lower) and np.all(cmd <= ROBOT.upper)
     by_stamp = {stamp(m): m.position for _t, m in g.leader}
-    tracked = [m for _t, m in g.commands if stamp(m) > t_track and stamp(m) in by_stamp]
+    tracked = [m for _t, m in g.commands if stamp(m) > t_move and stamp(m) in by_stamp]
     assert len(tracked) > 100
     assert all(np.array_equal(m.position, by_stamp[stamp(m)]) for m in tracked)
 
@@ -164,8 +164,9 @@ class LaunchLog:
         return self.path.read_text(errors='replace')
 
 
-#: a chirp whose phase wraps at 10 * 2 pi (0.3 -> 0.7 Hz over 10 s): the leader never jumps
-SO101_OPERATOR = 'chirp,amplitude=0.25,f_min_hz=0.3,f_max_hz=0.7,start_s=15'
+#: a chirp whose phase wraps at 10 * 2 pi (0.3 -> 0.7 Hz over 10 s): the leader never jumps;
+#: it starts on cue, once the launch tracks (it held still for a fixed 15 s before)
+SO101_OPERATOR = 'chirp,amplitude=0.25,f_min_hz=0.3,f_max_hz=0.7,cue=1'
 
 
 # e2e: a whole `simreal launch` with two emulators for 25 s; the leader node's behaviour is the
@@ -193,9 +194,9 @@ def test_so101_leader_drives_a_worn_so101_follower_through_the_launch(ros_env, r
              f'leader_port:={lead.port}', 'episodes:=false'],
             env=ros_env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         try:
-            t_track = g.wait_state('tracking', log, timeout=90)
-            # the leader holds still for 15 s (start_s), then the chirp ramps in over 1 s
-            t0 = max(t_track, lead.line_time_ns('ready') + int(16e9)) + int(1e9)
+            g.wait_state('tracking', log, timeout=90)
+            # the leader held still until now; the chirp ramps in over 1 s
+            t0 = lead.start_operator() + int(2e9)
             t1 = t0 + int(6e9)
             ros_client.wait_for(lambda: g.leader and stamp(g.leader[-1][1]) > t1, 60,
                                 '6 s of leader motion while tracking')
@@ -419,7 +420,7 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
     g = Graph(ros_client)
     directory = tmp_path / 'episodes'
     with EmulatorProcess(link=tmp_path / 'ttyLeader', env=ros_env, role='leader',
-                         operator='chirp,amplitude=0.25,f_max_hz=0.6,start_s=9') as lead:
+                         operator='chirp,amplitude=0.25,f_max_hz=0.6,cue=1') as lead:
         _drv, node = start_teleop(start_node, follower.port, lead.port, start_mode='blend',
                                   blend_speed_rad_s=1.5, leader_timeout_s=1.0)
         # the stream checks (drops, gaps) have their own tests (test/gap/test_quality.py);
@@ -429,7 +430,7 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
                          thresholds=['max_dropped_fraction=0.5', 'max_gaps=1000'])
         call = Episodes(ros_client)
         g.wait_state('tracking', node)
-        # idle: the leader is held still (the chirp starts 9 s after the emulator)
+        # idle: the leader is held still (its chirp starts on cue, below)
         res = call('start')
         t0 = time.time_ns()
         assert res.success, res.message
@@ -438,8 +439,8 @@ def test_episodes_are_cut_checked_at_stop_and_discarded(
         res = call('stop')
         assert res.success and res.message.startswith('episode 0 rejected: idle '), res.message
         # moving: once the chirp has run 2 s
-        ros_client.wait_for(lambda: lead.line_times_ns and time.time_ns()
-                            > lead.line_time_ns('ready') + 11e9, 30, 'the chirp running')
+        started = lead.start_operator()
+        ros_client.wait_for(lambda: time.time_ns() > started + 2e9, 30, 'the chirp running')
         assert call('start').success
         t1 = time.time_ns()
         ros_client.wait_for(lambda: stamp(g.commands[-1][1]) > t1 + 5e9, 20, '5 s of chirp')

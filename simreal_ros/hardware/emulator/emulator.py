@@ -570,6 +570,9 @@ def serve_until_stopped(emu: BusEmulator, reality: Any, rt: Any, duration_s: flo
         from simreal_ros.hardware.emulator.placer import ScenePlacer
         placer = ScenePlacer(emu.arm, emu.echo, read=not floating)
         emu.devices.append(placer)
+    from simreal_ros.hardware.emulator import operator as op
+    if isinstance(emu.arm, (op.LeaderArm, op.StsLeaderArm)) and emu.arm.operator.cfg.cue:
+        emu.devices.append(op.OperatorCue(emu.arm, emu.echo, emu.state_time_ns))  # `start`
     if floating:  # `push ...` and `truth ...` on stdin (hardware/emulator/hidden_world.py)
         from simreal_ros.hardware.emulator.hidden_world import HiddenWorld
         emu.devices.append(HiddenWorld(emu.arm, emu.echo, emu.state_time_ns, placer))

@@ -20,7 +20,16 @@ Operators (all start at ``home + offset_rad`` on every joint and hold it for ``s
 
 Options (``--operator NAME,key=value,...``): ``amplitude`` (0.3), ``offset_rad`` (0),
 ``start_s`` (0), ``f_min_hz`` (0.1), ``f_max_hz`` (0.8), ``period_s`` (10), ``ramp_s`` (1),
-``move_s`` (1.5), ``hold_s`` (0.5). Positions are clamped to the joint limits.
+``move_s`` (1.5), ``hold_s`` (0.5), ``cue`` (0). Positions are clamped to the joint limits.
+
+**On cue** (``cue=1``): the operator holds the start pose until a ``start`` line arrives on the
+emulator's standard input, and ``start_s`` counts from then, as a person who starts moving the
+leader when told to. The emulator's loop answers ``started <time_ns>`` (the wall-clock time,
+``time.time_ns()``, of the physics state the motion counts from); a second ``start`` is
+answered ``error: the operator started already``. A test or a recording script starts the
+motion when the stack is ready for it, instead of after a fixed ``start_s`` guessed to cover
+the stack's start-up (:meth:`~simreal_ros.hardware.emulator.virtual_bus.EmulatorProcess.
+start_operator`). The button's cycle still counts from the emulator's start.
 
 The operator's thumb on a **button** (GELLO style, wired to a servo's register):
 ``button_id`` (0 = no button) names the servo whose Indirect Data 1 (address 224) reads 1
@@ -50,6 +59,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 import math
+import queue
+import sys
+import threading
+from typing import Callable, TextIO
 
 import numpy as np
 import numpy.typing as npt
@@ -85,6 +98,7 @@ class OperatorConfig:
     button_press_s: float = 5.0
     button_release_s: float = 0.0
     hand_stiffness_nm_rad: float = 0.0
+    cue: float = 0.0
 
     @classmethod
     def parse(cls, text: str) -> 'OperatorConfig':
@@ -98,6 +112,9 @@ class OperatorConfig:
         button = values.get('button_id', 0.0)
         if button != int(button) or not 0 <= button <= 252:
             raise ConfigError(src, 'button_id', 'a servo ID 1..252 (0 = no button)', button)
+        if values.get('cue', 0.0) not in (0.0, 1.0):
+            raise ConfigError(src, 'cue', '0 or 1 (1: start on a `start` line on stdin)',
+                              values['cue'])
         for key in ('period_s', 'move_s', 'f_max_hz', 'button_press_s'):
             if values.get(key, 1.0) <= 0:
                 raise ConfigError(src, key, 'a number > 0', values[key])
@@ -127,11 +144,24 @@ class Operator:
         pair[2] -= a
         poses += [pair]
         self.poses = [np.clip(p, self.lower, self.upper) for p in poses]
+        #: with ``cue``: the emulator time (s) of the ``start`` line, None before it
+        self.cued_s: float | None = None
+
+    def cue(self, t_s: float) -> None:
+        """Start the motion at emulator time ``t_s`` (``cue=1``); ValueError if started."""
+        if not self.cfg.cue:
+            raise ValueError('this operator is not on cue (cue=1 in --operator)')
+        if self.cued_s is not None:
+            raise ValueError('the operator started already')
+        self.cued_s = t_s
 
     def position(self, t_s: float) -> FloatArray:
-        """Return the joint angles at ``t_s`` seconds after the start."""
+        """Return the joint angles at ``t_s`` seconds after the emulator's start."""
         cfg = self.cfg
-        t = t_s - cfg.start_s
+        if cfg.cue and self.cued_s is None:
+            held_for_cue: FloatArray = self.start.copy()
+            return held_for_cue
+        t = t_s - (self.cued_s or 0.0) - cfg.start_s
         if t <= 0:
             held: FloatArray = self.start.copy()
             return held
@@ -271,3 +301,51 @@ class StsLeaderArm(StsArm):
         """Return the operator's pose (ground truth)."""
         out: FloatArray = self._q.copy()
         return out
+
+
+class OperatorCue:
+    """Reads ``start`` lines on a thread; the loop starts the operator in :meth:`tick`.
+
+    The start is made between two physics steps and answered ``started <time_ns>``. One of
+    the bus emulator's devices (:class:`~simreal_ros.hardware.emulator.pty.Device`), added
+    for a leader whose operator has ``cue=1``; it has no port.
+    """
+
+    def __init__(self, arm: 'LeaderArm | StsLeaderArm', echo: Callable[[str], None],
+                 clock_ns: Callable[[], int], stream: TextIO | None = None) -> None:
+        from simreal_ros.hardware.emulator.placer import read_lines
+        self.arm = arm
+        self.echo = echo
+        self.clock_ns = clock_ns
+        self.pending: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=read_lines, name='operator_cue', daemon=True,
+                                       args=(stream or sys.stdin, parse_cue_line,
+                                             self.pending, self.echo))
+        self.thread.start()
+
+    def plug(self) -> None:
+        """No port to open."""
+
+    def unplug(self) -> None:
+        """No port to close (the hand holds the leader whether or not it is plugged in)."""
+
+    def tick(self, now: float) -> float:
+        """Start the operator if a ``start`` line came; never asks to be woken."""
+        while True:
+            try:
+                self.pending.get_nowait()
+            except queue.Empty:
+                return math.inf
+            try:
+                self.arm.operator.cue(self.arm.step_count * self.arm.dt)
+            except ValueError as exc:
+                self.echo(f'error: {exc}')
+                continue
+            self.echo(f'started {self.clock_ns()}')
+
+
+def parse_cue_line(line: str) -> str:
+    """Return ``'start'`` for a ``start`` line; ValueError naming what was expected."""
+    if line.strip() != 'start':
+        raise ValueError(f"expected 'start' (the operator is on cue), got {line.strip()!r}")
+    return 'start'
