@@ -59,9 +59,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 import math
-import queue
-import sys
-import threading
 from typing import Callable, TextIO
 
 import numpy as np
@@ -72,6 +69,7 @@ from simreal_ros.core.robot import RobotSpec
 from simreal_ros.core.validate import key_numbers
 from simreal_ros.errors import ConfigError
 from simreal_ros.hardware.dynamixel import control_table as ct
+from simreal_ros.hardware.emulator.placer import LineDevice
 from simreal_ros.hardware.emulator.reality import VirtualArm
 from simreal_ros.hardware.emulator.sts_servo import StsArm
 
@@ -303,7 +301,7 @@ class StsLeaderArm(StsArm):
         return out
 
 
-class OperatorCue:
+class OperatorCue(LineDevice):
     """Reads ``start`` lines on a thread; the loop starts the operator in :meth:`tick`.
 
     The start is made between two physics steps and answered ``started <time_ns>``. One of
@@ -313,35 +311,18 @@ class OperatorCue:
 
     def __init__(self, arm: 'LeaderArm | StsLeaderArm', echo: Callable[[str], None],
                  clock_ns: Callable[[], int], stream: TextIO | None = None) -> None:
-        from simreal_ros.hardware.emulator.placer import read_lines
         self.arm = arm
-        self.echo = echo
         self.clock_ns = clock_ns
-        self.pending: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=read_lines, name='operator_cue', daemon=True,
-                                       args=(stream or sys.stdin, parse_cue_line,
-                                             self.pending, self.echo))
-        self.thread.start()
+        super().__init__(parse_cue_line, echo, stream, True, 'operator_cue')
 
-    def plug(self) -> None:
-        """No port to open."""
-
-    def unplug(self) -> None:
-        """No port to close (the hand holds the leader whether or not it is plugged in)."""
-
-    def tick(self, now: float) -> float:
-        """Start the operator if a ``start`` line came; never asks to be woken."""
-        while True:
-            try:
-                self.pending.get_nowait()
-            except queue.Empty:
-                return math.inf
-            try:
-                self.arm.operator.cue(self.arm.step_count * self.arm.dt)
-            except ValueError as exc:
-                self.echo(f'error: {exc}')
-                continue
-            self.echo(f'started {self.clock_ns()}')
+    def apply(self, item: str) -> None:
+        """Start the operator and answer ``started <time_ns>``, or ``error: ...``."""
+        try:
+            self.arm.operator.cue(self.arm.step_count * self.arm.dt)
+        except ValueError as exc:
+            self.echo(f'error: {exc}')
+            return
+        self.echo(f'started {self.clock_ns()}')
 
 
 def parse_cue_line(line: str) -> str:

@@ -11,7 +11,9 @@ thread, which would race ``mj_step``) and answered on standard output with
 (:class:`~simreal_ros.hardware.emulator.virtual_bus.EmulatorProcess` ``.place``).
 
 :class:`ScenePlacer` is one of the bus emulator's devices (:class:`~simreal_ros.hardware.
-emulator.pty.Device`): ticked by the loop after every batch of steps; it has no port.
+emulator.pty.Device`): ticked by the loop after every batch of steps; it has no port. Its base,
+:class:`LineDevice`, serves every device driven by lines on standard input (the leader's
+operator on cue too, :mod:`~simreal_ros.hardware.emulator.operator`).
 """
 
 from __future__ import annotations
@@ -40,23 +42,21 @@ def read_lines(stream: TextIO, parse: Callable[[str], Any], pending: queue.Simpl
             echo(f'error: {exc}')
 
 
-class ScenePlacer:
-    """Reads ``place`` lines on a thread; the emulator's loop applies them in :meth:`tick`."""
+class LineDevice:
+    """A device of the bus emulator driven by lines on standard input; it has no port.
 
-    def __init__(self, arm: Any, echo: Callable[[str], None],
-                 stream: TextIO | None = None, read: bool = True) -> None:
-        self.arm = arm
+    A thread queues what ``parse`` makes of each line (:func:`read_lines`); the emulator's loop
+    applies them in :meth:`tick`, between two physics steps (never from the reading thread,
+    which would race ``mj_step``). ``read=False``: another device reads the lines and hands
+    this one its items (``pending``).
+    """
+
+    def __init__(self, parse: Callable[[str], Any], echo: Callable[[str], None],
+                 stream: TextIO | None, read: bool, name: str) -> None:
         self.echo = echo
-        self.movable = movable_objects(arm.scene)
-        self.pending: queue.SimpleQueue[tuple[str, tuple[float, float, float]]] = \
-            queue.SimpleQueue()
-        self.placed = 0
-        # read=False: another device reads the lines and hands ``place`` ones over
-        # (hardware/emulator/hidden_world.py, a floating-base robot's)
-        self.thread = threading.Thread(
-            target=read_lines, name='scene_placer', daemon=True,
-            args=(stream or sys.stdin, lambda line: parse_place_line(line, self.movable),
-                  self.pending, self.echo))
+        self.pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=read_lines, name=name, daemon=True,
+                                       args=(stream or sys.stdin, parse, self.pending, echo))
         if read:
             self.thread.start()
 
@@ -64,15 +64,38 @@ class ScenePlacer:
         """No port to open."""
 
     def unplug(self) -> None:
-        """No port to close (the scene stays when the bus is unplugged)."""
+        """No port to close (what the lines set stays when the bus is unplugged)."""
 
     def tick(self, now: float) -> float:
-        """Place what was asked since the last tick; never asks to be woken."""
+        """Apply what was asked since the last tick; never asks to be woken."""
         while True:
             try:
-                name, xyz = self.pending.get_nowait()
+                item = self.pending.get_nowait()
             except queue.Empty:
                 return math.inf
-            self.arm.sim.place_object(name, xyz)
-            self.placed += 1
-            self.echo(format_placed(name, xyz))
+            self.apply(item)
+
+    def apply(self, item: Any) -> None:
+        """Carry out one parsed line (in the emulator's loop)."""
+        raise NotImplementedError
+
+
+class ScenePlacer(LineDevice):
+    """Reads ``place`` lines on a thread; the emulator's loop applies them in :meth:`tick`."""
+
+    def __init__(self, arm: Any, echo: Callable[[str], None],
+                 stream: TextIO | None = None, read: bool = True) -> None:
+        self.arm = arm
+        self.movable = movable_objects(arm.scene)
+        self.placed = 0
+        # read=False: another device reads the lines and hands ``place`` ones over
+        # (hardware/emulator/hidden_world.py, a floating-base robot's)
+        super().__init__(lambda line: parse_place_line(line, self.movable), echo, stream, read,
+                         'scene_placer')
+
+    def apply(self, item: tuple[str, tuple[float, float, float]]) -> None:
+        """Place one object and answer ``placed ...``."""
+        name, xyz = item
+        self.arm.sim.place_object(name, xyz)
+        self.placed += 1
+        self.echo(format_placed(name, xyz))
