@@ -39,14 +39,11 @@ robot does not have.
 from __future__ import annotations
 
 import math
-import queue
-import sys
-import threading
 from typing import Any, Callable, TextIO
 
 import numpy as np
 
-from simreal_ros.hardware.emulator.placer import read_lines
+from simreal_ros.hardware.emulator.placer import LineDevice
 from simreal_ros.sim.backend import BaseState
 from simreal_ros.sim.placement import parse_place_line
 from simreal_ros.sim.push import check_push
@@ -113,17 +110,15 @@ def parse_truth(line: str) -> tuple[int, float, BaseState, float]:
             float(words[16]))
 
 
-class HiddenWorld:
+class HiddenWorld(LineDevice):
     """Pushes and ground truth of a floating-base robot (see the module docstring)."""
 
     def __init__(self, arm: Any, echo: Callable[[str], None], clock_ns: Callable[[], int],
                  placer: Any = None, stream: TextIO | None = None) -> None:
         self.arm = arm
-        self.echo = echo
         self.clock_ns = clock_ns
         self.placer = placer
         self.movable = placer.movable if placer is not None else ()
-        self.pending: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.push_end_step: int | None = None
         self.truth_every = 0          # physics steps between truth lines (0: off)
         self.next_truth = 0
@@ -132,23 +127,15 @@ class HiddenWorld:
         self.last_energy = 0
         self.energy_j = 0.0
         self.pushes = 0
-        self.thread = threading.Thread(
-            target=read_lines, name='hidden_world', daemon=True,
-            args=(stream or sys.stdin, lambda line: parse_world_line(line, self.movable),
-                  self.pending, self.echo))
-        self.thread.start()
+        super().__init__(lambda line: parse_world_line(line, self.movable), echo, stream, True,
+                         'hidden_world')
 
-    def plug(self) -> None:
-        """No port to open."""
-
-    def unplug(self) -> None:
-        """No port to close."""
-
-    def _apply(self, kind: str, arg: Any) -> None:
+    def apply(self, item: tuple[str, Any]) -> None:
+        """Carry out one push, truth, stand or place line (in the emulator's loop)."""
+        kind, arg = item
         arm = self.arm
         if kind == 'place':
-            self.placer.pending.put(arg)
-            self.placer.tick(0.0)
+            self.placer.apply(arg)
         elif kind == 'push':
             arm.sim.push_base(arg.force_n)
             steps = max(1, math.ceil(round(arg.duration_s * 1e9) / round(arm.dt * 1e9)))
@@ -173,12 +160,7 @@ class HiddenWorld:
 
     def tick(self, now: float) -> float:
         """Apply what was asked, end a push that is due, sample the truth."""
-        while True:
-            try:
-                kind, arg = self.pending.get_nowait()
-            except queue.Empty:
-                break
-            self._apply(kind, arg)
+        super().tick(now)
         arm = self.arm
         step = arm.step_count
         if self.push_end_step is not None and step >= self.push_end_step:

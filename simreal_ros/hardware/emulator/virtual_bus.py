@@ -53,13 +53,11 @@ class EmulatorProcess:
             self.cmd += ['--rt-priority', str(rt_priority)]
         if trace:
             self.cmd += ['--trace', str(trace)]
+        self.role = role
         if role != 'follower':
             self.cmd += ['--role', role]
         if operator:
             self.cmd += ['--operator', operator]
-        #: the operator waits for :meth:`start_operator` (``cue=1``; the emulator checks the
-        #: option's value and names a bad one)
-        self.operator_on_cue = _on_cue(operator)
         if eeprom:
             self.cmd += ['--eeprom', str(eeprom)]
         if imu_link:
@@ -90,8 +88,9 @@ class EmulatorProcess:
         """Start the emulator and wait for ``ready``."""
         # a scene's objects are placed and a legged robot pushed through stdin
         # (hardware/emulator/placer.py, hidden_world.py)
-        # and a leader's operator on cue started (hardware/emulator/operator.py)
-        piped = bool(self.scene) or self.world or self.operator_on_cue
+        # and a leader's operator on cue started (hardware/emulator/operator.py; a leader not
+        # on cue reads no stdin)
+        piped = bool(self.scene) or self.world or self.role == 'leader'
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
@@ -145,7 +144,7 @@ class EmulatorProcess:
         """
         what = what or line.split()[0]
         assert self.proc is not None and self.proc.stdin is not None, \
-            'start it with a scene, world=True or an operator on cue'
+            'start it with a scene, world=True or role=leader'
         k = len(self.lines)
         self.proc.stdin.write(line.rstrip('\n') + '\n')
         self.proc.stdin.flush()
@@ -163,9 +162,11 @@ class EmulatorProcess:
                             f'{self.lines[-5:]}')
 
     def start_operator(self, timeout: float = 10.0) -> int:
-        """Start a leader's operator on cue (``cue=1``); return when its motion counts from.
+        """Start a leader's operator on cue; return when its motion counts from.
 
-        The time is the wall-clock time (ns) of the emulator's physics state at the start.
+        The leader's ``operator`` needs ``cue=1`` (without it the emulator reads no stdin and
+        this times out). The time is the wall-clock time (ns) of the emulator's physics state
+        at the start.
         """
         line = self.send('start', 'started ', timeout, 'to start the operator')
         return int(line.split()[1])
@@ -217,15 +218,3 @@ class EmulatorProcess:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
-
-
-def _on_cue(operator: str) -> bool:
-    """Whether ``--operator`` text sets ``cue`` to 1 (a bad value: False, the emulator says)."""
-    for part in operator.split(',')[1:]:
-        key, _, value = part.partition('=')
-        if key.strip() == 'cue':
-            try:
-                return float(value) == 1.0
-            except ValueError:
-                return False
-    return False
