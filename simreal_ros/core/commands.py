@@ -8,7 +8,8 @@ positions outside the joint limits are clamped, and the clamp is reported.
 :class:`CommandIntake` is the one command intake of every backend (sim bridge, Dynamixel
 driver, external adapter): it merges each command onto the target the backend holds, and
 counts what came in, what was rejected (with the last reason, and per diagnostics window)
-and what was clamped, for ``/diagnostics``.
+and what was clamped, for ``/diagnostics``. :func:`map_names` puts a message's named values
+(a state, a leader reading, a goal) in a given joint order, every joint required.
 """
 
 from __future__ import annotations
@@ -157,3 +158,29 @@ class CommandIntake:
         """Return the counters as every backend's ``/diagnostics`` names them."""
         return {'commands_received': self.received, 'commands_rejected': self.rejected,
                 'commands_clamped': self.clamped, 'last_rejection': self.last_rejection}
+
+
+def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str],
+              what: str) -> FloatArray:
+    """Reorder named values into ``order``; every name of ``order`` must be present.
+
+    Empty ``names`` means the values are already in ``order``. Raises ValueError naming what
+    is missing, unknown or malformed.
+    """
+    vals = np.asarray(values, dtype=np.float64)
+    if not names:
+        if vals.size != len(order):
+            raise ValueError(f'{what} without names must carry {len(order)} values in the '
+                             f'order {list(order)}; got {vals.size}')
+        out = vals.copy()
+    else:
+        if len(names) != vals.size:
+            raise ValueError(f'{what}: {len(names)} names but {vals.size} values')
+        lookup = {n: i for i, n in enumerate(names)}
+        missing = [n for n in order if n not in lookup]
+        if missing:
+            raise ValueError(f'{what} lacks joints {missing}')
+        out = vals[[lookup[n] for n in order]]
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f'{what} contains NaN or inf: {out.tolist()}')
+    return np.asarray(out, dtype=np.float64)

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 import math
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -574,28 +574,3 @@ def _cameras(top: Section, src: str, base: Path, urdf: Path,
         cs.reject_unknown()
     return tuple(out)
 
-
-def map_names(names: Sequence[str], values: Sequence[float], order: Sequence[str],
-              what: str) -> FloatArray:
-    """Reorder named values into ``order``; every name of ``order`` must be present.
-
-    Empty ``names`` means the values are already in ``order``. Raises ValueError naming what
-    is missing, unknown or malformed.
-    """
-    vals = np.asarray(values, dtype=np.float64)
-    if not names:
-        if vals.size != len(order):
-            raise ValueError(f'{what} without names must carry {len(order)} values in the '
-                             f'order {list(order)}; got {vals.size}')
-        out = vals.copy()
-    else:
-        if len(names) != vals.size:
-            raise ValueError(f'{what}: {len(names)} names but {vals.size} values')
-        lookup = {n: i for i, n in enumerate(names)}
-        missing = [n for n in order if n not in lookup]
-        if missing:
-            raise ValueError(f'{what} lacks joints {missing}')
-        out = vals[[lookup[n] for n in order]]
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f'{what} contains NaN or inf: {out.tolist()}')
-    return np.asarray(out, dtype=np.float64)

@@ -40,7 +40,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
 
-from simreal_ros.core.robot import load_robot, map_names
+from simreal_ros.core.commands import map_names
+from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PreciseRate
 from simreal_ros.errors import BusError, PortLostError
 from simreal_ros.hardware.family import ServoBus, bus_class, require_current_control

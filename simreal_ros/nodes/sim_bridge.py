@@ -46,11 +46,11 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
-from simreal_ros.core.commands import CommandIntake, JointTarget
+from simreal_ros.core.commands import CommandIntake, JointTarget, map_names
 from simreal_ros.core.dynamics import load_overlay, load_randomization
 from simreal_ros.core.legged import ImuNoise, VelocityCommand, velocity_command
 from simreal_ros.core.realtime import Heartbeat, ThreadRt
-from simreal_ros.core.robot import load_robot, map_names
+from simreal_ros.core.robot import load_robot
 from simreal_ros.core.timing import PeriodStats, PreciseRate
 from simreal_ros.ros import messages, qos
 from simreal_ros.ros.base_topics import BaseTopics

@@ -40,7 +40,8 @@ from typing import Callable, NoReturn, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simreal_ros.core.robot import RobotSpec, map_names
+from simreal_ros.core.commands import map_names
+from simreal_ros.core.robot import RobotSpec
 from simreal_ros.policy.codec import ActionProcessor, ObservationBuilder, ramp_duration, ramp_point
 from simreal_ros.policy.images import (
     ENCODING_CHANNELS,
