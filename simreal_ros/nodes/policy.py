@@ -111,7 +111,8 @@ class PolicyNode(Node):
         self.received_mono = 0
         self.next_deadline: int | None = None
         self.stats: dict[str, Any] = {'published': 0, 'deadline_misses': 0, 'skipped_periods': 0,
-                                      'window_rejected': 0, 'window_stale': 0, 'goals': 0}
+                                      'window_rejected': 0, 'window_stale': 0, 'goals': 0,
+                                      'repeated_answers': 0}
         self.states_seen = False
         self.compute: deque[int] = deque(maxlen=WINDOW)
         self.model_ns: deque[int] = deque(maxlen=WINDOW)
@@ -356,11 +357,23 @@ class PolicyNode(Node):
                     self.next_deadline += int(skip) * self.period_ns
 
     def _sync_step(self) -> None:
-        """Answer the newest joint_states stamp once (lockstep)."""
+        """Answer the newest joint_states stamp (lockstep), stamped with it.
+
+        A state that arrives again (a lockstep bridge re-sends its state while no answer
+        reaches it: the first may have been lost before the bridge's subscription matched this
+        publisher) is answered again with the same command and stamp; the bridge lets a
+        repeated stamp release no second tick.
+        """
         with self.lock:
             stamp, received = self.new_stamp, self.received_mono
-            if stamp < 0 or stamp == self.answered_stamp:
+            if stamp < 0:
                 return
+            repeat = stamp == self.answered_stamp
+            self.stats['repeated_answers'] += repeat
+        if repeat:
+            self._publish_last(stamp)
+            return
+        with self.lock:
             self._maybe_auto_enable(stamp)
             if self.controller.mode == DISABLED:
                 return
@@ -370,7 +383,7 @@ class PolicyNode(Node):
             self.next_deadline = stamp + self.period_ns
             self._cycle(stamp, mono_start=received, obs_latency=True)
         else:
-            self._publish_last()
+            self._publish_last(stamp)
         self.answered_stamp = stamp
 
     def _cycle(self, now: int, mono_start: int, obs_latency: bool = False) -> None:
@@ -428,11 +441,11 @@ class PolicyNode(Node):
         self.pub.publish(msg)
         self.stats['published'] += 1
 
-    def _publish_last(self) -> None:
+    def _publish_last(self, stamp_ns: int) -> None:
         with self.lock:
             cmd = self.controller.last_command
         if cmd is not None:
-            self._publish(cmd)
+            self._publish(cmd, stamp_ns)
 
     # ---- diagnostics ---------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
@@ -480,6 +493,7 @@ class PolicyNode(Node):
             'deadline_misses': self.stats['deadline_misses'],
             'skipped_periods': self.stats['skipped_periods'],
             'commands_published': self.stats['published'],
+            'repeated_answers': self.stats['repeated_answers'],
             'goals_received': self.stats['goals'], 'goal_rad': goal,
             'observation_age_ms': age, 'stale_after_ms': c.stale_after_ns / 1e6,
             'declared_rate_hz': self.spec.declared_rate_hz,

@@ -102,7 +102,10 @@ class SimBridge(Node):
         self.step_requests = 0
         self.running = True
         self.stats: dict[str, Any] = {'missed_ticks': 0, 'published': 0, 'physics_error': '',
-                                      'publish_failures': 0, 'publish_error': ''}
+                                      'publish_failures': 0, 'publish_error': '',
+                                      'repeated_answers': 0}
+        #: lockstep: the stamp of the last command that released a tick (0: none or unstamped)
+        self.answer_stamp_ns = 0
         self.publish_stats = PeriodStats(self.period_ns)
         self._rtf_mark = (time.monotonic_ns(), self.sim.time_ns, self.sim.step_count)
         self.rate = PreciseRate(self.period_ns, cfg.spin_wait_us * 1000)
@@ -210,7 +213,15 @@ class SimBridge(Node):
                 return
             self.last_command = self.intake.accept(target)
             self.sim.set_target(target)
-        self.command_event.set()
+            if self.cfg.timing_mode == 'lockstep' and stamp_ns:
+                # a controller answers a re-sent state again (its first answer may have been
+                # lost before this subscription matched it); when that first answer was only
+                # late, the second one, or an injected duplicate, must not release a second tick
+                if stamp_ns == self.answer_stamp_ns:
+                    self.stats['repeated_answers'] += 1
+                    return
+                self.answer_stamp_ns = stamp_ns
+            self.command_event.set()  # under the lock: a repeat is told apart before it counts
 
     def _log_rejection(self, exc: Exception) -> None:
         self.get_logger().warning(f'rejected joint command, holding last target: {exc}',
@@ -388,8 +399,10 @@ class SimBridge(Node):
         """Wait for the command that releases the next lockstep tick.
 
         While waiting, the last state is re-sent (same stamp) every ``LOCKSTEP_RESEND_S`` so a
-        controller that joined late (and missed it) can answer; consumers should ignore
-        repeated stamps. Returns False when paused or stopping instead.
+        controller that joined late (and missed it), or whose answer was lost, can answer; a
+        controller answers a re-sent state again, with the same stamp, and a command stamped
+        like the one that released the previous tick releases none. Returns False when paused
+        or stopping instead.
         """
         waited = 0.0
         while self.running and not self.paused:
@@ -501,6 +514,7 @@ class SimBridge(Node):
             'overruns': self.rate.overruns, 'command_delay_steps': self.sim.delay_steps,
             **intake,
             'lockstep_missed_ticks': self.stats['missed_ticks'],
+            'lockstep_repeated_answers': self.stats['repeated_answers'],
             'states_published': self.stats['published'],
             **self.placement.values(),
             'publish_failures': self.stats['publish_failures'],

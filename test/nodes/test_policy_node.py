@@ -188,6 +188,51 @@ def test_stale_hold_limits_and_nan_rejection(start_node, ros_client, tmp_path):
     assert policy.proc.poll() is None, policy.output()
 
 
+def test_lockstep_answers_every_stamp_with_it_and_a_re_sent_state_again(start_node,
+                                                                        ros_client):
+    """sync_to_states: each new state stamp is answered once, stamped with it; a state that
+    arrives again (a lockstep bridge re-sends it while no answer reaches it) is answered again
+    with the same command, so an answer lost to discovery does not stall the simulation."""
+    commands = ros_client.collect(JointState, 'joint_commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    start_node('policy', policy='simreal_arm_reach', sync_to_states=True, enable_on_start=True,
+               diagnostics_period_s=0.2)
+    pub = ros_client.publisher(JointState, 'joint_states')
+    ros_client.wait_for_subscribers(pub, timeout=30)
+    sent = {'count': 0, 'mono': 0.0}
+
+    def send(stamp: int) -> None:
+        pub.publish(messages.joint_state(NAMES, stamp, ROBOT.home, np.zeros(ROBOT.n)))
+        sent['count'] += 1
+        sent['mono'] = time.monotonic()
+
+    def answers(stamp: int) -> list:
+        return [list(m.position) for _t, m in list(commands)
+                if messages.stamp_to_ns(m.header.stamp) == stamp]
+
+    def answered_resending(stamp: int) -> bool:
+        """Re-send the state every 0.2 s, as the bridge does, until an answer arrives: the
+        node's publisher may not have matched this subscription yet."""
+        if not answers(stamp) and time.monotonic() - sent['mono'] > 0.2:
+            send(stamp)
+        return bool(answers(stamp))
+
+    s1 = 1_000_000_000
+    ros_client.wait_for(lambda: answered_resending(s1), 30, 'the first state answered')
+    n = len(answers(s1))
+    send(s1)
+    ros_client.wait_for(lambda: len(answers(s1)) > n, 10, 'the re-sent state answered')
+    assert answers(s1)[-1] == answers(s1)[0]
+    send(s1 + 20_000_000)  # a control period later: a new action
+    ros_client.wait_for(lambda: answers(s1 + 20_000_000), 10, 'the next tick answered')
+    send(s1 + 25_000_000)  # inside the period: the last command, under this state's stamp
+    ros_client.wait_for(lambda: answers(s1 + 25_000_000), 10, 'a tick inside the period')
+    assert answers(s1 + 25_000_000) == answers(s1 + 20_000_000)
+    repeated = str(sent['count'] - 3)  # all sends of s1 but the first
+    ros_client.wait_for(lambda: values(policy_status(diags))['repeated_answers'] == repeated,
+                        10, f'{repeated} repeated answers on /diagnostics')
+
+
 def test_bad_start_up_exits_with_a_one_line_reason(start_node, tmp_path):
     torch.save(torch.nn.Linear(24, 6), tmp_path / 'pickled.pt')
     data = yaml.safe_load(SPEC.source.read_text())

@@ -156,9 +156,23 @@ def test_reset_pause_and_single_step(start_node, ros_client, engine):
     assert not res.success and 'paused' in res.message
 
 
+def unpause_once_heard(ros_client, pub, ns: str) -> None:
+    """Unpause a bridge started paused once its subscription matched ``pub``: no answer of
+    the test is then lost to discovery, and a re-sent state means a late answer."""
+    ros_client.wait_for_subscribers(pub, timeout=30)
+    assert ros_client.call(SetBool, f'{ns}/sim_bridge/set_paused',
+                           SetBool.Request(data=False)).success
+
+
 def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool,
                  engine: str) -> np.ndarray:
-    """Drive a lockstep bridge in namespace ``ns`` with one command per state."""
+    """Drive a lockstep bridge in namespace ``ns`` with one command per state.
+
+    Each command carries the stamp of the state it answers; a re-sent state is answered again
+    with the same command, as the policy node does. An answer published before the bridge's
+    subscription matched this publisher is lost (seen in CI: the bridge waited 60 s for it):
+    the bridge starts paused until it is matched.
+    """
     pub = ros_client.publisher(JointState, f'/{ns}/joint_commands')
     rng = np.random.default_rng(5)
     plan = ROBOT.home + rng.uniform(-0.3, 0.3, size=(ticks + 1, ROBOT.n))
@@ -167,18 +181,18 @@ def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool,
 
     def answer(msg: JointState) -> None:
         stamp = messages.stamp_to_ns(msg.header.stamp)
-        if stamps and stamp == stamps[-1]:
-            return  # a re-sent state: this tick was answered already
-        stamps.append(stamp)
-        k = len(received)
-        received.append(list(msg.position))
+        if not stamps or stamp != stamps[-1]:
+            stamps.append(stamp)
+            received.append(list(msg.position))
+        k = len(received) - 1
         if k < ticks:
-            pub.publish(command(ROBOT.joint_names, plan[k]))
+            pub.publish(messages.joint_state(ROBOT.joint_names, stamp, plan[k]))
 
     ros_client.collect(JointState, f'/{ns}/joint_states', callback=answer)
     start_node('sim_bridge', namespace=f'/{ns}', timing_mode='lockstep', publish_rate_hz=50.0,
                publish_clock=clock, scene='tabletop', randomization='default', seed=11,
-               engine=engine)
+               engine=engine, start_paused=True)
+    unpause_once_heard(ros_client, pub, f'/{ns}')
     ros_client.wait_for(lambda: len(received) > ticks, 60, f'{ticks} lockstep ticks in {ns}')
     time.sleep(0.3)
     assert len(received) == ticks + 1, 'lockstep must not advance without a command'
@@ -195,6 +209,31 @@ def test_lockstep_is_deterministic_and_waits_for_the_controller(start_node, ros_
     assert np.abs(a[-1] - a[0]).max() > 0.05  # it really moved
     stamps = [messages.stamp_to_ns(m.clock) for _t, m in clock]
     assert stamps[-1] == 60 * 20_000_000  # 60 ticks of 20 ms sim time, then it waits
+
+
+def test_lockstep_a_repeated_answer_releases_no_second_tick(start_node, ros_client):
+    """An answer that arrives twice (late, then re-sent; or duplicated) advances one tick."""
+    pub = ros_client.publisher(JointState, '/r/joint_commands')
+    diags = ros_client.collect(DiagnosticArray, '/diagnostics')
+    stamps: list = []  # one per state received, re-sent ones included
+
+    def answer(msg: JointState) -> None:
+        stamps.append(messages.stamp_to_ns(msg.header.stamp))
+        ticks = sorted(set(stamps))
+        if len(ticks) == 3 and stamps.count(ticks[2]) == 1:
+            # tick 2 is out, so tick 1's answer released it: answer tick 1 once more
+            pub.publish(messages.joint_state(ROBOT.joint_names, ticks[1], ROBOT.home))
+        elif len(ticks) < 3 and stamps.count(ticks[-1]) == 1:
+            pub.publish(messages.joint_state(ROBOT.joint_names, ticks[-1], ROBOT.home))
+
+    ros_client.collect(JointState, '/r/joint_states', callback=answer)
+    start_node('sim_bridge', namespace='/r', timing_mode='lockstep', publish_rate_hz=50.0,
+               diagnostics_period_s=0.2, start_paused=True)
+    unpause_once_heard(ros_client, pub, '/r')
+    ros_client.wait_for(lambda: values(bridge_status(diags))['lockstep_repeated_answers']
+                        == '1', 30, 'the repeated answer counted')
+    ros_client.wait_for(lambda: stamps.count(40_000_000) > 1, 5, 'tick 2 re-sent: no answer yet')
+    assert sorted(set(stamps)) == [0, 20_000_000, 40_000_000]
 
 
 def test_bad_parameters_exit_with_a_one_line_reason(start_node):
