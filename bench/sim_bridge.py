@@ -137,13 +137,11 @@ def lockstep_mode(client: RosClient, env: dict[str, str], tmp: Path, seconds: fl
     pub = client.publisher(JointState, '/ls/joint_commands')
     home = load_robot('simreal_arm').home
     names = load_robot('simreal_arm').joint_names
-    last = [-1]
 
     def controller(msg: JointState) -> None:  # the stand-in 50 Hz policy
+        # a re-sent state is answered again, as the policy node does: the first answer is lost
+        # when published before the bridge's subscription matched; the bridge steps once a stamp
         stamp = messages.stamp_to_ns(msg.header.stamp)
-        if stamp == last[0]:
-            return
-        last[0] = stamp
         q = home + 0.2 * np.sin(stamp / 1e9)
         pub.publish(messages.joint_state(names, stamp, q))
 
