@@ -5,6 +5,7 @@ and randomization) run on every engine of ``ENGINES``; the rest on the default e
 what they test (command validation, parameters, re-sync) is the node's, not the engine's.
 """
 
+import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -156,10 +157,12 @@ def test_reset_pause_and_single_step(start_node, ros_client, engine):
     assert not res.success and 'paused' in res.message
 
 
-def unpause_once_heard(ros_client, pub, ns: str) -> None:
-    """Unpause a bridge started paused once its subscription matched ``pub``: no answer of
-    the test is then lost to discovery, and a re-sent state means a late answer."""
+def unpause_once_heard(ros_client, pub, ns: str, ready: threading.Event) -> None:
+    """Set ``ready`` and unpause a bridge started paused once its subscription matched
+    ``pub``: an answer published before that is lost (seen in CI: a bridge waited 60 s for
+    one), so the test answers only once ``ready``; the bridge re-sends its state meanwhile."""
     ros_client.wait_for_subscribers(pub, timeout=30)
+    ready.set()
     assert ros_client.call(SetBool, f'{ns}/sim_bridge/set_paused',
                            SetBool.Request(data=False)).success
 
@@ -168,16 +171,17 @@ def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool,
                  engine: str) -> np.ndarray:
     """Drive a lockstep bridge in namespace ``ns`` with one command per state.
 
-    Each command carries the stamp of the state it answers; a re-sent state is answered again
-    with the same command, as the policy node does. An answer published before the bridge's
-    subscription matched this publisher is lost (seen in CI: the bridge waited 60 s for it):
-    the bridge starts paused until it is matched.
+    Each command carries the stamp of the state it answers, and a re-sent state is answered
+    again with the same command, as the policy node does (but tick 0's: stamp 0 reads as an
+    unstamped command, which the bridge cannot tell from a new answer).
     """
     pub = ros_client.publisher(JointState, f'/{ns}/joint_commands')
     rng = np.random.default_rng(5)
     plan = ROBOT.home + rng.uniform(-0.3, 0.3, size=(ticks + 1, ROBOT.n))
     received: list = []
     stamps: list = []
+    answered: set = set()
+    ready = threading.Event()
 
     def answer(msg: JointState) -> None:
         stamp = messages.stamp_to_ns(msg.header.stamp)
@@ -185,14 +189,15 @@ def lockstep_run(ros_client, start_node, ns: str, ticks: int, clock: bool,
             stamps.append(stamp)
             received.append(list(msg.position))
         k = len(received) - 1
-        if k < ticks:
+        if ready.is_set() and k < ticks and (stamp or stamp not in answered):
+            answered.add(stamp)
             pub.publish(messages.joint_state(ROBOT.joint_names, stamp, plan[k]))
 
     ros_client.collect(JointState, f'/{ns}/joint_states', callback=answer)
     start_node('sim_bridge', namespace=f'/{ns}', timing_mode='lockstep', publish_rate_hz=50.0,
                publish_clock=clock, scene='tabletop', randomization='default', seed=11,
                engine=engine, start_paused=True)
-    unpause_once_heard(ros_client, pub, f'/{ns}')
+    unpause_once_heard(ros_client, pub, f'/{ns}', ready)
     ros_client.wait_for(lambda: len(received) > ticks, 60, f'{ticks} lockstep ticks in {ns}')
     time.sleep(0.3)
     assert len(received) == ticks + 1, 'lockstep must not advance without a command'
@@ -216,20 +221,24 @@ def test_lockstep_a_repeated_answer_releases_no_second_tick(start_node, ros_clie
     pub = ros_client.publisher(JointState, '/r/joint_commands')
     diags = ros_client.collect(DiagnosticArray, '/diagnostics')
     stamps: list = []  # one per state received, re-sent ones included
+    answered: list = []
+    ready = threading.Event()
 
     def answer(msg: JointState) -> None:
         stamps.append(messages.stamp_to_ns(msg.header.stamp))
         ticks = sorted(set(stamps))
-        if len(ticks) == 3 and stamps.count(ticks[2]) == 1:
-            # tick 2 is out, so tick 1's answer released it: answer tick 1 once more
-            pub.publish(messages.joint_state(ROBOT.joint_names, ticks[1], ROBOT.home))
-        elif len(ticks) < 3 and stamps.count(ticks[-1]) == 1:
+        if not ready.is_set() or ticks[-1] in answered:
+            return
+        if len(ticks) < 3:  # ticks 0 and 1: answered once each
             pub.publish(messages.joint_state(ROBOT.joint_names, ticks[-1], ROBOT.home))
+        else:  # tick 2 is out, so tick 1's answer released it: answer tick 1 once more
+            pub.publish(messages.joint_state(ROBOT.joint_names, ticks[1], ROBOT.home))
+        answered.append(ticks[-1])
 
     ros_client.collect(JointState, '/r/joint_states', callback=answer)
     start_node('sim_bridge', namespace='/r', timing_mode='lockstep', publish_rate_hz=50.0,
                diagnostics_period_s=0.2, start_paused=True)
-    unpause_once_heard(ros_client, pub, '/r')
+    unpause_once_heard(ros_client, pub, '/r', ready)
     ros_client.wait_for(lambda: values(bridge_status(diags))['lockstep_repeated_answers']
                         == '1', 30, 'the repeated answer counted')
     ros_client.wait_for(lambda: stamps.count(40_000_000) > 1, 5, 'tick 2 re-sent: no answer yet')
