@@ -12,11 +12,13 @@ and counted (:attr:`LeggedRead.skipped`).
 
 Samples are paired by header stamp: the episode's samples are the odom stamps that
 foot_contacts also has (the sim bridge stamps both with the same state; duplicates keep the
-first); imu/data joins when it has every one of those stamps, else it is left out and
-:attr:`LeggedRead.imu_note` says why. ``cmd_vel`` has no header: its times are the bag's
-receive times, each command held until the next. A robot whose odom or foot_contacts was not
-recorded, or with fewer than 2 paired samples, is one :class:`~simreal_ros.errors.BagError`
-naming the bag, the topic and what to record.
+first); imu/data joins when it has every one of those stamps inside its own span (the
+samples before its first or after its last, the recording's edges, are then left out and
+:attr:`LeggedRead.imu_note` says how many), else it is left out and the note says why.
+``cmd_vel`` has no header: its times are the bag's receive times, each command held until the
+next. A robot whose odom or foot_contacts was not recorded, or with fewer than 2 paired
+samples, is one :class:`~simreal_ros.errors.BagError` naming the bag, the topic and what to
+record.
 
 :func:`legged_namespaces` lists the namespaces of a bag that have both ``odom`` and
 ``foot_contacts`` (a real robot's bag has neither: it has no ground truth).
@@ -182,19 +184,29 @@ def _episode(info: BagInfo, name: str, tops: dict[str, str], collect: _Collect
         raise BagError(f'the bag {info.path}: {tops["odom"]} and {tops["foot_contacts"]} '
                        f'share {len(t)} stamps (expected the same stamp on both, as the sim '
                        f'bridge publishes them)')
-    o = odom[i_odom]
     gyro = acc = None
     note = ''
     if 'imu' in tops:
         t_imu, imu = _rows(collect.imu.get(tops['imu'], []), 6)
         common, _ia, i_imu = np.intersect1d(t, t_imu, return_indices=True)
-        if len(common) == len(t):
+        # A recorder starts and stops each topic at its own moment (a wildcard subscribes to
+        # each as discovery reports it: a CI run's bag had odom samples before the first IMU
+        # one), so samples outside the IMU's span are the recording's edges, dropped. A stamp
+        # missing inside it is a lost message: the IMU is left out.
+        span = (t >= t_imu[0]) & (t <= t_imu[-1]) if len(t_imu) else np.zeros(len(t), bool)
+        if len(common) >= 2 and len(common) == np.count_nonzero(span):
             gyro, acc = imu[i_imu, :3], imu[i_imu, 3:]
+            if len(common) < len(t):
+                note = (f'{tops["imu"]} starts {(common[0] - t[0]) * 1e-9:.3f} s after '
+                        f'{tops["odom"]} and ends {(t[-1] - common[-1]) * 1e-9:.3f} s before '
+                        f'it: the {len(t) - len(common)} samples outside left out')
+                t, i_odom, i_feet = t[span], i_odom[span], i_feet[span]
         else:
             note = (f'{tops["imu"]} has {len(common)} of the {len(t)} odom stamps: IMU '
                     'metrics left out')
     else:
         note = 'no imu/data recorded: IMU metrics left out'
+    o = odom[i_odom]
     t_cmd, cmd = _rows(collect.cmd.get(tops.get('cmd_vel', ''), []), 6)
     try:
         ep = LeggedEpisode.from_arrays(name, t, o[:, 0:3], o[:, 3:7], o[:, 7:10], o[:, 10:13],

@@ -82,6 +82,7 @@ def test_gap_reads_the_legged_topics_of_recorded_bags(start_node, ros_client, tm
                                       'foot_contacts': '/sim_a/foot_contacts',
                                       'imu': '/sim_a/imu/data'}
     assert a['velocity_tracking_error_m_s'] is None  # no cmd_vel was recorded
+    assert g['gyro_error_rad_s'] is not None, g['notes']
     assert g['gyro_error_rad_s'] > 1.0 and g['shift_s'] == 0.0
     assert 'Legged gap: /sim_b/ against /sim_a/' in (tmp_path / 'one' / 'report.html'
                                                     ).read_text()
