@@ -370,13 +370,13 @@ class PolicyNode(Node):
                 return
             repeat = stamp == self.answered_stamp
             self.stats['repeated_answers'] += repeat
+            if not repeat:
+                self._maybe_auto_enable(stamp)
+                if self.controller.mode == DISABLED:
+                    return
         if repeat:
             self._publish_last(stamp)
             return
-        with self.lock:
-            self._maybe_auto_enable(stamp)
-            if self.controller.mode == DISABLED:
-                return
         due = self.next_deadline is None or stamp >= self.next_deadline \
             or stamp < self.next_deadline - 2 * self.period_ns
         if due:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from episode_bags import T0, TS
 import numpy as np
-from rosbags.typesys import Stores, get_typestore
 
 from simreal_ros.bag import BagOptions, BagWriter, QosSpec
 from simreal_ros.gap.legged_bag import read_legged
 
-TS = get_typestore(Stores.ROS2_KILTED)
 T = TS.types
-T0 = 1_700_000_000 * 10**9
 PERIOD_NS = 10_000_000  # 100 Hz, as the sim bridge publishes
 N = 50
 
