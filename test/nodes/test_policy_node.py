@@ -67,8 +67,9 @@ def test_closed_loop_in_sim_ramps_then_reaches_goals(start_node, ros_client):
     assert len(commands) == n_hand, 'a disabled policy must not publish'
     assert enable(ros_client).success
     ros_client.wait_for(lambda: mode(diags) == 'running', 20, 'ramp done, policy running')
-    ramp = positions(commands, n_hand)
-    t = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in commands[n_hand:]]) / 1e9
+    sent = list(commands)  # one snapshot: the subscription thread keeps appending
+    ramp = positions(sent, n_hand)
+    t = np.array([messages.stamp_to_ns(m.header.stamp) for _t, m in sent[n_hand:]]) / 1e9
     assert np.abs(ramp[0] - away).max() < 0.05, 'the ramp starts at the measured pose'
     in_ramp = t < t[0] + SPEC.safety.ramp_s - 0.05  # 2 s: longer than 0.5 rad at 0.5 rad/s
     speed = np.abs(np.diff(ramp[in_ramp], axis=0)) / np.diff(t[in_ramp])[:, None]
