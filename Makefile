@@ -119,11 +119,13 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -q -m bench
 
 # Every benchmark of bench/ in its quick form, one test each (test/**/test_bench*.py): they
-# measure and check their figures are there, they assert no time. CI runs this. In
-# TEST_WORKERS workers (loadfile): a figure measured beside another benchmark is noisier, and
-# none is asserted; one process took 202 s on the idle 2-core machine, 81 % of it CPU.
+# measure and check their figures are there, they assert no time. CI runs this. In two parts
+# as the test targets: the workers, then the `timing` ones alone (the bus benchmarks, whose
+# SDK-default case failed beside another benchmark, and the recorder's lossless rounds). A
+# figure measured beside another benchmark is noisier, and none is asserted; in one process
+# they took 202 s on the idle 2-core machine, 81 % of it CPU, all in two workers 114 s.
 bench-quick: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m bench $(TESTS)
+	$(PYTEST_PARTS) bench $(TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check simreal_ros test bench launch tools setup.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 import os
 from pathlib import Path
@@ -37,6 +38,9 @@ if sys.prefix != sys.base_prefix:
 apply_loopback_profile(os.environ)
 
 _domains = itertools.count(0)
+#: How long a test client's close may take before its worker is ended (s): 0.1-0.3 s here,
+#: plus up to the client's own CLOSE_WAIT_S for its spinning thread.
+CLOSE_LIMIT_S = 60.0
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,7 +64,21 @@ def ros_client(domain_id: int):
     from simreal_ros.ros.client import RosClient
     client = RosClient(domain_id, 'test_client')
     yield client
-    client.close()
+    # Fast DDS 3.2's discovery deadlock (simreal_ros/ros/teardown.py) can take any participant:
+    # a receive thread removing a remote writer under the discovery lock waits for the event
+    # thread, whose announcement timer waits for that lock. Destroying the participant then
+    # never returns, with the GIL held. Seen once in a test worker's client (gdb: WriterProxy::
+    # stop against PDP::set_next_announcement_interval; a three-worker run), and the suite hung.
+    # faulthandler's C watchdog thread writes every thread's stack to a file and ends the
+    # worker instead: pytest-xdist reports the crashed worker's test, and the run goes on.
+    stacks = Path(os.environ['ROS_LOG_DIR']) / f'hung_close_{os.getpid()}.txt'
+    with stacks.open('w') as f:
+        faulthandler.dump_traceback_later(CLOSE_LIMIT_S, exit=True, file=f)
+        try:
+            client.close()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    stacks.unlink()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.bench
 @pytest.mark.ros
+@pytest.mark.timing  # alone in `make bench-quick`: it asserts its full-rate rounds lossless
 def test_recorder_benchmark_reports_its_figures(ros_env):
     r = subprocess.run([sys.executable, '-m', 'simreal_ros', 'bench', 'recorder', '--quick',
                         '--json'], env=ros_env, cwd=REPO, capture_output=True, text=True,

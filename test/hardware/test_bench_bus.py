@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.bench, pytest.mark.ros]
+# timing: alone in `make bench-quick`, as the STS bus benchmark (test_bench_feetech.py)
+pytestmark = [pytest.mark.bench, pytest.mark.ros, pytest.mark.timing]
 REPO = Path(__file__).resolve().parents[2]
 
 
