@@ -472,9 +472,9 @@ def test_overload_is_an_error_naming_the_joint_and_reboot_on_error_clears_it(
         goal[1] = -1.38  # the shoulder cannot lift the arm there with 0.1 N*m
 
         def errors() -> list[DiagnosticStatus]:
-            # the overload's own ERROR from this node: under CI load (one core busy) a period
-            # whose every read timed out ("bus not answering") came first, and ~/reset then
-            # found no servo in error
+            # the overload's own ERROR from this node: in CI (one core busy) a late status of
+            # the first driver, stopped in error, released d3's wait 0.6 s after d3 started,
+            # and d3's ~/reset then found no servo in error
             return [st for st in driver_statuses(diags[n:]) if st.level ==
                     DiagnosticStatus.ERROR and st.name.startswith(f'{node}:')
                     and 'overload' in st.message]
