@@ -86,7 +86,7 @@ def tolerant_spec(tmp_path: Path) -> str:
     the shipped spec): the test process publishes them, and a stall of its timer thread under
     the suite's load once put the node in ``hold`` just before ``disable``."""
     data = yaml.safe_load(SPEC.source.read_text())
-    data['model'] = str(SPEC.source.parent / data['model'])
+    data['model'] = str(SPEC.model)
     data['safety']['stale_after_periods'] = 100
     path = tmp_path / 'tolerant_reach.yaml'
     path.write_text(yaml.safe_dump(data))

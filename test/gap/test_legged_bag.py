@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from episode_bags import T0, TS
+from episode_bags import T0, TS, _time, joint_state
 import numpy as np
 
 from simreal_ros.bag import BagOptions, BagWriter, QosSpec
@@ -17,8 +17,7 @@ N = 50
 
 
 def header(stamp_ns: int):
-    return T['std_msgs/msg/Header'](T['builtin_interfaces/msg/Time'](
-        stamp_ns // 10**9, stamp_ns % 10**9), 'odom')
+    return T['std_msgs/msg/Header'](_time(stamp_ns), 'odom')
 
 
 def vec(x: float, y: float, z: float):
@@ -34,12 +33,6 @@ def odom(stamp_ns: int) -> bytes:
         T['geometry_msgs/msg/TwistWithCovariance'](
             T['geometry_msgs/msg/Twist'](vec(0, 0, 0), vec(0, 0, 0)), np.zeros(36)))
     return bytes(TS.serialize_cdr(msg, 'nav_msgs/msg/Odometry'))
-
-
-def feet(stamp_ns: int) -> bytes:
-    msg = T['sensor_msgs/msg/JointState'](header(stamp_ns), ['fl', 'fr'], np.zeros(0),
-                                           np.zeros(0), np.array([10.0, 12.0]))
-    return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
 
 
 def imu(stamp_ns: int, k: int) -> bytes:
@@ -58,7 +51,7 @@ def write_bag(path: Path, imu_samples: list[int]) -> None:
         for k in range(N):
             stamp = T0 + k * PERIOD_NS
             w.write(ho, stamp + 100_000, odom(stamp))
-            w.write(hf, stamp + 200_000, feet(stamp))
+            w.write(hf, stamp + 200_000, joint_state(stamp, (), (), (10.0, 12.0), ('fl', 'fr')))
             if k in imu_samples:
                 w.write(hi, stamp + 300_000, imu(stamp, k))
 
