@@ -164,3 +164,34 @@ def test_a_stribeck_speed_of_zero_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r'imperfections\.stribeck_velocity_rad_s: '
                                           r'expected a speed > 0'):
         VirtualArm(ROBOT, Overlay('bad.yaml', imperfections={'stribeck_velocity_rad_s': 0.0}))
+
+
+def test_present_registers_are_the_per_servo_conversions() -> None:
+    """update_present converts all servos at once; each register holds what the one-servo
+    conversions (q_to_ticks, rounding, the signed 2- and 4-byte items) give, Homing Offset
+    and negative speeds and currents included."""
+    arm = configured(load_overlay('worn_arm'), seed=3)
+    for i, offset in enumerate((0, 120, -75, 0, 300, -1)):
+        assert arm.write(i, [(ct.BY_NAME['torque_enable'], 0)]) == 0
+        assert arm.write(i, [(ct.BY_NAME['homing_offset'], offset),
+                             (ct.BY_NAME['torque_enable'], 1)]) == 0
+    goal(arm, POSES[1])
+    for _ in range(120):  # moving: speeds, currents and the profile's trajectory are non-zero
+        arm.step(1)
+    rng_state = arm.rng.bit_generator.state
+    arm.update_present()
+    arm.rng.bit_generator.state = rng_state  # the same encoder noise draw as update_present's
+    q, qd, tau = arm.sim.joint_state()
+    meas = arm._measure(q, noise=True)
+    for i, reg in enumerate(arm.servos):
+        vel = int(round(arm.direction[i] * qd[i] / arm.vel_unit[i]))
+        assert reg.get('present_position') == arm.q_to_ticks(i, meas[i])
+        assert reg.get('present_velocity') == vel
+        assert reg.get('present_current') == int(round(arm.direction[i] * tau[i]
+                                                       / arm.effort_unit[i]))
+        assert reg.get('position_trajectory') == arm.q_to_ticks(i, arm.desired[i])
+        assert reg.get('velocity_trajectory') == int(round(
+            arm.direction[i] * arm.desired_vel[i] / arm.vel_unit[i]))
+        assert reg.get('moving') == int(abs(vel) > reg.get('moving_threshold'))
+    assert sorted({np.sign(arm.servos[i].get('present_velocity')) for i in range(ROBOT.n)}) \
+        == [-1, 1]
