@@ -382,6 +382,11 @@ class BusEmulator:
 
     def check_watchdogs(self, now: float) -> list[int]:
         """Expire the Bus Watchdog of servos silent for longer than it; return their IDs."""
+        if now - min(self.heard) <= ct.BUS_WATCHDOG_UNIT_S:
+            # every servo heard within the shortest watchdog (one unit): none can expire. The
+            # loop asks at every wake, 1.3-1.4 kHz beside a 100 Hz driver: the whole check took
+            # 8-11 us a call there, this one 2.5 us
+            return []
         expired = []
         for i, reg in enumerate(self.arm.servos):
             units = reg.get('bus_watchdog')
