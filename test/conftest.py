@@ -20,13 +20,16 @@ os.environ.pop('ROS_STATIC_PEERS', None)
 # SIMREAL_TEST_DOMAINS=LO-HI gives concurrent test runs on one host disjoint blocks of ids
 # inside 1-200 (201-232 are the benchmarks', see core/netenv.py).
 # Under pytest-xdist each worker takes its own slice of the block (gw0 the first, ...), so two
-# workers never share an id; a run without workers takes the whole block.
+# workers never share an id; a run without workers takes the whole block. A worker that
+# replaces a crashed one is named on (gw2 for gw0 of two) and takes the crashed one's slice:
+# past the block its ids were 201 and up, and every ROS test of it failed at set-up (CI).
 _LO, _, _HI = os.environ.get('SIMREAL_TEST_DOMAINS', '1-200').partition('-')
 _DOMAIN_LO, _DOMAIN_SPAN = int(_LO), int(_HI) - int(_LO) + 1
 _WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
 if _WORKERS > 1:
     _DOMAIN_SPAN //= _WORKERS
-    _DOMAIN_LO += _DOMAIN_SPAN * int(os.environ['PYTEST_XDIST_WORKER'].removeprefix('gw'))
+    _DOMAIN_LO += _DOMAIN_SPAN * (int(os.environ['PYTEST_XDIST_WORKER'].removeprefix('gw'))
+                                  % _WORKERS)
 _BASE_DOMAIN = os.getpid() % _DOMAIN_SPAN  # each test needing ROS takes the next id
 os.environ['ROS_DOMAIN_ID'] = str(_DOMAIN_LO + _BASE_DOMAIN)
 os.environ.setdefault('ROS_LOG_DIR', str(Path(tempfile.gettempdir()) / 'simreal_test_logs'))
@@ -59,20 +62,28 @@ def ros_env(domain_id: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def ros_client(domain_id: int):
-    """A RosClient on this test's domain."""
+def ros_client(domain_id: int, start_node):
+    """A RosClient on this test's domain.
+
+    Set up after ``start_node`` (it asks for it), so it is closed before the nodes that fixture
+    started are stopped: their leaving is what starts the deadlock below in this process.
+    """
     from simreal_ros.ros.client import RosClient
     client = RosClient(domain_id, 'test_client')
     yield client
     # Fast DDS 3.2's discovery deadlock (simreal_ros/ros/teardown.py) can take any participant:
     # a receive thread removing a remote writer under the discovery lock waits for the event
     # thread, whose announcement timer waits for that lock. Destroying the participant then
-    # never returns, with the GIL held. Seen once in a test worker's client (gdb: WriterProxy::
-    # stop against PDP::set_next_announcement_interval; a three-worker run), and the suite hung.
-    # faulthandler's C watchdog thread writes every thread's stack to a file and ends the
-    # worker instead: pytest-xdist reports the crashed worker's test, and the run goes on.
+    # never returns, with the GIL held. Seen in test workers' clients twice: gdb, WriterProxy::
+    # stop against PDP::set_next_announcement_interval (a three-worker run, the suite hung);
+    # a CI run, in destroy_publisher. The remote writers removed are those of nodes that
+    # leave while this participant lives, hence the order above; nodes a test stops itself
+    # still leave before it. faulthandler's C watchdog thread writes the test's name and every
+    # thread's stack to a file and ends the worker instead: pytest-xdist reports the crashed
+    # worker's test, and a new worker (its domain ids above) runs the rest.
     stacks = Path(os.environ['ROS_LOG_DIR']) / f'hung_close_{os.getpid()}.txt'
     with stacks.open('w') as f:
+        print(os.environ.get('PYTEST_CURRENT_TEST', ''), file=f, flush=True)
         faulthandler.dump_traceback_later(CLOSE_LIMIT_S, exit=True, file=f)
         try:
             client.close()
