@@ -80,7 +80,8 @@ def ros_client(domain_id: int, start_node):
     # leave while this participant lives, hence the order above; nodes a test stops itself
     # still leave before it. faulthandler's C watchdog thread writes the test's name and every
     # thread's stack to a file and ends the worker instead: pytest-xdist reports the crashed
-    # worker's test, and a new worker (its domain ids above) runs the rest.
+    # worker's test, and the Makefile's runner ends the parallel part (tools/pytest_parts.sh);
+    # a plain `pytest -n` starts a new worker (its domain ids above).
     stacks = Path(os.environ['ROS_LOG_DIR']) / f'hung_close_{os.getpid()}.txt'
     with stacks.open('w') as f:
         print(os.environ.get('PYTEST_CURRENT_TEST', ''), file=f, flush=True)
