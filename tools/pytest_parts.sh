@@ -8,8 +8,8 @@
 #   1. the parallel part, `-n N --dist loadfile -m '(MARKEXPR) and not timing'`; a worker
 #      that dies ends the part (`--max-worker-restart=0`): its test is reported failed, and
 #      the run goes on to the timing part. With a replacement worker pytest-xdist 3.8 (loadfile)
-#      gave it no test and waited for ever (a CI run hung after a worker died, as did a
-#      worker that called os._exit in a test of its own);
+#      gave it no test and waited for ever (a CI run hung after a worker died; a run with a
+#      test that called os._exit had not finished when a 300 s timeout ended it);
 #   2. the timing part, `-m '(MARKEXPR) and timing'`, in one process with the machine to
 #      itself: the tests that measure delivery timing, rates or latency, or pin a SCHED_FIFO
 #      spinner to a CPU (the `timing` marker, setup.cfg). Beside another worker the
