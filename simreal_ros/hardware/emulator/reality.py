@@ -314,11 +314,15 @@ class VirtualArm:
         return int(round(self.zero[i] + self.direction[i] * (q - self.offset[i])
                          * self.tpr[i] / (2 * math.pi))) + int(self.homing[i])
 
+    def encoder_ticks(self, q: FloatArray) -> FloatArray:
+        """Every servo's encoder reading of angles ``q``: unrounded ticks, no Homing Offset."""
+        out: FloatArray = self.zero + self.direction * (q - self.offset) * self.tpr / (2 * np.pi)
+        return out
+
     def ticks_of(self, q: FloatArray) -> list[int]:
-        """Every servo's :meth:`q_to_ticks` of joint angles ``q``, in one array expression."""
-        raw = self.zero + self.direction * (q - self.offset) * self.tpr / (2 * np.pi)
+        """Every servo's :meth:`q_to_ticks` of joint angles ``q``."""
         homing = self.homing.astype(int).tolist()
-        return [round(x) + h for x, h in zip(raw.tolist(), homing, strict=True)]
+        return [round(x) + h for x, h in zip(self.encoder_ticks(q).tolist(), homing, strict=True)]
 
     def ticks_to_q(self, i: int, ticks: float) -> float:
         """Position register ticks (encoder + Homing Offset) -> joint angle."""
@@ -485,7 +489,7 @@ class VirtualArm:
             m = q
         if noise and self.imp.encoder_noise_rad > 0:
             m = m + self.rng.normal(0.0, self.imp.encoder_noise_rad, self.n)
-        ticks = (self.zero + self.direction * (m - self.offset) * self.tpr / (2 * np.pi)).round()
+        ticks = self.encoder_ticks(m).round()
         q_meas: FloatArray = self.direction * (ticks - self.zero) * 2 * np.pi / self.tpr \
             + self.offset
         return q_meas

@@ -295,7 +295,7 @@ class StsArm(VirtualArm):
         """Pack the present values of link angles ``q``, speeds ``qd``, torques ``tau``."""
         meas = self._measure(q, noise=True)
         d = self.direction
-        enc = (self.zero + d * (meas - self.offset) * self.tpr / (2 * np.pi)).tolist()
+        enc = self.encoder_ticks(meas).tolist()
         vel = (d * qd / ct.VELOCITY_UNIT_RAD_S).tolist()
         load = (d * tau / self.stall / ct.TORQUE_UNIT).tolist()
         cur = (d * tau / self.kt / ct.CURRENT_UNIT_A).tolist()
